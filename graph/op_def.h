@@ -1,0 +1,98 @@
+// The op table: one OpDef per op in ops.def, read by every stage (dispatch,
+// tracer, printer and parser, verifier, autodiff, partitioner cost model,
+// compilers). Kernels (runtime/) and VJP rules (autodiff/) are bound in their
+// own tables, keyed by the same OpKind, so that graph/ depends on nothing.
+//
+//   absl::StatusOr<std::vector<TensorType>> out =
+//       InferTypes(OpKind::kMatmul, {a_type, b_type}, Attrs{});
+//   // error: "matmul: inner dims differ: [4,3] x [2,5]"
+#ifndef TENSORCUT_GRAPH_OP_DEF_H_
+#define TENSORCUT_GRAPH_OP_DEF_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "graph/attrs.h"
+#include "graph/shape.h"
+
+namespace tc {
+
+enum class OpKind : uint16_t {
+#define TC_OP(enum_name, text, family) enum_name,
+#include "graph/ops.def"
+#undef TC_OP
+};
+
+inline constexpr int kNumOps = 0
+#define TC_OP(enum_name, text, family) +1
+#include "graph/ops.def"
+#undef TC_OP
+    ;
+
+enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kNn };
+
+// What later stages may assume about an op. A bitmask.
+enum OpTrait : uint32_t {
+  kTraitNone = 0,
+  kTraitElementwise = 1 << 0,  // output[i] depends on input[i] only (after broadcasting)
+  kTraitView = 1 << 1,         // eager result may share storage with input 0
+  kTraitReduction = 1 << 2,    // reduces dims of its input
+  kTraitCreation = 1 << 3,     // no inputs; a constant made from attributes
+  kTraitRandom = 1 << 4,       // draws random numbers (from seed/offset attributes)
+  kTraitExpensive = 1 << 5,    // matmul/conv class: never worth recomputing
+  kTraitNonDifferentiable = 1 << 6,  // outputs carry no gradient (bool/int results)
+  kTraitBackward = 1 << 7,     // only appears in backward graphs
+};
+
+// Static cost of one call, from the op table's cost functions.
+struct OpCost {
+  double flops = 0;
+  double bytes = 0;  // bytes read + written
+};
+
+enum class AttrKind : uint8_t { kInt, kFloat, kBool, kInts, kDType, kString };
+
+struct AttrSpec {
+  absl::string_view name;
+  AttrKind kind;
+};
+
+using InferFn = absl::StatusOr<std::vector<TensorType>> (*)(absl::Span<const TensorType> inputs,
+                                                            const Attrs& attrs);
+using CostFn = OpCost (*)(absl::Span<const TensorType> inputs,
+                          absl::Span<const TensorType> outputs, const Attrs& attrs);
+
+struct OpDef {
+  OpKind kind;
+  absl::string_view name;
+  OpFamily family;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: variadic
+  std::vector<AttrSpec> attrs;  // every attribute is required
+  uint32_t traits = kTraitNone;
+  InferFn infer = nullptr;
+  CostFn cost = nullptr;  // nullptr: one flop per output element, bytes of all operands
+
+  bool Has(OpTrait t) const { return (traits & t) != 0; }
+};
+
+const OpDef& GetOpDef(OpKind kind);
+absl::string_view OpName(OpKind kind);
+absl::StatusOr<OpKind> OpKindFromName(absl::string_view name);
+// All ops, in ops.def order.
+absl::Span<const OpKind> AllOps();
+
+// Checks arity and attributes against the op's declaration, then runs its shape
+// inference. Errors start with the op name: "matmul: inner dims differ: ...".
+absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind,
+                                                   absl::Span<const TensorType> inputs,
+                                                   const Attrs& attrs);
+OpCost EstimateCost(OpKind kind, absl::Span<const TensorType> inputs,
+                    absl::Span<const TensorType> outputs, const Attrs& attrs);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_GRAPH_OP_DEF_H_

@@ -1,0 +1,50 @@
+// Creation ops: constants made from attributes alone (no inputs), so a graph
+// can always recompute them for free.
+#include <cmath>
+
+#include "absl/status/statusor.h"
+#include "graph/ops/families.h"
+#include "graph/ops/infer_util.h"
+
+namespace tc::ops_internal {
+namespace {
+
+absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
+                                                  const Attrs& attrs) {
+  const std::vector<int64_t>& shape = attrs.Ints("shape");
+  for (int64_t d : shape) {
+    if (d < 0) return Invalid("negative dimension in shape ", ShapeToString(shape));
+  }
+  return One(attrs.Dtype("dtype"), shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>,
+                                                    const Attrs& attrs) {
+  const double start = attrs.Float("start"), end = attrs.Float("end"), step = attrs.Float("step");
+  if (step == 0) return Invalid("step must be nonzero");
+  const double n = std::ceil((end - start) / step);
+  return One(attrs.Dtype("dtype"), {n > 0 ? static_cast<int64_t>(n) : 0});
+}
+
+OpCost CreationCost(absl::Span<const TensorType>, absl::Span<const TensorType> out,
+                    const Attrs&) {
+  return {0, static_cast<double>(out[0].bytes())};
+}
+
+}  // namespace
+
+std::vector<OpDef> CreationOpDefs() {
+  return {
+      {OpKind::kFull, "", OpFamily::kCreation, 0, 0,
+       {{"dtype", AttrKind::kDType}, {"shape", AttrKind::kInts}, {"value", AttrKind::kFloat}},
+       kTraitCreation, &InferFull, &CreationCost},
+      {OpKind::kArange, "", OpFamily::kCreation, 0, 0,
+       {{"dtype", AttrKind::kDType},
+        {"end", AttrKind::kFloat},
+        {"start", AttrKind::kFloat},
+        {"step", AttrKind::kFloat}},
+       kTraitCreation | kTraitNonDifferentiable, &InferArange, &CreationCost},
+  };
+}
+
+}  // namespace tc::ops_internal

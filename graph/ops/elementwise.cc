@@ -1,0 +1,135 @@
+// Elementwise ops: NumPy broadcasting over all inputs; arithmetic and
+// comparisons need equal dtypes (no implicit promotion: a cast is explicit).
+#include "absl/status/statusor.h"
+#include "graph/ops/families.h"
+#include "graph/ops/infer_util.h"
+
+namespace tc::ops_internal {
+namespace {
+
+absl::StatusOr<Shape> BroadcastAll(absl::Span<const TensorType> inputs) {
+  Shape out = inputs.empty() ? Shape{} : inputs[0].shape;
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    absl::StatusOr<Shape> b = BroadcastShapes(out, inputs[i].shape);
+    if (!b.ok()) return b.status();
+    out = *std::move(b);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBinary(absl::Span<const TensorType> in,
+                                                    const Attrs&) {
+  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  if (in[0].dtype == DType::kBool) return Invalid("arithmetic on bool; cast first");
+  absl::StatusOr<Shape> shape = BroadcastAll(in);
+  if (!shape.ok()) return shape.status();
+  return One(in[0].dtype, *std::move(shape));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferCompare(absl::Span<const TensorType> in,
+                                                     const Attrs&) {
+  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  absl::StatusOr<Shape> shape = BroadcastAll(in);
+  if (!shape.ok()) return shape.status();
+  return One(DType::kBool, *std::move(shape));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferWhere(absl::Span<const TensorType> in,
+                                                   const Attrs&) {
+  if (in[0].dtype != DType::kBool) return Invalid("condition must be bool, got ", in[0].ToString());
+  if (absl::Status s = RequireSameDType(in.subspan(1)); !s.ok()) return s;
+  absl::StatusOr<Shape> shape = BroadcastAll(in);
+  if (!shape.ok()) return shape.status();
+  return One(in[1].dtype, *std::move(shape));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferFloatUnary(absl::Span<const TensorType> in,
+                                                        const Attrs&) {
+  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
+  return One(in[0].dtype, in[0].shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferNumericUnary(absl::Span<const TensorType> in,
+                                                          const Attrs&) {
+  if (in[0].dtype == DType::kBool) return Invalid("input must be numeric, got ", in[0].ToString());
+  return One(in[0].dtype, in[0].shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferGeluBackward(absl::Span<const TensorType> in,
+                                                          const Attrs& attrs) {
+  if (absl::Status s = RequireFloating(in[0], "grad"); !s.ok()) return s;
+  if (in[0] != in[1]) {
+    return Invalid("grad ", in[0].ToString(), " and input ", in[1].ToString(), " differ");
+  }
+  return One(in[0].dtype, in[0].shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferGelu(absl::Span<const TensorType> in,
+                                                  const Attrs& attrs) {
+  const std::string& mode = attrs.Str("approximate");
+  if (mode != "none" && mode != "tanh") {
+    return Invalid("approximate must be \"none\" or \"tanh\", got \"", mode, "\"");
+  }
+  return in.size() == 1 ? InferFloatUnary(in, attrs) : InferGeluBackward(in, attrs);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferCast(absl::Span<const TensorType> in,
+                                                  const Attrs& attrs) {
+  return One(attrs.Dtype("dtype"), in[0].shape);
+}
+
+OpDef Binary(OpKind kind) {
+  return {kind, "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise, &InferBinary};
+}
+OpDef Compare(OpKind kind) {
+  return {kind,         "", OpFamily::kElementwise, 2, 2, {},
+          kTraitElementwise | kTraitNonDifferentiable, &InferCompare};
+}
+OpDef FloatUnary(OpKind kind) {
+  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise, &InferFloatUnary};
+}
+OpDef NumericUnary(OpKind kind) {
+  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise, &InferNumericUnary};
+}
+
+}  // namespace
+
+std::vector<OpDef> ElementwiseOpDefs() {
+  const AttrSpec approximate{"approximate", AttrKind::kString};
+  return {
+      Binary(OpKind::kAdd),
+      Binary(OpKind::kSub),
+      Binary(OpKind::kMul),
+      Binary(OpKind::kDiv),
+      Binary(OpKind::kMaximum),
+      Binary(OpKind::kMinimum),
+      Compare(OpKind::kEq),
+      Compare(OpKind::kNe),
+      Compare(OpKind::kLt),
+      Compare(OpKind::kLe),
+      Compare(OpKind::kGt),
+      Compare(OpKind::kGe),
+      {OpKind::kWhere, "", OpFamily::kElementwise, 3, 3, {}, kTraitElementwise, &InferWhere},
+      NumericUnary(OpKind::kNeg),
+      FloatUnary(OpKind::kExp),
+      FloatUnary(OpKind::kLog),
+      FloatUnary(OpKind::kSqrt),
+      FloatUnary(OpKind::kRsqrt),
+      NumericUnary(OpKind::kAbs),
+      {OpKind::kSign, "", OpFamily::kElementwise, 1, 1, {},
+       kTraitElementwise | kTraitNonDifferentiable, &InferNumericUnary},
+      NumericUnary(OpKind::kRelu),
+      FloatUnary(OpKind::kSigmoid),
+      FloatUnary(OpKind::kTanh),
+      {OpKind::kGelu, "", OpFamily::kElementwise, 1, 1, {approximate}, kTraitElementwise,
+       &InferGelu},
+      {OpKind::kGeluBackward, "", OpFamily::kElementwise, 2, 2, {approximate},
+       kTraitElementwise | kTraitBackward, &InferGelu},
+      {OpKind::kPow, "", OpFamily::kElementwise, 1, 1, {{"exponent", AttrKind::kFloat}},
+       kTraitElementwise, &InferFloatUnary},
+      {OpKind::kCast, "", OpFamily::kElementwise, 1, 1, {{"dtype", AttrKind::kDType}},
+       kTraitElementwise, &InferCast},
+  };
+}
+
+}  // namespace tc::ops_internal

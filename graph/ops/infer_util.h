@@ -1,0 +1,39 @@
+// Small helpers shared by the family files' shape inference.
+#ifndef TENSORCUT_GRAPH_OPS_INFER_UTIL_H_
+#define TENSORCUT_GRAPH_OPS_INFER_UTIL_H_
+
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "graph/shape.h"
+
+namespace tc::ops_internal {
+
+template <typename... Args>
+absl::Status Invalid(const Args&... args) {
+  return absl::InvalidArgumentError(absl::StrCat(args...));
+}
+
+inline std::vector<TensorType> One(DType dtype, Shape shape) {
+  return {TensorType{dtype, std::move(shape)}};
+}
+
+// An error unless every input has the same dtype; `what` names the inputs' role.
+absl::Status RequireSameDType(absl::Span<const TensorType> inputs);
+absl::Status RequireFloating(const TensorType& t, absl::string_view what);
+absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view what);
+// Wraps every dim of `dims` for `rank`, sorted and without repeats; [] means all.
+absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank);
+
+// A slice's bounds resolved as Python does: negative start/end count from the
+// end, both clamped to [0, size]; step must be positive. Kernels use the same.
+struct SliceBounds {
+  int64_t start, step, length;
+};
+absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t end, int64_t step);
+
+}  // namespace tc::ops_internal
+
+#endif  // TENSORCUT_GRAPH_OPS_INFER_UTIL_H_

@@ -1,0 +1,203 @@
+// Linear algebra and layout: matmul (batched, batch dims broadcast), linear,
+// and the view-like ops that rearrange elements without computing new ones.
+#include "absl/status/statusor.h"
+#include "graph/ops/families.h"
+#include "graph/ops/infer_util.h"
+
+namespace tc::ops_internal {
+namespace {
+
+absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in,
+                                                    const Attrs&) {
+  const TensorType &a = in[0], &b = in[1];
+  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  if (absl::Status s = RequireFloating(a, "operands"); !s.ok()) return s;
+  if (a.rank() < 2 || b.rank() < 2) {
+    return Invalid("operands must have rank >= 2, got ", a.ToString(), " x ", b.ToString());
+  }
+  if (a.shape[a.rank() - 1] != b.shape[b.rank() - 2]) {
+    return Invalid("inner dims differ: ", ShapeToString(a.shape), " x ", ShapeToString(b.shape));
+  }
+  absl::StatusOr<Shape> batch =
+      BroadcastShapes(absl::MakeConstSpan(a.shape).subspan(0, a.rank() - 2),
+                      absl::MakeConstSpan(b.shape).subspan(0, b.rank() - 2));
+  if (!batch.ok()) return Invalid("batch dims: ", batch.status().message());
+  Shape out = *std::move(batch);
+  out.push_back(a.shape[a.rank() - 2]);
+  out.push_back(b.shape[b.rank() - 1]);
+  return One(a.dtype, std::move(out));
+}
+
+OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+                  const Attrs&) {
+  const int64_t k = in[0].shape.back();
+  return {2.0 * out[0].numel() * k,
+          static_cast<double>(in[0].bytes() + in[1].bytes() + out[0].bytes())};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in,
+                                                    const Attrs&) {
+  const TensorType &x = in[0], &w = in[1], &b = in[2];
+  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  if (x.rank() < 1 || w.rank() != 2 || b.rank() != 1) {
+    return Invalid("expected input [..,in], weight [out,in], bias [out], got ", x.ToString(), ", ",
+                   w.ToString(), ", ", b.ToString());
+  }
+  if (x.shape.back() != w.shape[1] || b.shape[0] != w.shape[0]) {
+    return Invalid("input ", ShapeToString(x.shape), " does not fit weight ",
+                   ShapeToString(w.shape), " and bias ", ShapeToString(b.shape));
+  }
+  Shape out = x.shape;
+  out.back() = w.shape[0];
+  return One(x.dtype, std::move(out));
+}
+
+OpCost LinearCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+                  const Attrs&) {
+  return {2.0 * out[0].numel() * in[1].shape[1] + out[0].numel(),
+          static_cast<double>(in[0].bytes() + in[1].bytes() + in[2].bytes() + out[0].bytes())};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferPermute(absl::Span<const TensorType> in,
+                                                     const Attrs& attrs) {
+  const std::vector<int64_t>& dims = attrs.Ints("dims");
+  if (static_cast<int64_t>(dims.size()) != in[0].rank()) {
+    return Invalid("dims ", ShapeToString(dims), " do not match rank ", in[0].rank());
+  }
+  absl::StatusOr<std::vector<int64_t>> sorted = NormalizeDims(dims, in[0].rank());
+  if (!sorted.ok()) return sorted.status();
+  Shape out;
+  for (int64_t d : dims) out.push_back(in[0].shape[d < 0 ? d + in[0].rank() : d]);
+  return One(in[0].dtype, std::move(out));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferReshape(absl::Span<const TensorType> in,
+                                                     const Attrs& attrs) {
+  const std::vector<int64_t>& shape = attrs.Ints("shape");
+  for (int64_t d : shape) {
+    if (d < 0) return Invalid("cannot reshape ", in[0].ToString(), " to ", ShapeToString(shape));
+  }
+  if (NumElements(shape) != in[0].numel()) {
+    return Invalid("cannot reshape ", in[0].ToString(), " (", in[0].numel(), " elements) to ",
+                   ShapeToString(shape));
+  }
+  return One(in[0].dtype, shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferExpand(absl::Span<const TensorType> in,
+                                                    const Attrs& attrs) {
+  const std::vector<int64_t>& target = attrs.Ints("shape");
+  const TensorType& x = in[0];
+  if (static_cast<int64_t>(target.size()) < x.rank()) {
+    return Invalid("cannot expand ", x.ToString(), " to fewer dims ", ShapeToString(target));
+  }
+  Shape out(target.begin(), target.end());
+  const int64_t lead = out.size() - x.rank();
+  for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+    const int64_t have = i < lead ? 1 : x.shape[i - lead];
+    if (out[i] == -1 && i >= lead) out[i] = have;
+    if (out[i] < 0 || (have != 1 && have != out[i])) {
+      return Invalid("cannot expand ", x.ToString(), " to ", ShapeToString(target));
+    }
+  }
+  return One(x.dtype, std::move(out));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferSlice(absl::Span<const TensorType> in,
+                                                   const Attrs& attrs) {
+  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
+  if (!dim.ok()) return dim.status();
+  absl::StatusOr<SliceBounds> b = NormalizeSlice(in[0].shape[*dim], attrs.Int("start"),
+                                                 attrs.Int("end"), attrs.Int("step"));
+  if (!b.ok()) return b.status();
+  Shape out = in[0].shape;
+  out[*dim] = b->length;
+  return One(in[0].dtype, std::move(out));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferSliceBackward(absl::Span<const TensorType> in,
+                                                           const Attrs& attrs) {
+  const std::vector<int64_t>& input_shape = attrs.Ints("input_shape");
+  absl::StatusOr<std::vector<TensorType>> sliced =
+      InferSlice({TensorType{in[0].dtype, input_shape}}, attrs);
+  if (!sliced.ok()) return sliced.status();
+  if ((*sliced)[0].shape != in[0].shape) {
+    return Invalid("grad ", in[0].ToString(), " does not match the slice of ",
+                   ShapeToString(input_shape), " (", (*sliced)[0].ToString(), ")");
+  }
+  return One(in[0].dtype, input_shape);
+}
+
+absl::StatusOr<std::vector<TensorType>> InferConcat(absl::Span<const TensorType> in,
+                                                    const Attrs& attrs) {
+  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
+  if (!dim.ok()) return dim.status();
+  Shape out = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) {
+    bool fits = in[i].rank() == in[0].rank();
+    for (int64_t d = 0; fits && d < in[0].rank(); ++d) {
+      fits = d == *dim || in[i].shape[d] == in[0].shape[d];
+    }
+    if (!fits) {
+      return Invalid("input ", i, " ", in[i].ToString(), " does not fit input 0 ",
+                     in[0].ToString(), " along dim ", *dim);
+    }
+    out[*dim] += in[i].shape[*dim];
+  }
+  return One(in[0].dtype, std::move(out));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferPad(absl::Span<const TensorType> in,
+                                                 const Attrs& attrs) {
+  const std::vector<int64_t>& pads = attrs.Ints("pads");
+  if (static_cast<int64_t>(pads.size()) != 2 * in[0].rank()) {
+    return Invalid("pads ", ShapeToString(pads), " must have 2 entries per dim of ",
+                   in[0].ToString());
+  }
+  Shape out = in[0].shape;
+  for (int64_t d = 0; d < in[0].rank(); ++d) {
+    if (pads[2 * d] < 0 || pads[2 * d + 1] < 0) {
+      return Invalid("pads must be non-negative, got ", ShapeToString(pads));
+    }
+    out[d] += pads[2 * d] + pads[2 * d + 1];
+  }
+  return One(in[0].dtype, std::move(out));
+}
+
+OpCost ViewCost(absl::Span<const TensorType>, absl::Span<const TensorType>, const Attrs&) {
+  return {0, 0};
+}
+
+}  // namespace
+
+std::vector<OpDef> LayoutOpDefs() {
+  const std::vector<AttrSpec> slice = {{"dim", AttrKind::kInt},
+                                       {"end", AttrKind::kInt},
+                                       {"start", AttrKind::kInt},
+                                       {"step", AttrKind::kInt}};
+  std::vector<AttrSpec> slice_backward = slice;
+  slice_backward.push_back({"input_shape", AttrKind::kInts});
+  return {
+      {OpKind::kMatmul, "", OpFamily::kLayout, 2, 2, {}, kTraitExpensive, &InferMatmul,
+       &MatmulCost},
+      {OpKind::kLinear, "", OpFamily::kLayout, 3, 3, {}, kTraitExpensive, &InferLinear,
+       &LinearCost},
+      {OpKind::kPermute, "", OpFamily::kLayout, 1, 1, {{"dims", AttrKind::kInts}}, kTraitView,
+       &InferPermute, &ViewCost},
+      {OpKind::kReshape, "", OpFamily::kLayout, 1, 1, {{"shape", AttrKind::kInts}}, kTraitView,
+       &InferReshape, &ViewCost},
+      {OpKind::kExpand, "", OpFamily::kLayout, 1, 1, {{"shape", AttrKind::kInts}}, kTraitView,
+       &InferExpand, &ViewCost},
+      {OpKind::kSlice, "", OpFamily::kLayout, 1, 1, slice, kTraitView, &InferSlice, &ViewCost},
+      {OpKind::kSliceBackward, "", OpFamily::kLayout, 1, 1, slice_backward, kTraitBackward,
+       &InferSliceBackward},
+      {OpKind::kConcat, "", OpFamily::kLayout, 1, -1, {{"dim", AttrKind::kInt}}, kTraitNone,
+       &InferConcat},
+      {OpKind::kPad, "", OpFamily::kLayout, 1, 1,
+       {{"pads", AttrKind::kInts}, {"value", AttrKind::kFloat}}, kTraitNone, &InferPad},
+  };
+}
+
+}  // namespace tc::ops_internal

@@ -1,0 +1,330 @@
+// Neural-net primitives over NCHW tensors, and their backward ops.
+#include "absl/status/statusor.h"
+#include "graph/ops/families.h"
+#include "graph/ops/infer_util.h"
+
+namespace tc::ops_internal {
+namespace {
+
+// Reads a 2-element int list attribute, each entry at least `min`.
+absl::StatusOr<std::array<int64_t, 2>> Pair(const Attrs& attrs, absl::string_view name,
+                                            int64_t min) {
+  const std::vector<int64_t>& v = attrs.Ints(name);
+  if (v.size() != 2 || v[0] < min || v[1] < min) {
+    return Invalid(name, " must be 2 values >= ", min, ", got ", ShapeToString(v));
+  }
+  return std::array<int64_t, 2>{v[0], v[1]};
+}
+
+// Output extent of a window op along one spatial dim.
+int64_t WindowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t span = dilation * (kernel - 1) + 1;
+  const int64_t padded = in + 2 * pad;
+  return padded < span ? 0 : (padded - span) / stride + 1;
+}
+
+absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, const Attrs& attrs) {
+  if (absl::Status s = RequireRank(x, 4, "input (N,C,H,W)"); !s.ok()) return s;
+  if (absl::Status s = RequireRank(w, 4, "weight (O,C/groups,KH,KW)"); !s.ok()) return s;
+  if (absl::Status s = RequireSameDType({x, w}); !s.ok()) return s;
+  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  auto stride = Pair(attrs, "stride", 1);
+  auto padding = Pair(attrs, "padding", 0);
+  auto dilation = Pair(attrs, "dilation", 1);
+  for (const auto* p : {&stride, &padding, &dilation}) {
+    if (!p->ok()) return p->status();
+  }
+  const int64_t groups = attrs.Int("groups");
+  if (groups < 1 || x.shape[1] % groups != 0 || w.shape[0] % groups != 0) {
+    return Invalid("groups ", groups, " must divide input channels ", x.shape[1],
+                   " and output channels ", w.shape[0]);
+  }
+  if (w.shape[1] * groups != x.shape[1]) {
+    return Invalid("weight ", ShapeToString(w.shape), " expects ", w.shape[1] * groups,
+                   " input channels, input ", ShapeToString(x.shape), " has ", x.shape[1]);
+  }
+  Shape out = {x.shape[0], w.shape[0], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    out[2 + i] = WindowOut(x.shape[2 + i], w.shape[2 + i], (*stride)[i], (*padding)[i],
+                           (*dilation)[i]);
+    if (out[2 + i] <= 0) {
+      return Invalid("kernel ", ShapeToString(w.shape), " larger than padded input ",
+                     ShapeToString(x.shape));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferConv(absl::Span<const TensorType> in,
+                                                  const Attrs& attrs) {
+  absl::StatusOr<Shape> out = ConvOutShape(in[0], in[1], attrs);
+  if (!out.ok()) return out.status();
+  return One(in[0].dtype, *std::move(out));
+}
+
+// conv2d_backward_data(grad, w){input_shape}: grad must be what conv2d gives.
+absl::StatusOr<std::vector<TensorType>> InferConvBackwardData(absl::Span<const TensorType> in,
+                                                              const Attrs& attrs) {
+  const TensorType x{in[1].dtype, attrs.Ints("input_shape")};
+  absl::StatusOr<Shape> out = ConvOutShape(x, in[1], attrs);
+  if (!out.ok()) return out.status();
+  if (*out != in[0].shape || in[0].dtype != x.dtype) {
+    return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
+                   ShapeToString(*out));
+  }
+  return One(x.dtype, x.shape);
+}
+
+// conv2d_backward_weight(grad, x){weight_shape}.
+absl::StatusOr<std::vector<TensorType>> InferConvBackwardWeight(absl::Span<const TensorType> in,
+                                                                const Attrs& attrs) {
+  const TensorType w{in[1].dtype, attrs.Ints("weight_shape")};
+  absl::StatusOr<Shape> out = ConvOutShape(in[1], w, attrs);
+  if (!out.ok()) return out.status();
+  if (*out != in[0].shape || in[0].dtype != w.dtype) {
+    return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
+                   ShapeToString(*out));
+  }
+  return One(w.dtype, w.shape);
+}
+
+OpCost ConvCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+                const Attrs& attrs) {
+  // Every variant does the forward's multiply-adds: (C/groups)*KH*KW per
+  // element of the forward output, which is input 0 of the backward ops.
+  const bool backward = attrs.Has("input_shape") || attrs.Has("weight_shape");
+  const TensorType& y = backward ? in[0] : out[0];
+  const Shape& w = attrs.Has("weight_shape") ? attrs.Ints("weight_shape") : in[1].shape;
+  double bytes = 0;
+  for (const TensorType& t : in) bytes += t.bytes();
+  for (const TensorType& t : out) bytes += t.bytes();
+  return {2.0 * y.numel() * w[1] * w[2] * w[3], bytes};
+}
+
+absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
+  if (absl::Status s = RequireRank(x, 4, "input (N,C,H,W)"); !s.ok()) return s;
+  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  auto kernel = Pair(attrs, "kernel", 1);
+  auto stride = Pair(attrs, "stride", 1);
+  auto padding = Pair(attrs, "padding", 0);
+  for (const auto* p : {&kernel, &stride, &padding}) {
+    if (!p->ok()) return p->status();
+  }
+  Shape out = {x.shape[0], x.shape[1], 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    if (2 * (*padding)[i] > (*kernel)[i]) {
+      return Invalid("padding ", (*padding)[i], " exceeds half the kernel ", (*kernel)[i]);
+    }
+    out[2 + i] = WindowOut(x.shape[2 + i], (*kernel)[i], (*stride)[i], (*padding)[i], 1);
+    if (out[2 + i] <= 0) {
+      return Invalid("window larger than padded input ", ShapeToString(x.shape));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferPool(absl::Span<const TensorType> in,
+                                                  const Attrs& attrs) {
+  absl::StatusOr<Shape> out = PoolOutShape(in[0], attrs);
+  if (!out.ok()) return out.status();
+  return One(in[0].dtype, *std::move(out));
+}
+
+// max_pool2d_backward(grad, x) / avg_pool2d_backward(grad){input_shape}.
+absl::StatusOr<std::vector<TensorType>> InferPoolBackward(absl::Span<const TensorType> in,
+                                                          const Attrs& attrs) {
+  const TensorType x =
+      in.size() == 2 ? in[1] : TensorType{in[0].dtype, attrs.Ints("input_shape")};
+  absl::StatusOr<Shape> out = PoolOutShape(x, attrs);
+  if (!out.ok()) return out.status();
+  if (*out != in[0].shape || in[0].dtype != x.dtype) {
+    return Invalid("grad ", in[0].ToString(), " does not match the pool output ",
+                   ShapeToString(*out));
+  }
+  return One(x.dtype, x.shape);
+}
+
+// Checks that each of `params` (weight, bias, stats) is `dtype[shape]`.
+absl::Status RequireParams(absl::Span<const TensorType> params, DType dtype, const Shape& shape,
+                           absl::string_view what) {
+  for (const TensorType& p : params) {
+    if (p.dtype != dtype || p.shape != shape) {
+      return Invalid(what, " must be ", TensorType{dtype, shape}.ToString(), ", got ",
+                     p.ToString());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBatchNormInput(const TensorType& x) {
+  if (x.rank() < 2) return Invalid("input must be (N,C,...), got ", x.ToString());
+  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBatchNorm(absl::Span<const TensorType> in,
+                                                       const Attrs&) {
+  const TensorType& x = in[0];
+  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
+  const Shape c = {x.shape[1]};
+  if (absl::Status s = RequireParams(in.subspan(1), x.dtype, c, "weight and bias"); !s.ok()) {
+    return s;
+  }
+  if (x.numel() / std::max<int64_t>(x.shape[1], 1) < 1) {
+    return Invalid("batch statistics need at least one value per channel, got ", x.ToString());
+  }
+  return std::vector<TensorType>{x, {x.dtype, c}, {x.dtype, c}};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBatchNormInference(absl::Span<const TensorType> in,
+                                                                const Attrs&) {
+  const TensorType& x = in[0];
+  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
+  if (absl::Status s =
+          RequireParams(in.subspan(1), x.dtype, {x.shape[1]}, "weight, bias and running stats");
+      !s.ok()) {
+    return s;
+  }
+  return std::vector<TensorType>{x};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBatchNormBackward(absl::Span<const TensorType> in,
+                                                               const Attrs&) {
+  const TensorType &grad = in[0], &x = in[1];
+  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
+  if (grad != x) return Invalid("grad ", grad.ToString(), " must match input ", x.ToString());
+  const Shape c = {x.shape[1]};
+  if (absl::Status s = RequireParams(in.subspan(2), x.dtype, c, "weight and stats"); !s.ok()) {
+    return s;
+  }
+  return std::vector<TensorType>{x, {x.dtype, c}, {x.dtype, c}};
+}
+
+struct LayerNormShapes {
+  Shape normalized;  // x.shape[axis:]
+  Shape stats;       // x.shape[:axis]
+};
+
+absl::StatusOr<LayerNormShapes> LayerNormSplit(const TensorType& x, const Attrs& attrs) {
+  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  absl::StatusOr<int64_t> axis = WrapDim(attrs.Int("axis"), x.rank());
+  if (!axis.ok()) return axis.status();
+  return LayerNormShapes{Shape(x.shape.begin() + *axis, x.shape.end()),
+                         Shape(x.shape.begin(), x.shape.begin() + *axis)};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferLayerNorm(absl::Span<const TensorType> in,
+                                                       const Attrs& attrs) {
+  const TensorType& x = in[0];
+  absl::StatusOr<LayerNormShapes> s = LayerNormSplit(x, attrs);
+  if (!s.ok()) return s.status();
+  if (absl::Status st = RequireParams(in.subspan(1), x.dtype, s->normalized, "weight and bias");
+      !st.ok()) {
+    return st;
+  }
+  return std::vector<TensorType>{x, {x.dtype, s->stats}, {x.dtype, s->stats}};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferLayerNormBackward(absl::Span<const TensorType> in,
+                                                               const Attrs& attrs) {
+  const TensorType &grad = in[0], &x = in[1];
+  if (grad != x) return Invalid("grad ", grad.ToString(), " must match input ", x.ToString());
+  absl::StatusOr<LayerNormShapes> s = LayerNormSplit(x, attrs);
+  if (!s.ok()) return s.status();
+  if (absl::Status st = RequireParams(in.subspan(2, 1), x.dtype, s->normalized, "weight");
+      !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = RequireParams(in.subspan(3), x.dtype, s->stats, "mean and var");
+      !st.ok()) {
+    return st;
+  }
+  return std::vector<TensorType>{x, {x.dtype, s->normalized}, {x.dtype, s->normalized}};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferEmbedding(absl::Span<const TensorType> in,
+                                                       const Attrs&) {
+  const TensorType &w = in[0], &idx = in[1];
+  if (absl::Status s = RequireRank(w, 2, "weight (num, dim)"); !s.ok()) return s;
+  if (idx.dtype != DType::kI64) return Invalid("indices must be i64, got ", idx.ToString());
+  Shape out = idx.shape;
+  out.push_back(w.shape[1]);
+  return One(w.dtype, std::move(out));
+}
+
+absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const TensorType> in,
+                                                               const Attrs& attrs) {
+  const TensorType &grad = in[0], &idx = in[1];
+  if (idx.dtype != DType::kI64) return Invalid("indices must be i64, got ", idx.ToString());
+  if (absl::Status s = RequireFloating(grad, "grad"); !s.ok()) return s;
+  if (grad.rank() != idx.rank() + 1 ||
+      !std::equal(idx.shape.begin(), idx.shape.end(), grad.shape.begin())) {
+    return Invalid("grad ", grad.ToString(), " must be indices shape ",
+                   ShapeToString(idx.shape), " + [dim]");
+  }
+  const int64_t num = attrs.Int("num_weights");
+  if (num < 0) return Invalid("num_weights must be non-negative, got ", num);
+  return One(grad.dtype, {num, grad.shape.back()});
+}
+
+absl::StatusOr<std::vector<TensorType>> InferDropout(absl::Span<const TensorType> in,
+                                                     const Attrs& attrs) {
+  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
+  const double p = attrs.Float("p");
+  if (!(p >= 0 && p < 1)) return Invalid("p must be in [0, 1), got ", p);
+  return One(in[0].dtype, in[0].shape);
+}
+
+OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+                const Attrs&) {
+  double bytes = 0;
+  for (const TensorType& t : in) bytes += t.bytes();
+  for (const TensorType& t : out) bytes += t.bytes();
+  return {8.0 * in[0].numel(), bytes};
+}
+
+}  // namespace
+
+std::vector<OpDef> NnOpDefs() {
+  const std::vector<AttrSpec> conv = {{"dilation", AttrKind::kInts},
+                                      {"groups", AttrKind::kInt},
+                                      {"padding", AttrKind::kInts},
+                                      {"stride", AttrKind::kInts}};
+  std::vector<AttrSpec> conv_data = conv, conv_weight = conv;
+  conv_data.push_back({"input_shape", AttrKind::kInts});
+  conv_weight.push_back({"weight_shape", AttrKind::kInts});
+  const std::vector<AttrSpec> pool = {
+      {"kernel", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"stride", AttrKind::kInts}};
+  std::vector<AttrSpec> pool_shape = pool;
+  pool_shape.push_back({"input_shape", AttrKind::kInts});
+  const std::vector<AttrSpec> eps = {{"eps", AttrKind::kFloat}};
+  const std::vector<AttrSpec> ln = {{"axis", AttrKind::kInt}, {"eps", AttrKind::kFloat}};
+  const uint32_t bw = kTraitBackward;
+  return {
+      {OpKind::kConv2d, "", OpFamily::kNn, 2, 2, conv, kTraitExpensive, &InferConv, &ConvCost},
+      {OpKind::kConv2dBackwardData, "", OpFamily::kNn, 2, 2, conv_data, kTraitExpensive | bw,
+       &InferConvBackwardData, &ConvCost},
+      {OpKind::kConv2dBackwardWeight, "", OpFamily::kNn, 2, 2, conv_weight, kTraitExpensive | bw,
+       &InferConvBackwardWeight, &ConvCost},
+      {OpKind::kMaxPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool},
+      {OpKind::kMaxPool2dBackward, "", OpFamily::kNn, 2, 2, pool, bw, &InferPoolBackward},
+      {OpKind::kAvgPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool},
+      {OpKind::kAvgPool2dBackward, "", OpFamily::kNn, 1, 1, pool_shape, bw, &InferPoolBackward},
+      {OpKind::kBatchNorm, "", OpFamily::kNn, 3, 3, eps, kTraitNone, &InferBatchNorm, &NormCost},
+      {OpKind::kBatchNormInference, "", OpFamily::kNn, 5, 5, eps, kTraitNone,
+       &InferBatchNormInference, &NormCost},
+      {OpKind::kBatchNormBackward, "", OpFamily::kNn, 5, 5, eps, bw, &InferBatchNormBackward,
+       &NormCost},
+      {OpKind::kLayerNorm, "", OpFamily::kNn, 3, 3, ln, kTraitNone, &InferLayerNorm, &NormCost},
+      {OpKind::kLayerNormBackward, "", OpFamily::kNn, 5, 5, ln, bw, &InferLayerNormBackward,
+       &NormCost},
+      {OpKind::kEmbedding, "", OpFamily::kNn, 2, 2, {}, kTraitNone, &InferEmbedding},
+      {OpKind::kEmbeddingBackward, "", OpFamily::kNn, 2, 2, {{"num_weights", AttrKind::kInt}}, bw,
+       &InferEmbeddingBackward},
+      {OpKind::kDropout, "", OpFamily::kNn, 1, 1,
+       {{"offset", AttrKind::kInt}, {"p", AttrKind::kFloat}, {"seed", AttrKind::kInt}},
+       kTraitElementwise | kTraitRandom, &InferDropout},
+  };
+}
+
+}  // namespace tc::ops_internal

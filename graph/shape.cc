@@ -1,0 +1,58 @@
+#include "graph/shape.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tc {
+
+int64_t NumElements(absl::Span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+std::string ShapeToString(absl::Span<const int64_t> shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("shapes ", ShapeToString(a), " and ",
+                                                     ShapeToString(b), " do not broadcast"));
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank) {
+  const int64_t wrapped = dim < 0 ? dim + rank : dim;
+  if (wrapped < 0 || wrapped >= rank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dim ", dim, " out of range for rank ", rank));
+  }
+  return wrapped;
+}
+
+std::string TensorType::ToString() const {
+  return absl::StrCat(DTypeName(dtype), ShapeToString(shape));
+}
+
+}  // namespace tc

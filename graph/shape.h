@@ -1,0 +1,45 @@
+// Shapes and the arithmetic on them shared by shape inference and kernels:
+// element counts, contiguous strides, NumPy broadcasting, dimension wrapping.
+#ifndef TENSORCUT_GRAPH_SHAPE_H_
+#define TENSORCUT_GRAPH_SHAPE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "graph/dtype.h"
+
+namespace tc {
+
+using Shape = std::vector<int64_t>;
+
+int64_t NumElements(absl::Span<const int64_t> shape);
+// Row-major strides, in elements.
+std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape);
+// "[4,3]"; a scalar is "[]".
+std::string ShapeToString(absl::Span<const int64_t> shape);
+
+// NumPy broadcasting of two shapes; the error names both.
+absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b);
+
+// Maps a possibly negative dim into [0, rank); an error when out of range.
+absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank);
+
+// The static type of a tensor or graph value: "f32[4,3]".
+struct TensorType {
+  DType dtype = DType::kF32;
+  Shape shape;
+
+  int64_t numel() const { return NumElements(shape); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t bytes() const { return numel() * ItemSize(dtype); }
+  std::string ToString() const;
+  bool operator==(const TensorType& o) const { return dtype == o.dtype && shape == o.shape; }
+  bool operator!=(const TensorType& o) const { return !(*this == o); }
+};
+
+}  // namespace tc
+
+#endif  // TENSORCUT_GRAPH_SHAPE_H_

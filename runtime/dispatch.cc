@@ -1,0 +1,72 @@
+#include "runtime/dispatch.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/kernels/registry.h"
+
+namespace tc {
+namespace {
+
+const kernels::KernelTable& Kernels() {
+  static const kernels::KernelTable* table = [] {
+    auto* t = new kernels::KernelTable{};
+    kernels::RegisterElementwiseKernels(*t);
+    kernels::RegisterCreationKernels(*t);
+    kernels::RegisterReductionKernels(*t);
+    kernels::RegisterLayoutKernels(*t);
+    kernels::RegisterConvPoolKernels(*t);
+    kernels::RegisterNormKernels(*t);
+    return t;
+  }();
+  return *table;
+}
+
+thread_local std::vector<DispatchHook*> hooks;
+
+absl::StatusOr<TensorList> RunFromHook(size_t depth, OpKind op, absl::Span<const Tensor> inputs,
+                                       const Attrs& attrs,
+                                       absl::Span<const TensorType> out_types) {
+  if (depth == 0) return RunKernel(op, inputs, attrs, out_types);
+  DispatchHook* hook = hooks[depth - 1];
+  return hook->Dispatch(op, inputs, attrs, out_types, [&]() {
+    return RunFromHook(depth - 1, op, inputs, attrs, out_types);
+  });
+}
+
+}  // namespace
+
+KernelFn GetKernel(OpKind kind) { return Kernels()[static_cast<int>(kind)]; }
+
+absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs,
+                                     const Attrs& attrs, absl::Span<const TensorType> out_types) {
+  KernelFn kernel = GetKernel(op);
+  if (kernel == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(OpName(op), ": no eager kernel"));
+  }
+  absl::StatusOr<TensorList> out = kernel(inputs, attrs, out_types);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(), absl::StrCat(OpName(op), ": ", out.status().message()));
+  }
+  return out;
+}
+
+absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs) {
+  std::vector<TensorType> in_types;
+  in_types.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(OpName(op), ": input ", i, " is an undefined tensor"));
+    }
+    in_types.push_back(inputs[i].type());
+  }
+  absl::StatusOr<std::vector<TensorType>> out_types = InferTypes(op, in_types, attrs);
+  if (!out_types.ok()) return out_types.status();
+  return RunFromHook(hooks.size(), op, inputs, attrs, *out_types);
+}
+
+ScopedDispatchHook::ScopedDispatchHook(DispatchHook* hook) { hooks.push_back(hook); }
+ScopedDispatchHook::~ScopedDispatchHook() { hooks.pop_back(); }
+
+}  // namespace tc

@@ -1,0 +1,64 @@
+// Dispatch: how every op call runs. tc::Call checks the call against the op
+// table (arity, attributes, shape inference), then hands it to the innermost
+// installed hook or, with none, to the op's eager kernel.
+//
+// Hooks let later layers see every call without runtime/ knowing them: the
+// tracer records a graph node instead of running a kernel; the eager tape runs
+// the call and records how to differentiate it.
+//
+//   absl::StatusOr<std::vector<Tensor>> out = tc::Call(OpKind::kMatmul, {a, b}, {});
+#ifndef TENSORCUT_RUNTIME_DISPATCH_H_
+#define TENSORCUT_RUNTIME_DISPATCH_H_
+
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "graph/attrs.h"
+#include "graph/op_def.h"
+#include "runtime/tensor.h"
+
+namespace tc {
+
+using TensorList = std::vector<Tensor>;
+
+// An eager kernel. Inputs and attributes have passed shape inference, whose
+// result is `out_types`. Returns the outputs (new tensors, or views of input 0
+// for view ops); a status only for data-dependent errors (an index out of range).
+using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs,
+                                                const Attrs& attrs,
+                                                absl::Span<const TensorType> out_types);
+
+// The kernel table, one entry per op; nullptr where no kernel is bound.
+KernelFn GetKernel(OpKind kind);
+
+// Runs one op call. Errors name the op: "matmul: inner dims differ: [4,3] x [2,5]".
+absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs);
+
+// Runs the op's eager kernel directly, below every hook.
+absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs,
+                                     const Attrs& attrs, absl::Span<const TensorType> out_types);
+
+class DispatchHook {
+ public:
+  virtual ~DispatchHook() = default;
+  // `next` continues with the outer hooks and finally the kernel.
+  virtual absl::StatusOr<TensorList> Dispatch(
+      OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+      absl::Span<const TensorType> out_types,
+      absl::FunctionRef<absl::StatusOr<TensorList>()> next) = 0;
+};
+
+// Installs a hook for the current thread while in scope; hooks nest.
+class ScopedDispatchHook {
+ public:
+  explicit ScopedDispatchHook(DispatchHook* hook);
+  ~ScopedDispatchHook();
+  ScopedDispatchHook(const ScopedDispatchHook&) = delete;
+  ScopedDispatchHook& operator=(const ScopedDispatchHook&) = delete;
+};
+
+}  // namespace tc
+
+#endif  // TENSORCUT_RUNTIME_DISPATCH_H_

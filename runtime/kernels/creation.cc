@@ -1,0 +1,40 @@
+// Eager kernels of the creation family.
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/registry.h"
+
+namespace tc::kernels {
+namespace {
+
+absl::StatusOr<TensorList> FullKernel(absl::Span<const Tensor>, const Attrs& attrs,
+                                      absl::Span<const TensorType> out_types) {
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const double value = attrs.Float("value");
+  if (value != 0) {  // storage starts zeroed
+    VisitDType(out.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value));
+    });
+  }
+  return TensorList{out};
+}
+
+absl::StatusOr<TensorList> ArangeKernel(absl::Span<const Tensor>, const Attrs& attrs,
+                                        absl::Span<const TensorType> out_types) {
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const double start = attrs.Float("start"), step = attrs.Float("step");
+  VisitDType(out.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(start + i * step);
+  });
+  return TensorList{out};
+}
+
+}  // namespace
+
+void RegisterCreationKernels(KernelTable& t) {
+  t[static_cast<int>(OpKind::kFull)] = &FullKernel;
+  t[static_cast<int>(OpKind::kArange)] = &ArangeKernel;
+}
+
+}  // namespace tc::kernels

@@ -1,0 +1,41 @@
+// Calls a generic lambda with a value of the C++ type behind a DType, so one
+// templated kernel body serves every dtype:
+//
+//   VisitDType(t.dtype(), [&](auto zero) { using T = decltype(zero); ... });
+#ifndef TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_
+#define TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "graph/dtype.h"
+
+namespace tc::kernels {
+
+template <typename Fn>
+decltype(auto) VisitDType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kF32: return fn(float{});
+    case DType::kF64: return fn(double{});
+    case DType::kI64: return fn(int64_t{});
+    case DType::kBool: return fn(bool{});
+    case DType::kBF16: break;
+  }
+  std::fprintf(stderr, "tensorcut: no kernel for dtype %s\n",
+               std::string(DTypeName(dtype)).c_str());
+  std::abort();
+}
+
+// The same for f32 and f64 only (kernels that only make sense on floats).
+template <typename Fn>
+decltype(auto) VisitFloatDType(DType dtype, Fn&& fn) {
+  if (dtype == DType::kF64) return fn(double{});
+  if (dtype == DType::kF32) return fn(float{});
+  std::fprintf(stderr, "tensorcut: no floating kernel for dtype %s\n",
+               std::string(DTypeName(dtype)).c_str());
+  std::abort();
+}
+
+}  // namespace tc::kernels
+
+#endif  // TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_

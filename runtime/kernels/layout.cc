@@ -1,0 +1,8 @@
+// Eager kernels of the layout family.
+#include "runtime/kernels/registry.h"
+
+namespace tc::kernels {
+
+void RegisterLayoutKernels(KernelTable&) {}
+
+}  // namespace tc::kernels

@@ -1,0 +1,30 @@
+// The thin layer between tensors and oneDNN: one CPU engine and stream for the
+// process, memory descriptors that keep a tensor's strides (so a transposed
+// view feeds a matmul without a copy), and a check for "can oneDNN take this".
+#ifndef TENSORCUT_RUNTIME_KERNELS_ONEDNN_H_
+#define TENSORCUT_RUNTIME_KERNELS_ONEDNN_H_
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/tensor.h"
+
+namespace tc::kernels {
+
+dnnl::engine& Engine();
+dnnl::stream& Stream();
+
+// oneDNN handles f32 (and later bf16); f64 runs on reference loops.
+inline bool OneDnnSupports(DType dtype) { return dtype == DType::kF32; }
+
+// A plain (strided) memory descriptor of `t`, or of `t` seen with `shape`/`strides`.
+dnnl::memory::desc PlainDesc(const Tensor& t);
+dnnl::memory::desc PlainDesc(DType dtype, absl::Span<const int64_t> shape,
+                             absl::Span<const int64_t> strides);
+// A memory object over the tensor's own data (no copy).
+dnnl::memory Memory(const dnnl::memory::desc& desc, const Tensor& t);
+
+// The ISA oneDNN dispatches to on this machine, e.g. "avx512_core_bf16".
+std::string OneDnnIsa();
+
+}  // namespace tc::kernels
+
+#endif  // TENSORCUT_RUNTIME_KERNELS_ONEDNN_H_

@@ -1,0 +1,42 @@
+#include "runtime/kernels/strided.h"
+
+#include <cstring>
+
+namespace tc::kernels {
+
+std::vector<int64_t> BroadcastStrides(const Tensor& t, absl::Span<const int64_t> out_shape) {
+  std::vector<int64_t> strides(out_shape.size(), 0);
+  const int64_t lead = static_cast<int64_t>(out_shape.size()) - t.dim();
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  }
+  return strides;
+}
+
+namespace {
+
+template <typename T>
+void CopyTyped(const Tensor& src, const Tensor& dst) {
+  const T* s = static_cast<const T*>(src.raw_data());
+  T* d = static_cast<T*>(dst.raw_data());
+  ForEachOffset<2>(dst.shape(), {dst.strides(), BroadcastStrides(src, dst.shape())},
+                   [&](int64_t o, int64_t i) { d[o] = s[i]; });
+}
+
+}  // namespace
+
+void CopyStrided(const Tensor& src, const Tensor& dst) {
+  if (dst.numel() == 0) return;
+  if (src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape()) {
+    std::memcpy(dst.raw_data(), src.raw_data(), dst.bytes());
+    return;
+  }
+  switch (ItemSize(dst.dtype())) {
+    case 1: CopyTyped<uint8_t>(src, dst); break;
+    case 2: CopyTyped<uint16_t>(src, dst); break;
+    case 4: CopyTyped<uint32_t>(src, dst); break;
+    case 8: CopyTyped<uint64_t>(src, dst); break;
+  }
+}
+
+}  // namespace tc::kernels

@@ -1,0 +1,170 @@
+// The op set as plain C++ functions over Tensors: what models, VJP rules and
+// tests call. Each function builds one call of an op from the op table
+// (graph/ops.def) and goes through tc::Call, so the same code runs eagerly,
+// records onto the autograd tape, or records into a graph while tracing.
+// Errors throw tc::Error carrying the op's status (runtime/error.h).
+//
+//   Tensor h = tc::relu(tc::matmul(x, w) + b);
+//   Tensor loss = tc::mean(tc::pow(h - y, 2.0));
+#ifndef TENSORCUT_RUNTIME_OPS_H_
+#define TENSORCUT_RUNTIME_OPS_H_
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "runtime/dispatch.h"
+#include "runtime/error.h"
+#include "runtime/random.h"
+#include "runtime/tensor.h"
+
+namespace tc {
+
+// One call of `op`, throwing on error; returns output 0 / all outputs.
+Tensor Call1(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+TensorList CallN(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs = {});
+
+// ---- creation
+Tensor empty(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
+Tensor full(absl::Span<const int64_t> shape, double value, DType dtype = DType::kF32);
+Tensor zeros(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
+Tensor ones(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
+Tensor scalar(double value, DType dtype = DType::kF32);  // 0-d
+Tensor arange(double start, double end, double step = 1, DType dtype = DType::kI64);
+Tensor arange(int64_t end, DType dtype = DType::kI64);
+Tensor randn(absl::Span<const int64_t> shape, DType dtype = DType::kF32, Generator* gen = nullptr);
+// Uniform in [low, high).
+Tensor rand(absl::Span<const int64_t> shape, DType dtype = DType::kF32, Generator* gen = nullptr,
+            double low = 0, double high = 1);
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, absl::Span<const int64_t> shape);
+
+// ---- elementwise (NumPy broadcasting; no implicit dtype promotion)
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);  // ties: the gradient goes half to each
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+// approximate: "none" (erf form) or "tanh".
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate = "none");
+Tensor pow(const Tensor& x, double exponent);
+Tensor cast(const Tensor& x, DType dtype);
+
+// Scalars become 0-d tensors of the tensor operand's dtype.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// ---- reductions ({} dims = all dims)
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor min(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// correction 1: unbiased (Bessel), 0: biased.
+Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           int64_t correction = 1);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- linear algebra and layout
+// 2-D or batched (rank >= 2, batch dims broadcast).
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x [.., in] w [out, in] b [out] -> [.., out].
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+Tensor permute(const Tensor& x, std::vector<int64_t> dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape);  // one dim may be -1
+Tensor expand(const Tensor& x, std::vector<int64_t> shape);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+// The gradient of slice: `grad` placed into zeros of `input_shape`.
+Tensor slice_backward(const Tensor& grad, std::vector<int64_t> input_shape, int64_t dim,
+                      int64_t start, int64_t end, int64_t step);
+Tensor concat(absl::Span<const Tensor> xs, int64_t dim);
+// pads: [lo0, hi0, lo1, hi1, ...], one pair per dim, non-negative.
+Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value = 0);
+
+// ---- neural-net primitives (NCHW)
+struct Conv2dOptions {
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+};
+Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options = {});
+Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w,
+                            std::vector<int64_t> input_shape, const Conv2dOptions& options);
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x,
+                              std::vector<int64_t> weight_shape, const Conv2dOptions& options);
+
+struct Pool2dOptions {
+  std::array<int64_t, 2> kernel{2, 2};
+  std::array<int64_t, 2> stride{2, 2};
+  std::array<int64_t, 2> padding{0, 0};
+};
+// Ties: the first maximum in the window (row-major) takes the gradient.
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Pool2dOptions& options);
+// Padding counts in the divisor (PyTorch's count_include_pad=True).
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options);
+Tensor avg_pool2d_backward(const Tensor& grad, std::vector<int64_t> input_shape,
+                           const Pool2dOptions& options);
+
+struct NormResult {
+  Tensor y, mean, var;  // var is biased
+};
+struct NormGrads {
+  Tensor x, weight, bias;
+};
+// Training mode: normalises by the batch statistics over (N, H, W) per channel.
+NormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+Tensor batch_norm_inference(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Tensor& running_mean, const Tensor& running_var, double eps);
+NormGrads batch_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                              const Tensor& mean, const Tensor& var, double eps);
+// Normalises over dims [axis, rank); weight and bias have shape x.shape[axis:].
+NormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t axis,
+                      double eps);
+NormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                              const Tensor& mean, const Tensor& var, int64_t axis, double eps);
+// weight [num, dim], indices i64 of any shape -> indices.shape + [dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights);
+// Zeroes each element with probability p and scales the rest by 1/(1-p); the
+// mask is a pure function of (seed, offset + element index).
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+// Draws seed and offset from `gen` (default: the default generator).
+Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_RUNTIME_OPS_H_

@@ -1,0 +1,52 @@
+// Counter-based random numbers: value i of a stream is a pure function of
+// (seed, offset + i). A Generator is just a seed and a running offset, so a
+// draw can be replayed exactly from the (seed, offset) it started at; dropout
+// relies on that so that a recomputed mask equals the forward's.
+//
+//   tc::Generator gen(42);
+//   tc::Tensor a = tc::randn({2, 3}, tc::DType::kF32, &gen);
+//   tc::manual_seed(7);  // reseeds the default generator
+#ifndef TENSORCUT_RUNTIME_RANDOM_H_
+#define TENSORCUT_RUNTIME_RANDOM_H_
+
+#include <cstdint>
+
+namespace tc {
+
+// 64 random bits for counter `counter` of stream `seed` (a strong mix).
+uint64_t RandomBits(uint64_t seed, uint64_t counter);
+// Uniform in [0, 1), 53 bits.
+inline double RandomUniform(uint64_t seed, uint64_t counter) {
+  return static_cast<double>(RandomBits(seed, counter) >> 11) * 0x1.0p-53;
+}
+// Standard normal (Box-Muller over two counters 2i, 2i+1).
+double RandomNormal(uint64_t seed, uint64_t counter);
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  uint64_t seed() const { return seed_; }
+  uint64_t offset() const { return offset_; }
+  // Reserves n counters and returns the first.
+  uint64_t Advance(uint64_t n) {
+    const uint64_t first = offset_;
+    offset_ += n;
+    return first;
+  }
+  void Reseed(uint64_t seed) {
+    seed_ = seed;
+    offset_ = 0;
+  }
+
+ private:
+  uint64_t seed_;
+  uint64_t offset_ = 0;
+};
+
+// The process-wide generator used when none is passed.
+Generator& DefaultGenerator();
+void manual_seed(uint64_t seed);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_RUNTIME_RANDOM_H_

@@ -1,0 +1,192 @@
+#include "runtime/tensor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ops.h"
+
+namespace tc {
+
+namespace {
+constexpr int64_t kAlignment = 64;
+}  // namespace
+
+Storage::Storage(int64_t bytes) : bytes_(bytes) {
+  if (bytes > 0) {
+    const int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    data_ = std::aligned_alloc(kAlignment, rounded);
+    if (data_ == nullptr) {
+      std::fprintf(stderr, "tensorcut: out of memory allocating %lld bytes\n",
+                   static_cast<long long>(bytes));
+      std::abort();
+    }
+    std::memset(data_, 0, rounded);
+  }
+}
+
+Storage::~Storage() { std::free(data_); }
+
+Tensor Tensor::Empty(absl::Span<const int64_t> shape, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->shape.assign(shape.begin(), shape.end());
+  impl->strides = ContiguousStrides(shape);
+  impl->storage = std::make_shared<Storage>(NumElements(shape) * ItemSize(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::View(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
+                    std::vector<int64_t> strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->dtype = dtype;
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  return Tensor(std::move(impl));
+}
+
+int64_t Tensor::size(int64_t d) const {
+  return impl_->shape[d < 0 ? d + dim() : d];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t i = dim() - 1; i >= 0; --i) {
+    if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim
+    if (impl_->strides[i] != expected) return false;
+    expected *= impl_->shape[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  if (impl_->storage == nullptr || impl_->storage->data() == nullptr) return nullptr;
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * ItemSize(impl_->dtype);
+}
+
+void Tensor::CheckDType(DType expected) const {
+  if (impl_ == nullptr) {
+    std::fprintf(stderr, "tensorcut: access to an undefined tensor\n");
+    std::abort();
+  }
+  if (impl_->dtype != expected) {
+    std::fprintf(stderr, "tensorcut: element access as %s on a %s tensor\n",
+                 std::string(DTypeName(expected)).c_str(), type().ToString().c_str());
+    std::abort();
+  }
+}
+
+int64_t Tensor::ElementOffset(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim()) {
+    throw Error(absl::OutOfRangeError(absl::StrCat("index of rank ", index.size(),
+                                                   " into tensor ", type().ToString())));
+  }
+  int64_t offset = 0, d = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= impl_->shape[d]) {
+      throw Error(absl::OutOfRangeError(
+          absl::StrCat("index ", i, " out of range for dim ", d, " of ", type().ToString())));
+    }
+    offset += i * impl_->strides[d++];
+  }
+  return offset;
+}
+
+template <typename T>
+T Tensor::item() const {
+  if (numel() != 1) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("item() needs a one-element tensor, got ", type().ToString())));
+  }
+  return data<T>()[0];
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = cast(*this, DTypeOf<T>()).contiguous();
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template bool Tensor::item<bool>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<bool> Tensor::to_vector<bool>() const;
+
+Tensor Tensor::clone() const { return cast(*this, dtype()); }
+
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::reshape(absl::Span<const int64_t> shape) const {
+  return tc::reshape(*this, std::vector<int64_t>(shape.begin(), shape.end()));
+}
+Tensor Tensor::permute(absl::Span<const int64_t> dims) const {
+  return tc::permute(*this, std::vector<int64_t>(dims.begin(), dims.end()));
+}
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  return tc::transpose(*this, dim0, dim1);
+}
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  return tc::slice(*this, dim, start, end, step);
+}
+Tensor Tensor::expand(absl::Span<const int64_t> shape) const {
+  return tc::expand(*this, std::vector<int64_t>(shape.begin(), shape.end()));
+}
+Tensor Tensor::to(DType dtype) const { return dtype == this->dtype() ? *this : cast(*this, dtype); }
+
+namespace {
+
+void PrintElement(std::ostream& os, const Tensor& t, int64_t offset) {
+  const char* base = static_cast<const char*>(t.raw_data());
+  switch (t.dtype()) {
+    case DType::kF32: os << reinterpret_cast<const float*>(base)[offset]; break;
+    case DType::kF64: os << reinterpret_cast<const double*>(base)[offset]; break;
+    case DType::kI64: os << reinterpret_cast<const int64_t*>(base)[offset]; break;
+    case DType::kBool: os << (reinterpret_cast<const bool*>(base)[offset] ? "true" : "false"); break;
+    case DType::kBF16: os << "?"; break;
+  }
+}
+
+// Prints dim `d` onwards; long dims show their first and last three entries.
+void PrintDim(std::ostream& os, const Tensor& t, int64_t d, int64_t offset) {
+  if (d == t.dim()) {
+    PrintElement(os, t, offset);
+    return;
+  }
+  const int64_t n = t.shape()[d];
+  os << "[";
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > 8 && i == 3) {
+      os << "..., ";
+      i = n - 3;
+    }
+    PrintDim(os, t, d + 1, offset + i * t.strides()[d]);
+    if (i + 1 < n) os << (d + 1 == t.dim() ? ", " : ",\n ");
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "Tensor(" << t.type().ToString() << ",\n ";
+  const auto flags = os.flags();
+  const auto precision = os.precision(6);
+  PrintDim(os, t, 0, 0);
+  os.precision(precision);
+  os.flags(flags);
+  return os << ")";
+}
+
+}  // namespace tc

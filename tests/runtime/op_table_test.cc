@@ -1,0 +1,71 @@
+// The op table itself: every op in ops.def is declared and has an eager
+// kernel, and calls that do not fit an op's declaration get a status.
+#include "catch2/catch.hpp"
+#include "graph/op_def.h"
+#include "runtime/dispatch.h"
+#include "runtime/ops.h"
+
+namespace tc {
+namespace {
+
+TEST_CASE("every op has a declaration, a unique name and an eager kernel") {
+  REQUIRE(AllOps().size() == static_cast<size_t>(kNumOps));
+  for (OpKind op : AllOps()) {
+    INFO(OpName(op));
+    const OpDef& def = GetOpDef(op);
+    CHECK(def.kind == op);
+    CHECK(def.infer != nullptr);
+    CHECK(OpKindFromName(OpName(op)).value() == op);
+    CHECK(GetKernel(op) != nullptr);
+  }
+}
+
+TEST_CASE("unknown op names are not found") {
+  REQUIRE(OpKindFromName("matmull").status().message() == "unknown op 'matmull'");
+}
+
+TEST_CASE("calls that do not fit the declaration return a status naming the op") {
+  const TensorType a{DType::kF32, {4, 3}}, b{DType::kF32, {2, 5}};
+  CHECK(InferTypes(OpKind::kMatmul, {a, b}, {}).status().message() ==
+        "matmul: inner dims differ: [4,3] x [2,5]");
+  CHECK(InferTypes(OpKind::kAdd, {a}, {}).status().message() ==
+        "add: expected 2 inputs, got 1");
+  CHECK(InferTypes(OpKind::kConcat, {}, {{"dim", int64_t{0}}}).status().message() ==
+        "concat: expected at least 1 inputs, got 0");
+  CHECK(InferTypes(OpKind::kSum, {a}, {{"dims", std::vector<int64_t>{0}}}).status().message() ==
+        "sum: missing attribute 'keepdim'");
+  CHECK(InferTypes(OpKind::kSum, {a}, {{"dims", int64_t{0}}, {"keepdim", false}})
+            .status()
+            .message() == "sum: attribute 'dims' must be int list, got 0");
+  CHECK(InferTypes(OpKind::kNeg, {a}, {{"alpha", 1.0}}).status().message() ==
+        "neg: unknown attribute 'alpha'");
+  CHECK(InferTypes(OpKind::kAdd, {a, TensorType{DType::kF64, {4, 3}}}, {}).status().message() ==
+        "add: dtypes differ: f32[4,3] vs f64[4,3]");
+  CHECK(InferTypes(OpKind::kAdd, {a, b}, {}).status().message() ==
+        "add: shapes [4,3] and [2,5] do not broadcast");
+}
+
+TEST_CASE("the throwing API carries the same status") {
+  Tensor a = zeros({4, 3}), b = zeros({2, 5});
+  try {
+    matmul(a, b);
+    FAIL("matmul of mismatched shapes did not throw");
+  } catch (const Error& e) {
+    CHECK(e.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(e.what()) == "matmul: inner dims differ: [4,3] x [2,5]");
+  }
+  CHECK(Call(OpKind::kAdd, {a, Tensor()}, {}).status().message() ==
+        "add: input 1 is an undefined tensor");
+}
+
+TEST_CASE("costs come from the table") {
+  const TensorType a{DType::kF32, {4, 3}}, b{DType::kF32, {3, 5}}, y{DType::kF32, {4, 5}};
+  const OpCost mm = EstimateCost(OpKind::kMatmul, {a, b}, {y}, {});
+  CHECK(mm.flops == 2 * 4 * 3 * 5);
+  CHECK(mm.bytes == 4 * (12 + 15 + 20));
+  const OpCost add = EstimateCost(OpKind::kAdd, {y, y}, {y}, {});
+  CHECK(add.flops == 20);
+}
+
+}  // namespace
+}  // namespace tc

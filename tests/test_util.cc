@@ -1,0 +1,63 @@
+#include "tests/test_util.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace tc::testing {
+
+std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol,
+                           double atol) {
+  if (actual.shape() != expected.shape()) {
+    return absl::StrCat("shapes differ: actual ", actual.type().ToString(), ", expected ",
+                        expected.type().ToString());
+  }
+  const std::vector<double> a = actual.to_vector<double>();
+  const std::vector<double> e = expected.to_vector<double>();
+  double worst = 0;
+  int64_t worst_i = -1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(e[i])) continue;
+    const double excess = std::abs(a[i] - e[i]) - (atol + rtol * std::abs(e[i]));
+    if (!(excess <= 0) && (worst_i < 0 || !(excess <= worst))) {
+      worst = excess;
+      worst_i = static_cast<int64_t>(i);
+    }
+  }
+  if (worst_i < 0) return "";
+  // Row-major index of the worst element.
+  std::vector<int64_t> index(actual.dim());
+  int64_t rest = worst_i;
+  for (int64_t d = actual.dim() - 1; d >= 0; --d) {
+    index[d] = rest % actual.shape()[d];
+    rest /= actual.shape()[d];
+  }
+  return absl::StrCat("tensors ", actual.type().ToString(), " differ; worst at ",
+                      ShapeToString(index), ": actual ", a[worst_i], ", expected ", e[worst_i],
+                      " (rtol ", rtol, ", atol ", atol, ")");
+}
+
+Tensor NonContiguous(const Tensor& t) {
+  if (t.dim() == 0) return t;
+  // Store the values with the dims reversed, then permute back: a true
+  // non-contiguous view whenever some dim >= 2 is not alone.
+  std::vector<int64_t> reversed(t.dim());
+  for (int64_t i = 0; i < t.dim(); ++i) reversed[i] = t.dim() - 1 - i;
+  Tensor stored = permute(t, reversed).clone();
+  return permute(stored, reversed);
+}
+
+Tensor Random(absl::Span<const int64_t> shape, DType dtype, uint64_t seed) {
+  Generator gen(seed);
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF64: return randn(shape, dtype, &gen);
+    case DType::kI64: return cast(rand(shape, DType::kF64, &gen, 0, 10), DType::kI64);
+    case DType::kBool: return lt(rand(shape, DType::kF64, &gen), scalar(0.5, DType::kF64));
+    case DType::kBF16: break;
+  }
+  return Tensor();
+}
+
+}  // namespace tc::testing

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tensorcut needs to build, test and run its demo.
+# Idempotent: quiet when everything is present; runs `apt-get update` only when
+# something is missing.
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap      # Bazel 4.2.3 (WORKSPACE mode)
+  g++
+  pkg-config
+  libeigen3-dev        # Eigen 3.4
+  libdnnl-dev          # oneDNN 2.6
+  libabsl-dev          # Abseil 20220623
+  catch2               # Catch2 2.13 (single header)
+  libbenchmark-dev     # Google Benchmark, for bench/
+  dataset-fashion-mnist  # the demo's data
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "tensorcut setup: installing ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
