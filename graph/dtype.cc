@@ -6,22 +6,32 @@ namespace tc {
 
 int64_t ItemSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kI64: return 8;
-    case DType::kBool: return 1;
-    case DType::kBF16: return 2;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kI64:
+      return 8;
+    case DType::kBool:
+      return 1;
+    case DType::kBF16:
+      return 2;
   }
   return 0;
 }
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI64: return "i64";
-    case DType::kBool: return "bool";
-    case DType::kBF16: return "bf16";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kI64:
+      return "i64";
+    case DType::kBool:
+      return "bool";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }

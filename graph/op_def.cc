@@ -37,9 +37,9 @@ struct OpTable {
 OpTable* BuildTable() {
   auto* table = new OpTable();
   std::array<bool, kNumOps> seen{};
-  for (auto* family : {&ops_internal::ElementwiseOpDefs, &ops_internal::CreationOpDefs,
-                       &ops_internal::ReductionOpDefs, &ops_internal::LayoutOpDefs,
-                       &ops_internal::NnOpDefs}) {
+  for (auto* family :
+       {&ops_internal::ElementwiseOpDefs, &ops_internal::CreationOpDefs,
+        &ops_internal::ReductionOpDefs, &ops_internal::LayoutOpDefs, &ops_internal::NnOpDefs}) {
     for (OpDef& def : (*family)()) {
       const int i = static_cast<int>(def.kind);
       if (seen[i]) Die(absl::StrCat("op '", kNames[i], "' declared twice"));
@@ -65,25 +65,36 @@ const OpTable& Table() {
 
 bool AttrMatches(const AttrValue& v, AttrKind kind) {
   switch (kind) {
-    case AttrKind::kInt: return std::holds_alternative<int64_t>(v);
+    case AttrKind::kInt:
+      return std::holds_alternative<int64_t>(v);
     case AttrKind::kFloat:
       return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
-    case AttrKind::kBool: return std::holds_alternative<bool>(v);
-    case AttrKind::kInts: return std::holds_alternative<std::vector<int64_t>>(v);
-    case AttrKind::kDType: return std::holds_alternative<DType>(v);
-    case AttrKind::kString: return std::holds_alternative<std::string>(v);
+    case AttrKind::kBool:
+      return std::holds_alternative<bool>(v);
+    case AttrKind::kInts:
+      return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrKind::kDType:
+      return std::holds_alternative<DType>(v);
+    case AttrKind::kString:
+      return std::holds_alternative<std::string>(v);
   }
   return false;
 }
 
 absl::string_view AttrKindName(AttrKind kind) {
   switch (kind) {
-    case AttrKind::kInt: return "int";
-    case AttrKind::kFloat: return "float";
-    case AttrKind::kBool: return "bool";
-    case AttrKind::kInts: return "int list";
-    case AttrKind::kDType: return "dtype";
-    case AttrKind::kString: return "string";
+    case AttrKind::kInt:
+      return "int";
+    case AttrKind::kFloat:
+      return "float";
+    case AttrKind::kBool:
+      return "bool";
+    case AttrKind::kInts:
+      return "int list";
+    case AttrKind::kDType:
+      return "dtype";
+    case AttrKind::kString:
+      return "string";
   }
   return "?";
 }
@@ -103,8 +114,7 @@ absl::StatusOr<OpKind> OpKindFromName(absl::string_view name) {
 
 absl::Span<const OpKind> AllOps() { return Table().kinds; }
 
-absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind,
-                                                   absl::Span<const TensorType> inputs,
+absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind, absl::Span<const TensorType> inputs,
                                                    const Attrs& attrs) {
   const OpDef& def = GetOpDef(kind);
   const int n = static_cast<int>(inputs.size());
@@ -132,8 +142,7 @@ absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind,
     bool known = false;
     for (const AttrSpec& spec : def.attrs) known |= spec.name == name;
     if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(def.name, ": unknown attribute '", name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(def.name, ": unknown attribute '", name, "'"));
     }
   }
   absl::StatusOr<std::vector<TensorType>> out = def.infer(inputs, attrs);

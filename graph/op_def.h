@@ -10,10 +10,10 @@
 #define TENSORCUT_GRAPH_OP_DEF_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/attrs.h"
 #include "graph/shape.h"
@@ -37,14 +37,14 @@ enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kN
 // What later stages may assume about an op. A bitmask.
 enum OpTrait : uint32_t {
   kTraitNone = 0,
-  kTraitElementwise = 1 << 0,  // output[i] depends on input[i] only (after broadcasting)
-  kTraitView = 1 << 1,         // eager result may share storage with input 0
-  kTraitReduction = 1 << 2,    // reduces dims of its input
-  kTraitCreation = 1 << 3,     // no inputs; a constant made from attributes
-  kTraitRandom = 1 << 4,       // draws random numbers (from seed/offset attributes)
-  kTraitExpensive = 1 << 5,    // matmul/conv class: never worth recomputing
+  kTraitElementwise = 1 << 0,        // output[i] depends on input[i] only (after broadcasting)
+  kTraitView = 1 << 1,               // eager result may share storage with input 0
+  kTraitReduction = 1 << 2,          // reduces dims of its input
+  kTraitCreation = 1 << 3,           // no inputs; a constant made from attributes
+  kTraitRandom = 1 << 4,             // draws random numbers (from seed/offset attributes)
+  kTraitExpensive = 1 << 5,          // matmul/conv class: never worth recomputing
   kTraitNonDifferentiable = 1 << 6,  // outputs carry no gradient (bool/int results)
-  kTraitBackward = 1 << 7,     // only appears in backward graphs
+  kTraitBackward = 1 << 7,           // only appears in backward graphs
 };
 
 // Static cost of one call, from the op table's cost functions.
@@ -62,15 +62,15 @@ struct AttrSpec {
 
 using InferFn = absl::StatusOr<std::vector<TensorType>> (*)(absl::Span<const TensorType> inputs,
                                                             const Attrs& attrs);
-using CostFn = OpCost (*)(absl::Span<const TensorType> inputs,
-                          absl::Span<const TensorType> outputs, const Attrs& attrs);
+using CostFn = OpCost (*)(absl::Span<const TensorType> inputs, absl::Span<const TensorType> outputs,
+                          const Attrs& attrs);
 
 struct OpDef {
   OpKind kind;
   absl::string_view name;
   OpFamily family;
   int min_inputs = 0;
-  int max_inputs = 0;  // -1: variadic
+  int max_inputs = 0;           // -1: variadic
   std::vector<AttrSpec> attrs;  // every attribute is required
   uint32_t traits = kTraitNone;
   InferFn infer = nullptr;
@@ -87,8 +87,7 @@ absl::Span<const OpKind> AllOps();
 
 // Checks arity and attributes against the op's declaration, then runs its shape
 // inference. Errors start with the op name: "matmul: inner dims differ: ...".
-absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind,
-                                                   absl::Span<const TensorType> inputs,
+absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind, absl::Span<const TensorType> inputs,
                                                    const Attrs& attrs);
 OpCost EstimateCost(OpKind kind, absl::Span<const TensorType> inputs,
                     absl::Span<const TensorType> outputs, const Attrs& attrs);

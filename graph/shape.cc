@@ -45,8 +45,7 @@ absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<co
 absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank) {
   const int64_t wrapped = dim < 0 ? dim + rank : dim;
   if (wrapped < 0 || wrapped >= rank) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dim ", dim, " out of range for rank ", rank));
+    return absl::InvalidArgumentError(absl::StrCat("dim ", dim, " out of range for rank ", rank));
   }
   return wrapped;
 }

@@ -25,28 +25,27 @@ const kernels::KernelTable& Kernels() {
 thread_local std::vector<DispatchHook*> hooks;
 
 absl::StatusOr<TensorList> RunFromHook(size_t depth, OpKind op, absl::Span<const Tensor> inputs,
-                                       const Attrs& attrs,
-                                       absl::Span<const TensorType> out_types) {
+                                       const Attrs& attrs, absl::Span<const TensorType> out_types) {
   if (depth == 0) return RunKernel(op, inputs, attrs, out_types);
   DispatchHook* hook = hooks[depth - 1];
-  return hook->Dispatch(op, inputs, attrs, out_types, [&]() {
-    return RunFromHook(depth - 1, op, inputs, attrs, out_types);
-  });
+  return hook->Dispatch(op, inputs, attrs, out_types,
+                        [&]() { return RunFromHook(depth - 1, op, inputs, attrs, out_types); });
 }
 
 }  // namespace
 
 KernelFn GetKernel(OpKind kind) { return Kernels()[static_cast<int>(kind)]; }
 
-absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs,
-                                     const Attrs& attrs, absl::Span<const TensorType> out_types) {
+absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                     absl::Span<const TensorType> out_types) {
   KernelFn kernel = GetKernel(op);
   if (kernel == nullptr) {
     return absl::UnimplementedError(absl::StrCat(OpName(op), ": no eager kernel"));
   }
   absl::StatusOr<TensorList> out = kernel(inputs, attrs, out_types);
   if (!out.ok()) {
-    return absl::Status(out.status().code(), absl::StrCat(OpName(op), ": ", out.status().message()));
+    return absl::Status(out.status().code(),
+                        absl::StrCat(OpName(op), ": ", out.status().message()));
   }
   return out;
 }

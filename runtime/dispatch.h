@@ -26,8 +26,7 @@ using TensorList = std::vector<Tensor>;
 // An eager kernel. Inputs and attributes have passed shape inference, whose
 // result is `out_types`. Returns the outputs (new tensors, or views of input 0
 // for view ops); a status only for data-dependent errors (an index out of range).
-using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs,
-                                                const Attrs& attrs,
+using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                                 absl::Span<const TensorType> out_types);
 
 // The kernel table, one entry per op; nullptr where no kernel is bound.
@@ -37,8 +36,8 @@ KernelFn GetKernel(OpKind kind);
 absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs);
 
 // Runs the op's eager kernel directly, below every hook.
-absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs,
-                                     const Attrs& attrs, absl::Span<const TensorType> out_types);
+absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                     absl::Span<const TensorType> out_types);
 
 class DispatchHook {
  public:

@@ -84,8 +84,7 @@ Tensor randn(absl::Span<const int64_t> shape, DType dtype, Generator* gen) {
   return Random(shape, dtype, gen, RandomNormal);
 }
 
-Tensor rand(absl::Span<const int64_t> shape, DType dtype, Generator* gen, double low,
-            double high) {
+Tensor rand(absl::Span<const int64_t> shape, DType dtype, Generator* gen, double low, double high) {
   return Random(shape, dtype, gen, [&](uint64_t seed, uint64_t counter) {
     return low + (high - low) * RandomUniform(seed, counter);
   });
@@ -309,10 +308,9 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
   return Call1(OpKind::kEmbeddingBackward, {grad, indices}, {{"num_weights", num_weights}});
 }
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  return Call1(OpKind::kDropout, {x},
-               {{"p", p},
-                {"seed", static_cast<int64_t>(seed)},
-                {"offset", static_cast<int64_t>(offset)}});
+  return Call1(
+      OpKind::kDropout, {x},
+      {{"p", p}, {"seed", static_cast<int64_t>(seed)}, {"offset", static_cast<int64_t>(offset)}});
 }
 Tensor dropout(const Tensor& x, double p, Generator* gen) {
   Generator& g = gen != nullptr ? *gen : DefaultGenerator();

@@ -121,8 +121,8 @@ struct Conv2dOptions {
   int64_t groups = 1;
 };
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options = {});
-Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w,
-                            std::vector<int64_t> input_shape, const Conv2dOptions& options);
+Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w, std::vector<int64_t> input_shape,
+                            const Conv2dOptions& options);
 Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x,
                               std::vector<int64_t> weight_shape, const Conv2dOptions& options);
 

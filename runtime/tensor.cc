@@ -49,9 +49,7 @@ Tensor Tensor::View(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
   return Tensor(std::move(impl));
 }
 
-int64_t Tensor::size(int64_t d) const {
-  return impl_->shape[d < 0 ? d + dim() : d];
-}
+int64_t Tensor::size(int64_t d) const { return impl_->shape[d < 0 ? d + dim() : d]; }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -82,8 +80,8 @@ void Tensor::CheckDType(DType expected) const {
 
 int64_t Tensor::ElementOffset(std::initializer_list<int64_t> index) const {
   if (static_cast<int64_t>(index.size()) != dim()) {
-    throw Error(absl::OutOfRangeError(absl::StrCat("index of rank ", index.size(),
-                                                   " into tensor ", type().ToString())));
+    throw Error(absl::OutOfRangeError(
+        absl::StrCat("index of rank ", index.size(), " into tensor ", type().ToString())));
   }
   int64_t offset = 0, d = 0;
   for (int64_t i : index) {
@@ -123,9 +121,7 @@ template std::vector<bool> Tensor::to_vector<bool>() const;
 
 Tensor Tensor::clone() const { return cast(*this, dtype()); }
 
-Tensor Tensor::contiguous() const {
-  return is_contiguous() ? *this : clone();
-}
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::reshape(absl::Span<const int64_t> shape) const {
   return tc::reshape(*this, std::vector<int64_t>(shape.begin(), shape.end()));
@@ -149,11 +145,21 @@ namespace {
 void PrintElement(std::ostream& os, const Tensor& t, int64_t offset) {
   const char* base = static_cast<const char*>(t.raw_data());
   switch (t.dtype()) {
-    case DType::kF32: os << reinterpret_cast<const float*>(base)[offset]; break;
-    case DType::kF64: os << reinterpret_cast<const double*>(base)[offset]; break;
-    case DType::kI64: os << reinterpret_cast<const int64_t*>(base)[offset]; break;
-    case DType::kBool: os << (reinterpret_cast<const bool*>(base)[offset] ? "true" : "false"); break;
-    case DType::kBF16: os << "?"; break;
+    case DType::kF32:
+      os << reinterpret_cast<const float*>(base)[offset];
+      break;
+    case DType::kF64:
+      os << reinterpret_cast<const double*>(base)[offset];
+      break;
+    case DType::kI64:
+      os << reinterpret_cast<const int64_t*>(base)[offset];
+      break;
+    case DType::kBool:
+      os << (reinterpret_cast<const bool*>(base)[offset] ? "true" : "false");
+      break;
+    case DType::kBF16:
+      os << "?";
+      break;
   }
 }
 

@@ -120,13 +120,21 @@ class Tensor {
 template <typename T>
 constexpr DType DTypeOf();
 template <>
-constexpr DType DTypeOf<float>() { return DType::kF32; }
+constexpr DType DTypeOf<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType DTypeOf<double>() { return DType::kF64; }
+constexpr DType DTypeOf<double>() {
+  return DType::kF64;
+}
 template <>
-constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kI64;
+}
 template <>
-constexpr DType DTypeOf<bool>() { return DType::kBool; }
+constexpr DType DTypeOf<bool>() {
+  return DType::kBool;
+}
 
 template <typename T>
 T* Tensor::data() const {

@@ -12,8 +12,7 @@ namespace tc::testing {
 
 // Empty when `actual` matches `expected` (same shape; |a - e| <= atol + rtol |e|
 // elementwise, NaNs equal), else a message naming the worst element.
-std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol,
-                           double atol);
+std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
 // A tensor with `t`'s values and shape whose strides are not contiguous: the
 // values live transposed in a larger buffer (works for any rank >= 1).
@@ -25,12 +24,12 @@ Tensor Random(absl::Span<const int64_t> shape, DType dtype, uint64_t seed);
 }  // namespace tc::testing
 
 // REQUIRE that two tensors match (see CompareTensors).
-#define REQUIRE_TENSORS_CLOSE(actual, expected, rtol, atol)                                  \
-  do {                                                                                      \
-    const std::string tc_msg = ::tc::testing::CompareTensors((actual), (expected), (rtol),  \
-                                                             (atol));                        \
-    INFO(tc_msg);                                                                           \
-    REQUIRE(tc_msg.empty());                                                                \
+#define REQUIRE_TENSORS_CLOSE(actual, expected, rtol, atol)                  \
+  do {                                                                       \
+    const std::string tc_msg =                                               \
+        ::tc::testing::CompareTensors((actual), (expected), (rtol), (atol)); \
+    INFO(tc_msg);                                                            \
+    REQUIRE(tc_msg.empty());                                                 \
   } while (0)
 
 #endif  // TENSORCUT_TESTS_TEST_UTIL_H_

@@ -26,8 +26,7 @@ absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>
   return One(attrs.Dtype("dtype"), {n > 0 ? static_cast<int64_t>(n) : 0});
 }
 
-OpCost CreationCost(absl::Span<const TensorType>, absl::Span<const TensorType> out,
-                    const Attrs&) {
+OpCost CreationCost(absl::Span<const TensorType>, absl::Span<const TensorType> out, const Attrs&) {
   return {0, static_cast<double>(out[0].bytes())};
 }
 
@@ -35,15 +34,27 @@ OpCost CreationCost(absl::Span<const TensorType>, absl::Span<const TensorType> o
 
 std::vector<OpDef> CreationOpDefs() {
   return {
-      {OpKind::kFull, "", OpFamily::kCreation, 0, 0,
+      {OpKind::kFull,
+       "",
+       OpFamily::kCreation,
+       0,
+       0,
        {{"dtype", AttrKind::kDType}, {"shape", AttrKind::kInts}, {"value", AttrKind::kFloat}},
-       kTraitCreation, &InferFull, &CreationCost},
-      {OpKind::kArange, "", OpFamily::kCreation, 0, 0,
+       kTraitCreation,
+       &InferFull,
+       &CreationCost},
+      {OpKind::kArange,
+       "",
+       OpFamily::kCreation,
+       0,
+       0,
        {{"dtype", AttrKind::kDType},
         {"end", AttrKind::kFloat},
         {"start", AttrKind::kFloat},
         {"step", AttrKind::kFloat}},
-       kTraitCreation | kTraitNonDifferentiable, &InferArange, &CreationCost},
+       kTraitCreation | kTraitNonDifferentiable,
+       &InferArange,
+       &CreationCost},
   };
 }
 

@@ -17,8 +17,7 @@ absl::StatusOr<Shape> BroadcastAll(absl::Span<const TensorType> inputs) {
   return out;
 }
 
-absl::StatusOr<std::vector<TensorType>> InferBinary(absl::Span<const TensorType> in,
-                                                    const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferBinary(absl::Span<const TensorType> in, const Attrs&) {
   if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
   if (in[0].dtype == DType::kBool) return Invalid("arithmetic on bool; cast first");
   absl::StatusOr<Shape> shape = BroadcastAll(in);
@@ -34,8 +33,7 @@ absl::StatusOr<std::vector<TensorType>> InferCompare(absl::Span<const TensorType
   return One(DType::kBool, *std::move(shape));
 }
 
-absl::StatusOr<std::vector<TensorType>> InferWhere(absl::Span<const TensorType> in,
-                                                   const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferWhere(absl::Span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != DType::kBool) return Invalid("condition must be bool, got ", in[0].ToString());
   if (absl::Status s = RequireSameDType(in.subspan(1)); !s.ok()) return s;
   absl::StatusOr<Shape> shape = BroadcastAll(in);
@@ -82,8 +80,14 @@ OpDef Binary(OpKind kind) {
   return {kind, "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise, &InferBinary};
 }
 OpDef Compare(OpKind kind) {
-  return {kind,         "", OpFamily::kElementwise, 2, 2, {},
-          kTraitElementwise | kTraitNonDifferentiable, &InferCompare};
+  return {kind,
+          "",
+          OpFamily::kElementwise,
+          2,
+          2,
+          {},
+          kTraitElementwise | kTraitNonDifferentiable,
+          &InferCompare};
 }
 OpDef FloatUnary(OpKind kind) {
   return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise, &InferFloatUnary};
@@ -116,19 +120,49 @@ std::vector<OpDef> ElementwiseOpDefs() {
       FloatUnary(OpKind::kSqrt),
       FloatUnary(OpKind::kRsqrt),
       NumericUnary(OpKind::kAbs),
-      {OpKind::kSign, "", OpFamily::kElementwise, 1, 1, {},
-       kTraitElementwise | kTraitNonDifferentiable, &InferNumericUnary},
+      {OpKind::kSign,
+       "",
+       OpFamily::kElementwise,
+       1,
+       1,
+       {},
+       kTraitElementwise | kTraitNonDifferentiable,
+       &InferNumericUnary},
       NumericUnary(OpKind::kRelu),
       FloatUnary(OpKind::kSigmoid),
       FloatUnary(OpKind::kTanh),
-      {OpKind::kGelu, "", OpFamily::kElementwise, 1, 1, {approximate}, kTraitElementwise,
+      {OpKind::kGelu,
+       "",
+       OpFamily::kElementwise,
+       1,
+       1,
+       {approximate},
+       kTraitElementwise,
        &InferGelu},
-      {OpKind::kGeluBackward, "", OpFamily::kElementwise, 2, 2, {approximate},
-       kTraitElementwise | kTraitBackward, &InferGelu},
-      {OpKind::kPow, "", OpFamily::kElementwise, 1, 1, {{"exponent", AttrKind::kFloat}},
-       kTraitElementwise, &InferFloatUnary},
-      {OpKind::kCast, "", OpFamily::kElementwise, 1, 1, {{"dtype", AttrKind::kDType}},
-       kTraitElementwise, &InferCast},
+      {OpKind::kGeluBackward,
+       "",
+       OpFamily::kElementwise,
+       2,
+       2,
+       {approximate},
+       kTraitElementwise | kTraitBackward,
+       &InferGelu},
+      {OpKind::kPow,
+       "",
+       OpFamily::kElementwise,
+       1,
+       1,
+       {{"exponent", AttrKind::kFloat}},
+       kTraitElementwise,
+       &InferFloatUnary},
+      {OpKind::kCast,
+       "",
+       OpFamily::kElementwise,
+       1,
+       1,
+       {{"dtype", AttrKind::kDType}},
+       kTraitElementwise,
+       &InferCast},
   };
 }
 

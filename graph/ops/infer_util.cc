@@ -43,8 +43,7 @@ absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dim
   return out;
 }
 
-absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t end,
-                                           int64_t step) {
+absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t end, int64_t step) {
   if (step <= 0) return Invalid("slice step must be positive, got ", step);
   auto clamp = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
   const int64_t s = clamp(start), e = clamp(end);

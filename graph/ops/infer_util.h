@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "graph/shape.h"
 
 namespace tc::ops_internal {

@@ -7,8 +7,7 @@
 namespace tc::ops_internal {
 namespace {
 
-absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in,
-                                                    const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in, const Attrs&) {
   const TensorType &a = in[0], &b = in[1];
   if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
   if (absl::Status s = RequireFloating(a, "operands"); !s.ok()) return s;
@@ -28,15 +27,13 @@ absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType>
   return One(a.dtype, std::move(out));
 }
 
-OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
-                  const Attrs&) {
+OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
   const int64_t k = in[0].shape.back();
   return {2.0 * out[0].numel() * k,
           static_cast<double>(in[0].bytes() + in[1].bytes() + out[0].bytes())};
 }
 
-absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in,
-                                                    const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in, const Attrs&) {
   const TensorType &x = in[0], &w = in[1], &b = in[2];
   if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
   if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
@@ -53,8 +50,7 @@ absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType>
   return One(x.dtype, std::move(out));
 }
 
-OpCost LinearCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
-                  const Attrs&) {
+OpCost LinearCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
   return {2.0 * out[0].numel() * in[1].shape[1] + out[0].numel(),
           static_cast<double>(in[0].bytes() + in[1].bytes() + in[2].bytes() + out[0].bytes())};
 }
@@ -108,8 +104,8 @@ absl::StatusOr<std::vector<TensorType>> InferSlice(absl::Span<const TensorType> 
                                                    const Attrs& attrs) {
   absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
   if (!dim.ok()) return dim.status();
-  absl::StatusOr<SliceBounds> b = NormalizeSlice(in[0].shape[*dim], attrs.Int("start"),
-                                                 attrs.Int("end"), attrs.Int("step"));
+  absl::StatusOr<SliceBounds> b =
+      NormalizeSlice(in[0].shape[*dim], attrs.Int("start"), attrs.Int("end"), attrs.Int("step"));
   if (!b.ok()) return b.status();
   Shape out = in[0].shape;
   out[*dim] = b->length;
@@ -119,6 +115,9 @@ absl::StatusOr<std::vector<TensorType>> InferSlice(absl::Span<const TensorType> 
 absl::StatusOr<std::vector<TensorType>> InferSliceBackward(absl::Span<const TensorType> in,
                                                            const Attrs& attrs) {
   const std::vector<int64_t>& input_shape = attrs.Ints("input_shape");
+  for (int64_t d : input_shape) {
+    if (d < 0) return Invalid("negative dimension in input_shape ", ShapeToString(input_shape));
+  }
   absl::StatusOr<std::vector<TensorType>> sliced =
       InferSlice({TensorType{in[0].dtype, input_shape}}, attrs);
   if (!sliced.ok()) return sliced.status();
@@ -141,8 +140,8 @@ absl::StatusOr<std::vector<TensorType>> InferConcat(absl::Span<const TensorType>
       fits = d == *dim || in[i].shape[d] == in[0].shape[d];
     }
     if (!fits) {
-      return Invalid("input ", i, " ", in[i].ToString(), " does not fit input 0 ",
-                     in[0].ToString(), " along dim ", *dim);
+      return Invalid("input ", i, " ", in[i].ToString(), " does not fit input 0 ", in[0].ToString(),
+                     " along dim ", *dim);
     }
     out[*dim] += in[i].shape[*dim];
   }
@@ -180,23 +179,70 @@ std::vector<OpDef> LayoutOpDefs() {
   std::vector<AttrSpec> slice_backward = slice;
   slice_backward.push_back({"input_shape", AttrKind::kInts});
   return {
-      {OpKind::kMatmul, "", OpFamily::kLayout, 2, 2, {}, kTraitExpensive, &InferMatmul,
+      {OpKind::kMatmul,
+       "",
+       OpFamily::kLayout,
+       2,
+       2,
+       {},
+       kTraitExpensive,
+       &InferMatmul,
        &MatmulCost},
-      {OpKind::kLinear, "", OpFamily::kLayout, 3, 3, {}, kTraitExpensive, &InferLinear,
+      {OpKind::kLinear,
+       "",
+       OpFamily::kLayout,
+       3,
+       3,
+       {},
+       kTraitExpensive,
+       &InferLinear,
        &LinearCost},
-      {OpKind::kPermute, "", OpFamily::kLayout, 1, 1, {{"dims", AttrKind::kInts}}, kTraitView,
-       &InferPermute, &ViewCost},
-      {OpKind::kReshape, "", OpFamily::kLayout, 1, 1, {{"shape", AttrKind::kInts}}, kTraitView,
-       &InferReshape, &ViewCost},
-      {OpKind::kExpand, "", OpFamily::kLayout, 1, 1, {{"shape", AttrKind::kInts}}, kTraitView,
-       &InferExpand, &ViewCost},
+      {OpKind::kPermute,
+       "",
+       OpFamily::kLayout,
+       1,
+       1,
+       {{"dims", AttrKind::kInts}},
+       kTraitView,
+       &InferPermute,
+       &ViewCost},
+      {OpKind::kReshape,
+       "",
+       OpFamily::kLayout,
+       1,
+       1,
+       {{"shape", AttrKind::kInts}},
+       kTraitView,
+       &InferReshape,
+       &ViewCost},
+      {OpKind::kExpand,
+       "",
+       OpFamily::kLayout,
+       1,
+       1,
+       {{"shape", AttrKind::kInts}},
+       kTraitView,
+       &InferExpand,
+       &ViewCost},
       {OpKind::kSlice, "", OpFamily::kLayout, 1, 1, slice, kTraitView, &InferSlice, &ViewCost},
       {OpKind::kSliceBackward, "", OpFamily::kLayout, 1, 1, slice_backward, kTraitBackward,
        &InferSliceBackward},
-      {OpKind::kConcat, "", OpFamily::kLayout, 1, -1, {{"dim", AttrKind::kInt}}, kTraitNone,
+      {OpKind::kConcat,
+       "",
+       OpFamily::kLayout,
+       1,
+       -1,
+       {{"dim", AttrKind::kInt}},
+       kTraitNone,
        &InferConcat},
-      {OpKind::kPad, "", OpFamily::kLayout, 1, 1,
-       {{"pads", AttrKind::kInts}, {"value", AttrKind::kFloat}}, kTraitNone, &InferPad},
+      {OpKind::kPad,
+       "",
+       OpFamily::kLayout,
+       1,
+       1,
+       {{"pads", AttrKind::kInts}, {"value", AttrKind::kFloat}},
+       kTraitNone,
+       &InferPad},
   };
 }
 

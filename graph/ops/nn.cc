@@ -45,8 +45,8 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
   }
   Shape out = {x.shape[0], w.shape[0], 0, 0};
   for (int i = 0; i < 2; ++i) {
-    out[2 + i] = WindowOut(x.shape[2 + i], w.shape[2 + i], (*stride)[i], (*padding)[i],
-                           (*dilation)[i]);
+    out[2 + i] =
+        WindowOut(x.shape[2 + i], w.shape[2 + i], (*stride)[i], (*padding)[i], (*dilation)[i]);
     if (out[2 + i] <= 0) {
       return Invalid("kernel ", ShapeToString(w.shape), " larger than padded input ",
                      ShapeToString(x.shape));
@@ -133,8 +133,7 @@ absl::StatusOr<std::vector<TensorType>> InferPool(absl::Span<const TensorType> i
 // max_pool2d_backward(grad, x) / avg_pool2d_backward(grad){input_shape}.
 absl::StatusOr<std::vector<TensorType>> InferPoolBackward(absl::Span<const TensorType> in,
                                                           const Attrs& attrs) {
-  const TensorType x =
-      in.size() == 2 ? in[1] : TensorType{in[0].dtype, attrs.Ints("input_shape")};
+  const TensorType x = in.size() == 2 ? in[1] : TensorType{in[0].dtype, attrs.Ints("input_shape")};
   absl::StatusOr<Shape> out = PoolOutShape(x, attrs);
   if (!out.ok()) return out.status();
   if (*out != in[0].shape || in[0].dtype != x.dtype) {
@@ -235,8 +234,7 @@ absl::StatusOr<std::vector<TensorType>> InferLayerNormBackward(absl::Span<const 
       !st.ok()) {
     return st;
   }
-  if (absl::Status st = RequireParams(in.subspan(3), x.dtype, s->stats, "mean and var");
-      !st.ok()) {
+  if (absl::Status st = RequireParams(in.subspan(3), x.dtype, s->stats, "mean and var"); !st.ok()) {
     return st;
   }
   return std::vector<TensorType>{x, {x.dtype, s->normalized}, {x.dtype, s->normalized}};
@@ -259,8 +257,8 @@ absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const 
   if (absl::Status s = RequireFloating(grad, "grad"); !s.ok()) return s;
   if (grad.rank() != idx.rank() + 1 ||
       !std::equal(idx.shape.begin(), idx.shape.end(), grad.shape.begin())) {
-    return Invalid("grad ", grad.ToString(), " must be indices shape ",
-                   ShapeToString(idx.shape), " + [dim]");
+    return Invalid("grad ", grad.ToString(), " must be indices shape ", ShapeToString(idx.shape),
+                   " + [dim]");
   }
   const int64_t num = attrs.Int("num_weights");
   if (num < 0) return Invalid("num_weights must be non-negative, got ", num);
@@ -275,8 +273,7 @@ absl::StatusOr<std::vector<TensorType>> InferDropout(absl::Span<const TensorType
   return One(in[0].dtype, in[0].shape);
 }
 
-OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
-                const Attrs&) {
+OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
   double bytes = 0;
   for (const TensorType& t : in) bytes += t.bytes();
   for (const TensorType& t : out) bytes += t.bytes();
@@ -319,11 +316,22 @@ std::vector<OpDef> NnOpDefs() {
       {OpKind::kLayerNormBackward, "", OpFamily::kNn, 5, 5, ln, bw, &InferLayerNormBackward,
        &NormCost},
       {OpKind::kEmbedding, "", OpFamily::kNn, 2, 2, {}, kTraitNone, &InferEmbedding},
-      {OpKind::kEmbeddingBackward, "", OpFamily::kNn, 2, 2, {{"num_weights", AttrKind::kInt}}, bw,
+      {OpKind::kEmbeddingBackward,
+       "",
+       OpFamily::kNn,
+       2,
+       2,
+       {{"num_weights", AttrKind::kInt}},
+       bw,
        &InferEmbeddingBackward},
-      {OpKind::kDropout, "", OpFamily::kNn, 1, 1,
+      {OpKind::kDropout,
+       "",
+       OpFamily::kNn,
+       1,
+       1,
        {{"offset", AttrKind::kInt}, {"p", AttrKind::kFloat}, {"seed", AttrKind::kInt}},
-       kTraitElementwise | kTraitRandom, &InferDropout},
+       kTraitElementwise | kTraitRandom,
+       &InferDropout},
   };
 }
 

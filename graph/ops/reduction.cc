@@ -40,7 +40,8 @@ absl::StatusOr<std::vector<TensorType>> InferExtremum(absl::Span<const TensorTyp
   absl::StatusOr<std::vector<int64_t>> dims = NormalizeDims(attrs.Ints("dims"), in[0].rank());
   if (!dims.ok()) return dims.status();
   for (int64_t d : *dims) {
-    if (in[0].shape[d] == 0) return Invalid("reduction over empty dim ", d, " of ", in[0].ToString());
+    if (in[0].shape[d] == 0)
+      return Invalid("reduction over empty dim ", d, " of ", in[0].ToString());
   }
   return InferReduce(in, attrs);
 }
@@ -52,8 +53,8 @@ absl::StatusOr<std::vector<TensorType>> InferArgmax(absl::Span<const TensorType>
   if (!dim.ok()) return dim.status();
   if (in[0].shape[*dim] == 0) return Invalid("argmax over empty dim ", *dim);
   const int64_t d = *dim;
-  return One(DType::kI64, ReducedShape(in[0].shape, absl::MakeConstSpan(&d, 1),
-                                       attrs.Bool("keepdim")));
+  return One(DType::kI64,
+             ReducedShape(in[0].shape, absl::MakeConstSpan(&d, 1), attrs.Bool("keepdim")));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferSoftmax(absl::Span<const TensorType> in,
@@ -78,14 +79,18 @@ std::vector<OpDef> ReductionOpDefs() {
   const std::vector<AttrSpec> one_dim = {{"dim", AttrKind::kInt}};
   return {
       {OpKind::kSum, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferReduce},
-      {OpKind::kMean, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction,
-       &InferFloatReduce},
+      {OpKind::kMean, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferFloatReduce},
       {OpKind::kMax, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum},
       {OpKind::kMin, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum},
       {OpKind::kVar, "", OpFamily::kReduction, 1, 1, var, kTraitReduction, &InferFloatReduce},
-      {OpKind::kArgmax, "", OpFamily::kReduction, 1, 1,
+      {OpKind::kArgmax,
+       "",
+       OpFamily::kReduction,
+       1,
+       1,
        {{"dim", AttrKind::kInt}, {"keepdim", AttrKind::kBool}},
-       kTraitReduction | kTraitNonDifferentiable, &InferArgmax},
+       kTraitReduction | kTraitNonDifferentiable,
+       &InferArgmax},
       {OpKind::kSoftmax, "", OpFamily::kReduction, 1, 1, one_dim, kTraitNone, &InferSoftmax,
        &SoftmaxCost},
       {OpKind::kLogSoftmax, "", OpFamily::kReduction, 1, 1, one_dim, kTraitNone, &InferSoftmax,

@@ -15,11 +15,16 @@ namespace tc::kernels {
 template <typename Fn>
 decltype(auto) VisitDType(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kF32: return fn(float{});
-    case DType::kF64: return fn(double{});
-    case DType::kI64: return fn(int64_t{});
-    case DType::kBool: return fn(bool{});
-    case DType::kBF16: break;
+    case DType::kF32:
+      return fn(float{});
+    case DType::kF64:
+      return fn(double{});
+    case DType::kI64:
+      return fn(int64_t{});
+    case DType::kBool:
+      return fn(bool{});
+    case DType::kBF16:
+      break;
   }
   std::fprintf(stderr, "tensorcut: no kernel for dtype %s\n",
                std::string(DTypeName(dtype)).c_str());

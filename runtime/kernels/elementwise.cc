@@ -39,9 +39,10 @@ void Map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
       return;
     }
   }
-  ForEachOffset<3>(out.shape(),
-                   {out.strides(), BroadcastStrides(a, out.shape()), BroadcastStrides(b, out.shape())},
-                   [&](int64_t o, int64_t i, int64_t j) { op[o] = f(ap[i], bp[j]); });
+  ForEachOffset<3>(
+      out.shape(),
+      {out.strides(), BroadcastStrides(a, out.shape()), BroadcastStrides(b, out.shape())},
+      [&](int64_t o, int64_t i, int64_t j) { op[o] = f(ap[i], bp[j]); });
 }
 
 // A kernel for a unary op whose output dtype equals its input's.
@@ -71,46 +72,150 @@ absl::StatusOr<TensorList> Binary(absl::Span<const Tensor> in, const Attrs&,
   return TensorList{out};
 }
 
-struct AddF { template <typename T> T operator()(T a, T b) const { return a + b; } };
-struct SubF { template <typename T> T operator()(T a, T b) const { return a - b; } };
-struct MulF { template <typename T> T operator()(T a, T b) const { return a * b; } };
-struct DivF { template <typename T> T operator()(T a, T b) const { return a / b; } };
+struct AddF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct SubF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct MulF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct DivF {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
 // NaN propagates, as in PyTorch.
 struct MaxF {
-  template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
     return a > b ? a : b;
   }
 };
 struct MinF {
-  template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) { if (std::isnan(a) || std::isnan(b)) return a + b; }
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
     return a < b ? a : b;
   }
 };
-struct EqF { template <typename T> bool operator()(T a, T b) const { return a == b; } };
-struct NeF { template <typename T> bool operator()(T a, T b) const { return a != b; } };
-struct LtF { template <typename T> bool operator()(T a, T b) const { return a < b; } };
-struct LeF { template <typename T> bool operator()(T a, T b) const { return a <= b; } };
-struct GtF { template <typename T> bool operator()(T a, T b) const { return a > b; } };
-struct GeF { template <typename T> bool operator()(T a, T b) const { return a >= b; } };
-
-struct NegF { template <typename T> T operator()(T x) const { return -x; } };
-struct AbsF { template <typename T> T operator()(T x) const { return x < 0 ? -x : x; } };
-struct SignF { template <typename T> T operator()(T x) const { return T((x > 0) - (x < 0)); } };
-struct ReluF { template <typename T> T operator()(T x) const { return x > 0 ? x : T(0); } };
-struct ExpF { template <typename T> T operator()(T x) const { return std::exp(x); } };
-struct LogF { template <typename T> T operator()(T x) const { return std::log(x); } };
-struct SqrtF { template <typename T> T operator()(T x) const { return std::sqrt(x); } };
-struct RsqrtF { template <typename T> T operator()(T x) const { return T(1) / std::sqrt(x); } };
-struct SigmoidF {
-  template <typename T> T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
+struct EqF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
 };
-struct TanhF { template <typename T> T operator()(T x) const { return std::tanh(x); } };
+struct NeF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+struct LtF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct LeF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct GtF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct GeF {
+  template <typename T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+
+struct NegF {
+  template <typename T>
+  T operator()(T x) const {
+    return -x;
+  }
+};
+struct AbsF {
+  template <typename T>
+  T operator()(T x) const {
+    return x < 0 ? -x : x;
+  }
+};
+struct SignF {
+  template <typename T>
+  T operator()(T x) const {
+    return T((x > 0) - (x < 0));
+  }
+};
+struct ReluF {
+  template <typename T>
+  T operator()(T x) const {
+    return x > 0 ? x : T(0);
+  }
+};
+struct ExpF {
+  template <typename T>
+  T operator()(T x) const {
+    return std::exp(x);
+  }
+};
+struct LogF {
+  template <typename T>
+  T operator()(T x) const {
+    return std::log(x);
+  }
+};
+struct SqrtF {
+  template <typename T>
+  T operator()(T x) const {
+    return std::sqrt(x);
+  }
+};
+struct RsqrtF {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / std::sqrt(x);
+  }
+};
+struct SigmoidF {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+};
+struct TanhF {
+  template <typename T>
+  T operator()(T x) const {
+    return std::tanh(x);
+  }
+};
 
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1/sqrt(2 pi)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 
 template <typename T>
 T Gelu(T x, bool tanh_form) {
@@ -193,11 +298,11 @@ absl::StatusOr<TensorList> WhereKernel(absl::Span<const Tensor> in, const Attrs&
     const T* bp = static_cast<const T*>(in[2].raw_data());
     T* op = out.data<T>();
     const Shape& s = out.shape();
-    ForEachOffset<4>(s, {out.strides(), BroadcastStrides(in[0], s), BroadcastStrides(in[1], s),
-                         BroadcastStrides(in[2], s)},
-                     [&](int64_t o, int64_t c, int64_t a, int64_t b) {
-                       op[o] = cp[c] ? ap[a] : bp[b];
-                     });
+    ForEachOffset<4>(
+        s,
+        {out.strides(), BroadcastStrides(in[0], s), BroadcastStrides(in[1], s),
+         BroadcastStrides(in[2], s)},
+        [&](int64_t o, int64_t c, int64_t a, int64_t b) { op[o] = cp[c] ? ap[a] : bp[b]; });
   });
   return TensorList{out};
 }

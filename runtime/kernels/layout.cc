@@ -1,8 +1,160 @@
-// Eager kernels of the layout family.
+// Eager kernels of the layout family. permute, expand, slice and (when the
+// strides allow) reshape return views sharing input 0's storage; slice_backward,
+// concat and pad write new tensors through views of their output, so every
+// dtype and any input strides take the same path (CopyStrided). matmul and
+// linear live in matmul.cc.
+#include <algorithm>
+#include <optional>
+
+#include "graph/ops/infer_util.h"
+#include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
+#include "runtime/kernels/strided.h"
 
 namespace tc::kernels {
+namespace {
 
-void RegisterLayoutKernels(KernelTable&) {}
+// A view over `base`'s storage; `offset` is absolute, in elements.
+Tensor ViewOf(const Tensor& base, Shape shape, std::vector<int64_t> strides, int64_t offset) {
+  return Tensor::View(base.storage(), base.dtype(), std::move(shape), std::move(strides), offset);
+}
+
+// `base` sliced by the attributes {dim, start, end, step}, which passed shape
+// inference, so the bounds are the ones inference computed.
+Tensor SliceView(const Tensor& base, const Attrs& attrs) {
+  const int64_t dim = *WrapDim(attrs.Int("dim"), base.dim());
+  const ops_internal::SliceBounds b = *ops_internal::NormalizeSlice(
+      base.shape()[dim], attrs.Int("start"), attrs.Int("end"), attrs.Int("step"));
+  Shape shape = base.shape();
+  std::vector<int64_t> strides = base.strides();
+  shape[dim] = b.length;
+  strides[dim] *= b.step;
+  return ViewOf(base, std::move(shape), std::move(strides),
+                base.offset() + b.start * base.strides()[dim]);
+}
+
+// Strides under which data laid out as (old_shape, old_strides) reads as
+// `shape` in row-major order, or nullopt when no strides do and a copy is
+// needed. Old dims split into runs that are contiguous with one another; each
+// run may be merged and re-split freely, but new dims may not straddle runs
+// (the rule of PyTorch's computeStride).
+std::optional<std::vector<int64_t>> ViewStrides(const Shape& old_shape,
+                                                const std::vector<int64_t>& old_strides,
+                                                const Shape& shape) {
+  if (old_shape.empty() || NumElements(shape) == 0) return ContiguousStrides(shape);
+  std::vector<int64_t> strides(shape.size());
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t run_stride = old_strides.back();  // stride of the current run's innermost dim
+  int64_t run_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    run_numel *= old_shape[d];
+    const bool run_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != run_numel * run_stride);
+    if (!run_ends) continue;
+    while (view_d >= 0 && (view_numel < run_numel || shape[view_d] == 1)) {
+      strides[view_d] = view_numel * run_stride;
+      view_numel *= shape[view_d];
+      --view_d;
+    }
+    if (view_numel != run_numel) return std::nullopt;
+    if (d > 0) {
+      run_stride = old_strides[d - 1];
+      run_numel = view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
+absl::StatusOr<TensorList> PermuteKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                         absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> strides;
+  for (int64_t d : attrs.Ints("dims")) strides.push_back(x.strides()[d < 0 ? d + x.dim() : d]);
+  return TensorList{ViewOf(x, out_types[0].shape, std::move(strides), x.offset())};
+}
+
+absl::StatusOr<TensorList> ReshapeKernel(absl::Span<const Tensor> in, const Attrs&,
+                                         absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const Shape& shape = out_types[0].shape;
+  if (std::optional<std::vector<int64_t>> strides = ViewStrides(x.shape(), x.strides(), shape)) {
+    return TensorList{ViewOf(x, shape, *std::move(strides), x.offset())};
+  }
+  // Copied here rather than with x.contiguous(), which would dispatch a cast
+  // through the hooks (tape, tracer) in the middle of this kernel.
+  Tensor copy = Tensor::Empty(x.shape(), x.dtype());
+  CopyStrided(x, copy);
+  return TensorList{ViewOf(copy, shape, ContiguousStrides(shape), 0)};
+}
+
+absl::StatusOr<TensorList> ExpandKernel(absl::Span<const Tensor> in, const Attrs&,
+                                        absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const Shape& shape = out_types[0].shape;
+  const int64_t lead = static_cast<int64_t>(shape.size()) - x.dim();
+  // New leading dims and broadcast size-1 dims read the same element: stride 0.
+  std::vector<int64_t> strides(shape.size(), 0);
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (x.shape()[i] == shape[lead + i]) strides[lead + i] = x.strides()[i];
+  }
+  return TensorList{ViewOf(x, shape, std::move(strides), x.offset())};
+}
+
+absl::StatusOr<TensorList> SliceKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                       absl::Span<const TensorType>) {
+  return TensorList{SliceView(in[0], attrs)};
+}
+
+absl::StatusOr<TensorList> SliceBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                               absl::Span<const TensorType> out_types) {
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  CopyStrided(in[0], SliceView(out, attrs));
+  return TensorList{out};
+}
+
+absl::StatusOr<TensorList> ConcatKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                        absl::Span<const TensorType> out_types) {
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const int64_t dim = *WrapDim(attrs.Int("dim"), out.dim());
+  int64_t at = 0;  // where the next input starts along `dim`
+  for (const Tensor& x : in) {
+    CopyStrided(x, ViewOf(out, x.shape(), out.strides(), at * out.strides()[dim]));
+    at += x.shape()[dim];
+  }
+  return TensorList{out};
+}
+
+absl::StatusOr<TensorList> PadKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                     absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const double value = attrs.Float("value");
+  if (value != 0) {  // storage starts zeroed
+    VisitDType(out.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value));
+    });
+  }
+  const std::vector<int64_t>& pads = attrs.Ints("pads");
+  int64_t offset = 0;  // of the interior, where x goes
+  for (int64_t d = 0; d < out.dim(); ++d) offset += pads[2 * d] * out.strides()[d];
+  CopyStrided(x, ViewOf(out, x.shape(), out.strides(), offset));
+  return TensorList{out};
+}
+
+}  // namespace
+
+void RegisterLayoutKernels(KernelTable& t) {
+  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  set(OpKind::kPermute, &PermuteKernel);
+  set(OpKind::kReshape, &ReshapeKernel);
+  set(OpKind::kExpand, &ExpandKernel);
+  set(OpKind::kSlice, &SliceKernel);
+  set(OpKind::kSliceBackward, &SliceBackwardKernel);
+  set(OpKind::kConcat, &ConcatKernel);
+  set(OpKind::kPad, &PadKernel);
+  RegisterMatmulKernels(t);  // the family's matmul and linear, in matmul.cc
+}
 
 }  // namespace tc::kernels

@@ -18,9 +18,12 @@ namespace {
 
 dnnl::memory::data_type DataType(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return dnnl::memory::data_type::f32;
-    case DType::kBF16: return dnnl::memory::data_type::bf16;
-    default: return dnnl::memory::data_type::undef;
+    case DType::kF32:
+      return dnnl::memory::data_type::f32;
+    case DType::kBF16:
+      return dnnl::memory::data_type::bf16;
+    default:
+      return dnnl::memory::data_type::undef;
   }
 }
 
@@ -47,14 +50,22 @@ dnnl::memory Memory(const dnnl::memory::desc& desc, const Tensor& t) {
 
 std::string OneDnnIsa() {
   switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    default: return absl::StrCat("isa#", static_cast<int>(dnnl::get_effective_cpu_isa()));
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return absl::StrCat("isa#", static_cast<int>(dnnl::get_effective_cpu_isa()));
   }
 }
 

@@ -1,8 +1,338 @@
-// Eager kernels of the reduction family.
+// Eager kernels of the reduction family. f32 sum/mean/max/min run on oneDNN's
+// reduction primitive and f32 softmax/log_softmax on its softmax primitives;
+// f64 and i64 run on reference loops. var and argmax have no oneDNN primitive
+// and use reference loops for every dtype (var accumulates in f64).
+//
+// The reference reductions share one trick: over the input's index space, the
+// output is addressed with strides that are 0 along reduced dims, so every
+// input element is folded into the output slot it belongs to.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/onednn.h"
 #include "runtime/kernels/registry.h"
+#include "runtime/kernels/strided.h"
 
 namespace tc::kernels {
+namespace {
 
-void RegisterReductionKernels(KernelTable&) {}
+// A reduction over a set of dims of `x`, with the result seen as `kept`: x's
+// shape with every reduced dim set to 1 (the output's layout with or without
+// keepdim, since the output is contiguous).
+struct Reduction {
+  std::vector<bool> reduced;  // per dim of x
+  Shape kept;
+  std::vector<int64_t> fold_strides;  // output strides over x's shape, 0 where reduced
+  int64_t count = 1;                  // elements folded into each output slot
+};
+
+Reduction MakeReduction(const Tensor& x, const Attrs& attrs) {
+  const std::vector<int64_t>& dims = attrs.Ints("dims");
+  Reduction r;
+  r.reduced.assign(x.dim(), dims.empty());  // [] reduces every dim
+  for (int64_t d : dims) r.reduced[d < 0 ? d + x.dim() : d] = true;
+  r.kept = x.shape();
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (!r.reduced[d]) continue;
+    r.count *= x.shape()[d];
+    r.kept[d] = 1;
+  }
+  r.fold_strides = ContiguousStrides(r.kept);
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (r.reduced[d]) r.fold_strides[d] = 0;
+  }
+  return r;
+}
+
+// acc[o] = f(acc[o], x[i]) for every element x[i] folded into output slot o.
+template <typename T, typename Acc, typename F>
+void Fold(const Tensor& x, const Reduction& r, Acc* acc, F f) {
+  const T* xp = static_cast<const T*>(x.raw_data());
+  ForEachOffset<2>(x.shape(), {r.fold_strides, x.strides()},
+                   [&](int64_t o, int64_t i) { acc[o] = f(acc[o], xp[i]); });
+}
+
+// `t` itself when dense, else a dense copy (made directly, not through dispatch).
+Tensor Dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor dense = Tensor::Empty(t.shape(), t.dtype());
+  CopyStrided(t, dense);
+  return dense;
+}
+
+// oneDNN's vectorised reduction wants the folded elements innermost and dense;
+// other layouts fall to its slow reference loop. So x is seen as a 2-D
+// [kept elements, folded elements] matrix, copied when not dense that way.
+void OneDnnReduce(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
+  if (r.count == 1) {  // only size-1 dims reduced: a copy, which oneDNN rejects
+    CopyStrided(x, Tensor::View(out.storage(), out.dtype(), r.kept, ContiguousStrides(r.kept), 0));
+    return;
+  }
+  Shape shape;
+  std::vector<int64_t> strides;
+  for (bool folded : {false, true}) {
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (r.reduced[d] != folded) continue;
+      shape.push_back(x.shape()[d]);
+      strides.push_back(x.strides()[d]);
+    }
+  }
+  const Tensor src = Dense(Tensor::View(x.storage(), x.dtype(), shape, strides, x.offset()));
+  const int64_t m = out.numel(), k = r.count;
+  const dnnl::memory::desc src_desc = PlainDesc(x.dtype(), {m, k}, {k, 1});
+  const dnnl::memory::desc dst_desc = PlainDesc(out.dtype(), {m, 1}, {1, 1});
+  const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, src_desc, dst_desc, 0.f, 0.f),
+                                           Engine());
+  dnnl::reduction(pd).execute(
+      Stream(), {{DNNL_ARG_SRC, Memory(src_desc, src)}, {DNNL_ARG_DST, Memory(dst_desc, out)}});
+  Stream().wait();
+}
+
+template <typename T>
+void Fill(const Tensor& out, T value) {
+  std::fill_n(out.data<T>(), out.numel(), value);
+}
+
+// NaN wins over every number, so a NaN anywhere in a slot propagates.
+template <typename T>
+bool IsNan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  return false;
+}
+struct MaxF {
+  template <typename T>
+  T operator()(T acc, T v) const {
+    return IsNan(acc) || !(IsNan(v) || v > acc) ? acc : v;
+  }
+};
+struct MinF {
+  template <typename T>
+  T operator()(T acc, T v) const {
+    return IsNan(acc) || !(IsNan(v) || v < acc) ? acc : v;
+  }
+};
+
+// The identity of max (kMax) or min: infinities for floats, limits for ints.
+template <typename T, bool kMax>
+T ExtremumIdentity() {
+  if constexpr (std::numeric_limits<T>::has_infinity) {
+    return kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  }
+  return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+}
+
+absl::StatusOr<TensorList> SumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                     absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const Reduction r = MakeReduction(x, attrs);
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);  // zeros: an empty sum
+  if (OneDnnSupports(x.dtype())) {
+    if (x.numel() > 0) OneDnnReduce(dnnl::algorithm::reduction_sum, x, r, out);
+    return TensorList{out};
+  }
+  VisitDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (!std::is_same_v<T, bool>) Fold<T>(x, r, out.data<T>(), std::plus<T>());
+  });
+  return TensorList{out};
+}
+
+absl::StatusOr<TensorList> MeanKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                      absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const Reduction r = MakeReduction(x, attrs);
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  if (OneDnnSupports(x.dtype())) {
+    if (x.numel() > 0) {
+      OneDnnReduce(dnnl::algorithm::reduction_mean, x, r, out);
+    } else {
+      Fill(out, std::numeric_limits<float>::quiet_NaN());  // the mean of nothing
+    }
+    return TensorList{out};
+  }
+  VisitFloatDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* op = out.data<T>();
+    Fold<T>(x, r, op, std::plus<T>());
+    for (int64_t o = 0; o < out.numel(); ++o) op[o] /= static_cast<T>(r.count);  // 0/0 is NaN
+  });
+  return TensorList{out};
+}
+
+// max (kMax) or min. Shape inference rejects reducing an empty dim, so every
+// output slot folds at least one element.
+template <bool kMax>
+absl::StatusOr<TensorList> ExtremumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                          absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const Reduction r = MakeReduction(x, attrs);
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  if (OneDnnSupports(x.dtype())) {
+    if (x.numel() > 0) {
+      OneDnnReduce(kMax ? dnnl::algorithm::reduction_max : dnnl::algorithm::reduction_min, x, r,
+                   out);
+      // oneDNN's max/min may drop a NaN; a second pass puts it back.
+      Fold<float>(x, r, out.data<float>(), [](float acc, float v) { return IsNan(v) ? v : acc; });
+    }
+    return TensorList{out};
+  }
+  VisitDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (!std::is_same_v<T, bool>) {
+      Fill(out, ExtremumIdentity<T, kMax>());
+      if constexpr (kMax) {
+        Fold<T>(x, r, out.data<T>(), MaxF());
+      } else {
+        Fold<T>(x, r, out.data<T>(), MinF());
+      }
+    }
+  });
+  return TensorList{out};
+}
+
+// Two passes (mean, then squared deviations) in f64: stable, and exact enough
+// for f32 inputs without a oneDNN primitive for variance.
+template <typename T>
+void VarInto(const Tensor& x, const Reduction& r, int64_t correction, const Tensor& out) {
+  const int64_t n = out.numel();
+  std::vector<double> mean(n, 0.0), m2(n, 0.0);
+  Fold<T>(x, r, mean.data(), [](double acc, T v) { return acc + v; });
+  for (double& m : mean) m /= static_cast<double>(r.count);
+  const T* xp = static_cast<const T*>(x.raw_data());
+  ForEachOffset<2>(x.shape(), {r.fold_strides, x.strides()}, [&](int64_t o, int64_t i) {
+    const double d = xp[i] - mean[o];
+    m2[o] += d * d;
+  });
+  // As PyTorch: a divisor of 0 (N <= correction) gives inf, or NaN for 0 / 0.
+  const double divisor = static_cast<double>(std::max<int64_t>(r.count - correction, 0));
+  T* op = out.data<T>();
+  for (int64_t o = 0; o < n; ++o) op[o] = static_cast<T>(m2[o] / divisor);
+}
+
+absl::StatusOr<TensorList> VarKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                     absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  VisitFloatDType(x.dtype(), [&](auto zero) {
+    VarInto<decltype(zero)>(x, MakeReduction(x, attrs), attrs.Int("correction"), out);
+  });
+  return TensorList{out};
+}
+
+// Calls fn(x_offset, out_offset) at the first element of every line of `x`
+// along `dim`; `out_strides` address the output over x's shape with `dim` at 1.
+template <typename Fn>
+void ForEachLine(const Tensor& x, int64_t dim, std::vector<int64_t> out_strides, Fn&& fn) {
+  Shape outer = x.shape();
+  outer[dim] = 1;
+  ForEachOffset<2>(outer, {x.strides(), std::move(out_strides)}, fn);
+}
+
+// Whether v replaces best as the running argmax: strictly greater, or the
+// first NaN (which counts as the maximum, as in PyTorch).
+template <typename T>
+bool BeatsMax(T v, T best) {
+  if (IsNan(best)) return false;
+  return IsNan(v) || v > best;
+}
+
+absl::StatusOr<TensorList> ArgmaxKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                        absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  int64_t* op = out.data<int64_t>();
+  Shape kept = x.shape();
+  kept[dim] = 1;
+  const int64_t n = x.shape()[dim], step = x.strides()[dim];
+  VisitDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* xp = static_cast<const T*>(x.raw_data());
+    ForEachLine(x, dim, ContiguousStrides(kept), [&](int64_t i, int64_t o) {
+      int64_t best = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        if (BeatsMax(xp[i + k * step], xp[i + best * step])) best = k;
+      }
+      op[o] = best;
+    });
+  });
+  return TensorList{out};
+}
+
+// Numerically stable: exponents are taken of x - max(x), all <= 0.
+template <typename T>
+void SoftmaxInto(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+  const T* xp = static_cast<const T*>(x.raw_data());
+  T* op = out.data<T>();
+  const int64_t n = x.shape()[dim], xs = x.strides()[dim], os = out.strides()[dim];
+  ForEachLine(x, dim, out.strides(), [&](int64_t i, int64_t o) {
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t k = 0; k < n; ++k) max = std::max(max, xp[i + k * xs]);
+    T sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const T e = std::exp(xp[i + k * xs] - max);
+      sum += e;
+      if (!log) op[o + k * os] = e;
+    }
+    const T log_sum = std::log(sum);
+    for (int64_t k = 0; k < n; ++k) {
+      if (log) {
+        op[o + k * os] = xp[i + k * xs] - max - log_sum;
+      } else {
+        op[o + k * os] /= sum;
+      }
+    }
+  });
+}
+
+template <typename Primitive>
+void OneDnnSoftmax(const Tensor& x, int64_t dim, const Tensor& out) {
+  const Tensor src = Dense(x);  // one descriptor serves src and dst
+  const dnnl::memory::desc desc = PlainDesc(out);
+  const typename Primitive::primitive_desc pd(
+      typename Primitive::desc(dnnl::prop_kind::forward_inference, desc, static_cast<int>(dim)),
+      Engine());
+  Primitive(pd).execute(Stream(),
+                        {{DNNL_ARG_SRC, Memory(desc, src)}, {DNNL_ARG_DST, Memory(desc, out)}});
+  Stream().wait();
+}
+
+template <bool kLog>
+absl::StatusOr<TensorList> SoftmaxKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                         absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  if (x.numel() == 0) return TensorList{out};
+  if (OneDnnSupports(x.dtype())) {
+    if constexpr (kLog) {
+      OneDnnSoftmax<dnnl::logsoftmax_forward>(x, dim, out);
+    } else {
+      OneDnnSoftmax<dnnl::softmax_forward>(x, dim, out);
+    }
+    return TensorList{out};
+  }
+  VisitFloatDType(x.dtype(), [&](auto zero) { SoftmaxInto<decltype(zero)>(x, dim, kLog, out); });
+  return TensorList{out};
+}
+
+}  // namespace
+
+void RegisterReductionKernels(KernelTable& t) {
+  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  set(OpKind::kSum, &SumKernel);
+  set(OpKind::kMean, &MeanKernel);
+  set(OpKind::kMax, &ExtremumKernel<true>);
+  set(OpKind::kMin, &ExtremumKernel<false>);
+  set(OpKind::kVar, &VarKernel);
+  set(OpKind::kArgmax, &ArgmaxKernel);
+  set(OpKind::kSoftmax, &SoftmaxKernel<false>);
+  set(OpKind::kLogSoftmax, &SoftmaxKernel<true>);
+}
 
 }  // namespace tc::kernels

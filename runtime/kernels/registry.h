@@ -15,8 +15,10 @@ void RegisterElementwiseKernels(KernelTable& table);
 void RegisterCreationKernels(KernelTable& table);
 void RegisterReductionKernels(KernelTable& table);
 void RegisterLayoutKernels(KernelTable& table);
+void RegisterMatmulKernels(KernelTable& table);  // called by RegisterLayoutKernels
 void RegisterConvPoolKernels(KernelTable& table);
 void RegisterNormKernels(KernelTable& table);
+void RegisterEmbeddingDropoutKernels(KernelTable& table);  // called by RegisterNormKernels
 
 }  // namespace tc::kernels
 

@@ -32,10 +32,18 @@ void CopyStrided(const Tensor& src, const Tensor& dst) {
     return;
   }
   switch (ItemSize(dst.dtype())) {
-    case 1: CopyTyped<uint8_t>(src, dst); break;
-    case 2: CopyTyped<uint16_t>(src, dst); break;
-    case 4: CopyTyped<uint32_t>(src, dst); break;
-    case 8: CopyTyped<uint64_t>(src, dst); break;
+    case 1:
+      CopyTyped<uint8_t>(src, dst);
+      break;
+    case 2:
+      CopyTyped<uint16_t>(src, dst);
+      break;
+    case 4:
+      CopyTyped<uint32_t>(src, dst);
+      break;
+    case 8:
+      CopyTyped<uint64_t>(src, dst);
+      break;
   }
 }
 

@@ -28,8 +28,7 @@ TEST_CASE("calls that do not fit the declaration return a status naming the op")
   const TensorType a{DType::kF32, {4, 3}}, b{DType::kF32, {2, 5}};
   CHECK(InferTypes(OpKind::kMatmul, {a, b}, {}).status().message() ==
         "matmul: inner dims differ: [4,3] x [2,5]");
-  CHECK(InferTypes(OpKind::kAdd, {a}, {}).status().message() ==
-        "add: expected 2 inputs, got 1");
+  CHECK(InferTypes(OpKind::kAdd, {a}, {}).status().message() == "add: expected 2 inputs, got 1");
   CHECK(InferTypes(OpKind::kConcat, {}, {{"dim", int64_t{0}}}).status().message() ==
         "concat: expected at least 1 inputs, got 0");
   CHECK(InferTypes(OpKind::kSum, {a}, {{"dims", std::vector<int64_t>{0}}}).status().message() ==

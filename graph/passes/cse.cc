@@ -1,0 +1,45 @@
+#include "graph/passes/cse.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace tc {
+namespace {
+
+// Op, operand identities and attributes (whose text form is exact, doubles
+// included) as one hashable key.
+std::string Key(const Node& node) {
+  std::string key = absl::StrCat(static_cast<int>(node.op()), "(");
+  for (const Value* v : node.inputs()) absl::StrAppend(&key, reinterpret_cast<uintptr_t>(v), ",");
+  absl::StrAppend(&key, ")", node.attrs().ToString());
+  return key;
+}
+
+absl::StatusOr<bool> Run(Graph& g) {
+  absl::flat_hash_map<std::string, Node*> seen;
+  bool changed = false;
+  // In topological order, so a merge that makes later operands equal is seen
+  // when the later node is reached.
+  for (Node* node : g.nodes()) {
+    if (node->def().Has(kTraitRandom)) continue;
+    auto [it, inserted] = seen.try_emplace(Key(*node), node);
+    if (inserted) continue;
+    for (int i = 0; i < node->num_results(); ++i) {
+      if (absl::Status s = g.ReplaceAllUsesWith(node->result(i), it->second->result(i)); !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = g.RemoveNode(node); !s.ok()) return s;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+Pass CommonSubexpressionElimination() { return {"cse", &Run}; }
+
+}  // namespace tc

@@ -1,0 +1,27 @@
+// The stable text form of a Graph, read back by graph/parser.h:
+//
+//   graph(%x: f32[4,3], %p_linear_weight: f32[2,3], %p_linear_bias: f32[2]) {
+//     %0: f32[4,2] = linear(%x, %p_linear_weight, %p_linear_bias)  # linear
+//     %1: f32[4,2] = log_softmax(%0) {dim=1}
+//     return (%1)
+//   }
+//
+// One node per line: its results with their types, the op, its operands, its
+// attributes (Attrs::ToString, doubles printed to round-trip exactly) and,
+// after "  # ", the source location that produced it.
+#ifndef TENSORCUT_GRAPH_PRINTER_H_
+#define TENSORCUT_GRAPH_PRINTER_H_
+
+#include <string>
+
+#include "graph/ir.h"
+
+namespace tc {
+
+std::string ToString(const Graph& graph);
+// One node's line without indentation or newline, as ToString prints it.
+std::string NodeToString(const Node& node);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_GRAPH_PRINTER_H_

@@ -1,0 +1,94 @@
+#include "graph/verifier.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/printer.h"
+
+namespace tc {
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& graph) : graph_(graph) {}
+
+  absl::Status Run() {
+    for (const Value* p : graph_.placeholders()) {
+      const std::string where =
+          absl::StrCat("placeholder `%", p->name(), ": ", p->type().ToString(), "`");
+      if (absl::Status s = Define(p, where); !s.ok()) return s;
+    }
+    for (const Node* node : graph_.nodes()) {
+      if (absl::Status s = VerifyNode(*node); !s.ok()) return s;
+    }
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      absl::Status s = CheckRef(graph_.outputs()[i], absl::StrCat("output ", i), "return");
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status VerifyNode(const Node& node) {
+    const std::string where = absl::StrCat("node `", NodeToString(node), "`");
+    std::vector<TensorType> in_types;
+    for (int i = 0; i < node.num_inputs(); ++i) {
+      absl::Status s = CheckRef(node.input(i), absl::StrCat("operand ", i), where);
+      if (!s.ok()) return s;
+      in_types.push_back(node.input(i)->type());
+    }
+    absl::StatusOr<std::vector<TensorType>> inferred =
+        InferTypes(node.op(), in_types, node.attrs());
+    if (!inferred.ok()) return Error(where, inferred.status().message());
+    std::vector<TensorType> declared;
+    for (const Value* r : node.results()) declared.push_back(r->type());
+    if (declared != *inferred) {
+      auto type_list = [](const std::vector<TensorType>& types) {
+        return absl::StrJoin(
+            types, ", ", [](std::string* out, const TensorType& t) { out->append(t.ToString()); });
+      };
+      return Error(where, "declared ", type_list(declared), ", but ", OpName(node.op()), " infers ",
+                   type_list(*inferred));
+    }
+    for (const Value* r : node.results()) {
+      if (absl::Status s = Define(r, where); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Define(const Value* v, absl::string_view where) {
+    if (!names_.insert(v->name()).second) return Error(where, "%", v->name(), " is defined twice");
+    defined_.insert(v);
+    return absl::OkStatus();
+  }
+
+  // `what` (an operand or an output) must be a live value defined earlier.
+  absl::Status CheckRef(const Value* v, absl::string_view what, absl::string_view where) {
+    if (!graph_.Owns(v)) return Error(where, what, " is not a value of this graph");
+    const std::string ref = absl::StrCat(what, " (%", v->name(), ")");
+    if (v->producer() != nullptr && v->producer()->removed()) {
+      return Error(where, ref, " is dangling: its producer was removed from the graph");
+    }
+    if (!defined_.contains(v)) return Error(where, ref, " is used before its definition");
+    return absl::OkStatus();
+  }
+
+  template <typename... Args>
+  static absl::Status Error(absl::string_view where, const Args&... args) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", args...));
+  }
+
+  const Graph& graph_;
+  absl::flat_hash_set<const Value*> defined_;
+  absl::flat_hash_set<std::string> names_;
+};
+
+}  // namespace
+
+absl::Status Verify(const Graph& graph) { return Verifier(graph).Run(); }
+
+}  // namespace tc

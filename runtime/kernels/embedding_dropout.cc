@@ -1,0 +1,105 @@
+// Eager kernels: embedding, embedding_backward and dropout. All read their
+// inputs through strides (no contiguous copies) and visit elements in the
+// logical row-major order, which is what dropout's mask is defined over.
+#include "absl/strings/str_cat.h"
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/registry.h"
+#include "runtime/kernels/strided.h"
+#include "runtime/random.h"
+
+namespace tc::kernels {
+namespace {
+
+// Visits `indices` (i64, any strides) in row-major order, calling
+// fn(index, row) where `row` is the offset of that position in `rows`, a
+// tensor of shape indices.shape + [dim]. Stops at the first index outside
+// [0, num) with an OutOfRange error; the caller's output is then discarded.
+template <typename Fn>
+absl::Status VisitIndices(const Tensor& indices, const Tensor& rows, int64_t num, Fn fn) {
+  const int64_t* idx = static_cast<const int64_t*>(indices.raw_data());
+  std::vector<int64_t> row_strides(rows.strides().begin(), rows.strides().end() - 1);
+  absl::Status status;
+  ForEachOffset<2>(
+      indices.shape(), {indices.strides(), std::move(row_strides)}, [&](int64_t i, int64_t row) {
+        if (!status.ok()) return;
+        if (idx[i] < 0 || idx[i] >= num) {
+          status =
+              absl::OutOfRangeError(absl::StrCat("index ", idx[i], " out of range [0, ", num, ")"));
+          return;
+        }
+        fn(idx[i], row);
+      });
+  return status;
+}
+
+// out[..., j] = weight[indices[...], j]; weight may hold any dtype.
+absl::StatusOr<TensorList> EmbeddingKernel(absl::Span<const Tensor> in, const Attrs&,
+                                           absl::Span<const TensorType> out_types) {
+  const Tensor &weight = in[0], &indices = in[1];
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const int64_t dim = weight.size(1), w_row = weight.strides()[0], w_col = weight.strides()[1];
+  absl::Status status = VisitDType(weight.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* w = static_cast<const T*>(weight.raw_data());
+    T* o = static_cast<T*>(out.raw_data());
+    return VisitIndices(indices, out, weight.size(0), [&](int64_t index, int64_t row) {
+      for (int64_t j = 0; j < dim; ++j) o[row + j] = w[index * w_row + j * w_col];
+    });
+  });
+  if (!status.ok()) return status;
+  return TensorList{out};
+}
+
+// Scatter-add of grad's rows into [num_weights, dim]; repeated indices accumulate.
+absl::StatusOr<TensorList> EmbeddingBackwardKernel(absl::Span<const Tensor> in, const Attrs&,
+                                                   absl::Span<const TensorType> out_types) {
+  const Tensor &grad = in[0], &indices = in[1];
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const int64_t num = out_types[0].shape[0], dim = out_types[0].shape[1];
+  const int64_t g_col = grad.strides().back();
+  absl::Status status = VisitFloatDType(grad.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* g = static_cast<const T*>(grad.raw_data());
+    T* o = static_cast<T*>(out.raw_data());
+    return VisitIndices(indices, grad, num, [&](int64_t index, int64_t row) {
+      for (int64_t j = 0; j < dim; ++j) o[index * dim + j] += g[row + j * g_col];
+    });
+  });
+  if (!status.ok()) return status;
+  return TensorList{out};
+}
+
+// Keeps element i (row-major in the logical tensor, whatever x's strides) iff
+// RandomUniform(seed, offset + i) >= p: a pure function of (seed, offset, i),
+// so recomputing the forward reproduces its mask. Kept values are scaled by
+// 1 / (1 - p); p = 0 keeps everything unscaled.
+absl::StatusOr<TensorList> DropoutKernel(absl::Span<const Tensor> in, const Attrs& attrs,
+                                         absl::Span<const TensorType> out_types) {
+  const Tensor& x = in[0];
+  const double p = attrs.Float("p");
+  const uint64_t seed = static_cast<uint64_t>(attrs.Int("seed"));
+  const uint64_t offset = static_cast<uint64_t>(attrs.Int("offset"));
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  VisitFloatDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    const T* xp = static_cast<const T*>(x.raw_data());
+    T* o = static_cast<T*>(out.raw_data());
+    uint64_t i = 0;
+    ForEachOffset<1>(x.shape(), {x.strides()}, [&](int64_t xo) {
+      if (RandomUniform(seed, offset + i) >= p) o[i] = xp[xo] * scale;
+      ++i;
+    });
+  });
+  return TensorList{out};
+}
+
+}  // namespace
+
+void RegisterEmbeddingDropoutKernels(KernelTable& t) {
+  t[static_cast<int>(OpKind::kEmbedding)] = &EmbeddingKernel;
+  t[static_cast<int>(OpKind::kEmbeddingBackward)] = &EmbeddingBackwardKernel;
+  t[static_cast<int>(OpKind::kDropout)] = &DropoutKernel;
+}
+
+}  // namespace tc::kernels

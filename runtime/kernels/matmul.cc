@@ -1,0 +1,161 @@
+// Eager kernels of matmul and linear (layout family). Both are one batched
+// product y = a b (+ bias) over operands seen at the output's rank, read in
+// place with their own strides (a transposed view is not copied), broadcast
+// batch dims being size-1 dims. f32 runs on dnnl::matmul, f64 on Eigen.
+#include <algorithm>
+#include <type_traits>
+#include <unordered_map>
+
+#include "Eigen/Core"
+#include "absl/strings/match.h"
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/onednn.h"
+#include "runtime/kernels/registry.h"
+#include "runtime/kernels/strided.h"
+
+namespace tc::kernels {
+namespace {
+
+// A tensor's data seen with another shape and strides of the same elements.
+struct Operand {
+  Tensor t;
+  Shape shape;
+  std::vector<int64_t> strides;
+};
+
+// `t` at `rank` dims, as a matmul operand: new leading dims of size 1, and
+// batch dims (all but the last two) broadcast by a zero stride shrunk to size
+// 1, which is how oneDNN and the batch loop below read a broadcast dim. Size-1
+// dims get the stride a dense layout would give them: oneDNN's fast paths
+// recognise plain layouts by their strides.
+Operand Align(const Tensor& t, int64_t rank) {
+  Operand op{t, Shape(rank, 1), std::vector<int64_t>(rank, 1)};
+  const int64_t lead = rank - t.dim();
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    const bool broadcast = i < t.dim() - 2 && t.strides()[i] == 0;
+    op.shape[lead + i] = broadcast ? 1 : t.shape()[i];
+    op.strides[lead + i] = t.strides()[i];
+  }
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (op.shape[d] == 1) op.strides[d] = d == rank - 1 ? 1 : op.strides[d + 1] * op.shape[d + 1];
+  }
+  return op;
+}
+
+// A's first `rank - 2` strides, 0 along the (size-1) dims it broadcasts.
+std::vector<int64_t> BatchStrides(const Operand& a) {
+  std::vector<int64_t> strides(a.strides.begin(), a.strides.end() - 2);
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (a.shape[d] == 1) strides[d] = 0;
+  }
+  return strides;
+}
+
+// A contiguous copy of `t` (or `t`), made here rather than with
+// t.contiguous(), which would dispatch a cast through the hooks (tape, tracer)
+// in the middle of a kernel.
+Tensor Dense(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor copy = Tensor::Empty(t.shape(), t.dtype());
+  CopyStrided(t, copy);
+  return copy;
+}
+
+void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+  const dnnl::memory::desc a_md = PlainDesc(DType::kF32, a.shape, a.strides);
+  const dnnl::memory::desc b_md = PlainDesc(DType::kF32, b.shape, b.strides);
+  const dnnl::memory::desc y_md = PlainDesc(DType::kF32, y.shape, y.strides);
+  dnnl::memory::desc bias_md;
+  if (bias != nullptr) bias_md = PlainDesc(DType::kF32, bias->shape, bias->strides);
+  const dnnl::matmul::primitive_desc pd(bias != nullptr
+                                            ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md)
+                                            : dnnl::matmul::desc(a_md, b_md, y_md),
+                                        Engine());
+  // oneDNN accepts any strides, but only its reference kernel, far slower than
+  // a copy, takes matrices without a unit stride (a slice with a step, a
+  // broadcast row): then the operands are copied to a plain layout.
+  if (absl::StartsWith(pd.impl_info_str(), "ref") &&
+      (!a.t.is_contiguous() || !b.t.is_contiguous())) {
+    const int64_t rank = y.shape.size();
+    OneDnnMatmul(Align(Dense(a.t), rank), Align(Dense(b.t), rank), bias, y);
+    return;
+  }
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, Memory(a_md, a.t)},
+                                                {DNNL_ARG_WEIGHTS, Memory(b_md, b.t)},
+                                                {DNNL_ARG_DST, Memory(y_md, y.t)}};
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias->t));
+  dnnl::matmul(pd).execute(Stream(), args);
+  Stream().wait();
+}
+
+template <typename T>
+void EigenMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using RowVector = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+  using Strides = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+  const int64_t r = y.shape.size();
+  const int64_t m = y.shape[r - 2], n = y.shape[r - 1], k = a.shape[r - 1];
+  auto map = [&](const Operand& op, int64_t offset, int64_t rows, int64_t cols) {
+    return Eigen::Map<Matrix, 0, Strides>(op.t.data<T>() + offset, rows, cols,
+                                          Strides(op.strides[r - 2], op.strides[r - 1]));
+  };
+  const Shape batch(y.shape.begin(), y.shape.end() - 2);
+  ForEachOffset<3>(batch, {BatchStrides(y), BatchStrides(a), BatchStrides(b)},
+                   [&](int64_t yo, int64_t ao, int64_t bo) {
+                     auto out = map(y, yo, m, n);
+                     out.noalias() = map(a, ao, m, k) * map(b, bo, k, n);
+                     if (bias != nullptr) {
+                       out.rowwise() += Eigen::Map<const RowVector, 0, Eigen::InnerStride<>>(
+                           bias->t.data<T>(), n, Eigen::InnerStride<>(bias->strides[r - 1]));
+                     }
+                   });
+}
+
+// y = a b (+ bias), all four aligned to y's rank; y is contiguous.
+void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+  if (y.t.numel() == 0) return;
+  if (a.shape.back() == 0) {  // an empty sum: y is zero (as allocated) plus bias
+    if (bias != nullptr) CopyStrided(bias->t, y.t);
+    return;
+  }
+  VisitFloatDType(y.t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, float>) {
+      OneDnnMatmul(a, b, bias, y);
+    } else {
+      EigenMatmul<T>(a, b, bias, y);
+    }
+  });
+}
+
+absl::StatusOr<TensorList> MatmulKernel(absl::Span<const Tensor> in, const Attrs&,
+                                        absl::Span<const TensorType> out_types) {
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const int64_t rank = out.dim();
+  Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out, rank));
+  return TensorList{out};
+}
+
+// x [.., in] w [out, in] b [out]: x w^T + b, with w^T a transposed view of w
+// shared by every row of x (a broadcast batch operand).
+absl::StatusOr<TensorList> LinearKernel(absl::Span<const Tensor> in, const Attrs&,
+                                        absl::Span<const TensorType> out_types) {
+  const Tensor &x = in[0], &w = in[1], &b = in[2];
+  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  const Tensor wt = Tensor::View(w.storage(), w.dtype(), {w.shape()[1], w.shape()[0]},
+                                 {w.strides()[1], w.strides()[0]}, w.offset());
+  const int64_t rank = std::max<int64_t>(x.dim(), 2);  // x [in] is one row
+  // oneDNN's matmul reads a bias densely, whatever its strides say.
+  const Operand bias = Align(Dense(b), rank);
+  Matmul(Align(x, rank), Align(wt, rank), &bias, Align(out, rank));
+  return TensorList{out};
+}
+
+}  // namespace
+
+void RegisterMatmulKernels(KernelTable& t) {
+  t[static_cast<int>(OpKind::kMatmul)] = &MatmulKernel;
+  t[static_cast<int>(OpKind::kLinear)] = &LinearKernel;
+}
+
+}  // namespace tc::kernels

@@ -1,0 +1,146 @@
+// Dead-code and common-subexpression elimination, and the pass runner.
+#include "catch2/catch.hpp"
+#include "graph/parser.h"
+#include "graph/pass.h"
+#include "graph/passes/cse.h"
+#include "graph/passes/dce.h"
+#include "graph/printer.h"
+#include "tests/graph/graphs.h"
+
+namespace tc {
+namespace {
+
+Graph ParseOk(const std::string& text) {
+  absl::StatusOr<Graph> g = Parse(text);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+// Runs `passes` on `text`; returns the printed result and whether it changed.
+std::pair<std::string, bool> Run(const std::string& text, std::vector<Pass> passes) {
+  Graph g = ParseOk(text);
+  absl::StatusOr<bool> changed = RunPasses(g, passes);
+  INFO(changed.status().ToString());
+  REQUIRE(changed.ok());
+  return {ToString(g), *changed};
+}
+
+TEST_CASE("dce removes unused chains, keeps outputs, placeholders and their producers") {
+  const auto [text, changed] =
+      Run("graph(%x: f32[3], %unused: f32[3], %img: f32[2,3]) {\n"
+          "  %0: f32[3] = exp(%x)\n"
+          "  %1: f32[3] = relu(%0)  # dead\n"
+          "  %2: f32[3] = neg(%1)  # dead\n"
+          "  %3: f32[2,3], %4: f32[3], %5: f32[3] = batch_norm(%img, %x, %x) {eps=0.1}\n"
+          "  return (%0, %4)\n"
+          "}\n",
+          {DeadCodeElimination()});
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[3], %unused: f32[3], %img: f32[2,3]) {\n"
+        "  %0: f32[3] = exp(%x)\n"
+        "  %3: f32[2,3], %4: f32[3], %5: f32[3] = batch_norm(%img, %x, %x) "
+        "{eps=0.10000000000000001}\n"
+        "  return (%0, %4)\n"
+        "}\n");
+}
+
+TEST_CASE("dce reports no change on a graph without dead code") {
+  const std::string mlp = ToString(testing::Mlp());
+  CHECK(Run(mlp, {DeadCodeElimination()}) == std::make_pair(mlp, false));
+}
+
+TEST_CASE("cse merges same op, operands and attributes, and follows merges downstream") {
+  const auto [text, changed] =
+      Run("graph(%x: f32[2,3]) {\n"
+          "  %0: f32[2,3] = relu(%x)  # a\n"
+          "  %1: f32[2,3] = relu(%x)  # b\n"
+          "  %2: f32[2,3] = exp(%0)\n"
+          "  %3: f32[2,3] = exp(%1)\n"
+          "  %4: f32[2] = sum(%x) {dims=[1], keepdim=false}\n"
+          "  %5: f32[2] = sum(%x) {dims=[1], keepdim=false}\n"
+          "  %6: f32[3] = sum(%x) {dims=[0], keepdim=false}\n"
+          "  %7: f32[2,3] = add(%2, %3)\n"
+          "  return (%7, %3, %4, %5, %6)\n"
+          "}\n",
+          {CommonSubexpressionElimination()});
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[2,3]) {\n"
+        "  %0: f32[2,3] = relu(%x)  # a\n"
+        "  %2: f32[2,3] = exp(%0)\n"
+        "  %4: f32[2] = sum(%x) {dims=[1], keepdim=false}\n"
+        "  %6: f32[3] = sum(%x) {dims=[0], keepdim=false}\n"
+        "  %7: f32[2,3] = add(%2, %2)\n"
+        "  return (%7, %2, %4, %4, %6)\n"
+        "}\n");
+}
+
+TEST_CASE("cse merges multi-result nodes result by result") {
+  const auto [text, changed] =
+      Run("graph(%x: f32[2,3], %w: f32[3]) {\n"
+          "  %0: f32[2,3], %1: f32[3], %2: f32[3] = batch_norm(%x, %w, %w) {eps=0.5}\n"
+          "  %3: f32[2,3], %4: f32[3], %5: f32[3] = batch_norm(%x, %w, %w) {eps=0.5}\n"
+          "  return (%3, %4, %2)\n"
+          "}\n",
+          {CommonSubexpressionElimination()});
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[2,3], %w: f32[3]) {\n"
+        "  %0: f32[2,3], %1: f32[3], %2: f32[3] = batch_norm(%x, %w, %w) {eps=0.5}\n"
+        "  return (%0, %1, %2)\n"
+        "}\n");
+}
+
+TEST_CASE("cse never merges random ops, nor nodes whose attributes differ") {
+  const std::string text =
+      "graph(%x: f32[3]) {\n"
+      "  %0: f32[3] = dropout(%x) {offset=0, p=0.5, seed=1}\n"
+      "  %1: f32[3] = dropout(%x) {offset=0, p=0.5, seed=1}\n"
+      "  %2: f32[3] = pow(%x) {exponent=2.0}\n"
+      "  %3: f32[3] = pow(%x) {exponent=2.0000000000000004}\n"
+      "  %4: f32[3] = pow(%x) {exponent=2}\n"
+      "  return (%0, %1, %2, %3, %4)\n"
+      "}\n";
+  CHECK(Run(text, {CommonSubexpressionElimination()}) == std::make_pair(text, false));
+}
+
+TEST_CASE("cse then dce on a model graph with a duplicated branch") {
+  Graph g = testing::Mlp();
+  // A second, identical head that nothing reads after CSE.
+  Value* h = g.nodes()[0]->result(0);
+  Value* r = testing::Add(g, OpKind::kRelu, {h}, {}, "act_copy")[0];
+  Value* out = testing::Add(g, OpKind::kAdd, {g.outputs()[0], g.outputs()[0]})[0];
+  testing::Add(g, OpKind::kExp, {r});
+  REQUIRE(g.SetOutputs({out}).ok());
+  absl::StatusOr<bool> changed =
+      RunPasses(g, {CommonSubexpressionElimination(), DeadCodeElimination()});
+  REQUIRE(changed.ok());
+  CHECK(*changed);
+  CHECK(g.num_nodes() == 5);
+  CHECK(ToString(g).find("act_copy") == std::string::npos);
+}
+
+TEST_CASE("RunPasses names the pass that failed or left an invalid graph") {
+  Graph g = testing::Mlp();
+  const Pass failing{"fails", [](Graph&) -> absl::StatusOr<bool> {
+                       return absl::FailedPreconditionError("no can do");
+                     }};
+  CHECK(RunPasses(g, {DeadCodeElimination(), failing}).status().message() ==
+        "pass 'fails': no can do");
+  const Pass breaking{"swap_relu_input", [](Graph& graph) -> absl::StatusOr<bool> {
+                        Node* relu = graph.nodes()[1];
+                        absl::Status s = relu->SetInput(0, graph.placeholders()[0]);
+                        if (!s.ok()) return s;
+                        return true;
+                      }};
+  absl::Status s = RunPasses(g, {breaking, DeadCodeElimination()}).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message() ==
+        "pass 'swap_relu_input' left an invalid graph: node `%1: f32[4,8] = relu(%x)  # act`: "
+        "declared f32[4,8], but relu infers f32[4,3]");
+}
+
+}  // namespace
+}  // namespace tc
