@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/autograd_meta.h"
 #include "runtime/kernels/registry.h"
 
 namespace tc {
@@ -62,7 +63,23 @@ absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, cons
   }
   absl::StatusOr<std::vector<TensorType>> out_types = InferTypes(op, in_types, attrs);
   if (!out_types.ok()) return out_types.status();
-  return RunFromHook(hooks.size(), op, inputs, attrs, *out_types);
+  absl::StatusOr<TensorList> out = RunFromHook(hooks.size(), op, inputs, attrs, *out_types);
+  if (out.ok() && GradMode::IsEnabled() && !GetOpDef(op).Has(kTraitNonDifferentiable)) {
+    for (const Tensor& t : inputs) {
+      if (t.requires_grad()) {
+        // An output must own its autograd state: give a kernel's pass-through
+        // result a handle of its own.
+        for (Tensor& o : *out) {
+          for (const Tensor& i : inputs) {
+            if (o.same(i)) o = o.detach();
+          }
+        }
+        GetGradRecorder()(op, inputs, attrs, *out);
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 ScopedDispatchHook::ScopedDispatchHook(DispatchHook* hook) { hooks.push_back(hook); }

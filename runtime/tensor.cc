@@ -6,6 +6,7 @@
 #include <iomanip>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/autograd_meta.h"
 #include "runtime/ops.h"
 
 namespace tc {
@@ -139,6 +140,57 @@ Tensor Tensor::expand(absl::Span<const int64_t> shape) const {
   return tc::expand(*this, std::vector<int64_t>(shape.begin(), shape.end()));
 }
 Tensor Tensor::to(DType dtype) const { return dtype == this->dtype() ? *this : cast(*this, dtype); }
+
+bool Tensor::requires_grad() const {
+  return impl_->autograd != nullptr && impl_->autograd->requires_grad;
+}
+
+const Tensor& Tensor::requires_grad_(bool requires_grad) const {
+  if (requires_grad && !IsFloating(dtype())) {
+    throw Error(absl::InvalidArgumentError(absl::StrCat(
+        "requires_grad_: only floating-point tensors can require grad, got ", type().ToString())));
+  }
+  if (requires_grad && GetGradRecorder() == nullptr) {
+    std::fprintf(stderr, "tensorcut: requires_grad_ without autograd: link //autodiff\n");
+    std::abort();
+  }
+  if (!is_leaf()) {
+    throw Error(absl::InvalidArgumentError(
+        "requires_grad_: only leaf tensors can change requires_grad; use detach()"));
+  }
+  if (impl_->autograd == nullptr) impl_->autograd = std::make_shared<AutogradMeta>();
+  impl_->autograd->requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& grad) const {
+  if (impl_->autograd == nullptr) impl_->autograd = std::make_shared<AutogradMeta>();
+  impl_->autograd->grad = grad;
+}
+
+bool Tensor::is_leaf() const {
+  return impl_->autograd == nullptr || impl_->autograd->grad_fn == nullptr;
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->autograd = nullptr;
+  return Tensor(std::move(impl));
+}
+
+namespace {
+
+thread_local bool grad_mode_enabled = true;
+GradRecorder grad_recorder = nullptr;
+
+}  // namespace
+
+bool GradMode::IsEnabled() { return grad_mode_enabled; }
+void GradMode::SetEnabled(bool enabled) { grad_mode_enabled = enabled; }
+void SetGradRecorder(GradRecorder recorder) { grad_recorder = recorder; }
+GradRecorder GetGradRecorder() { return grad_recorder; }
 
 namespace {
 

@@ -110,6 +110,22 @@ class Tensor {
   Tensor expand(absl::Span<const int64_t> shape) const;
   Tensor to(DType dtype) const;
 
+  // Autograd (see runtime/autograd_meta.h; the engine lives in autodiff/).
+  bool requires_grad() const;
+  // Marks a floating-point leaf as one whose gradient is wanted; returns *this.
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  // The gradient accumulated by backward() (undefined until then).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  // True for tensors not computed by a recorded op.
+  bool is_leaf() const;
+  // A tensor sharing this one's data, cut from the backward graph.
+  Tensor detach() const;
+  // Runs the backward graph from this tensor, accumulating into the .grad of
+  // the leaves that require grad. A non-scalar needs `grad_output`. Defined in
+  // autodiff/engine.cc (link //autodiff). Throws tc::Error on misuse.
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false) const;
+
  private:
   int64_t ElementOffset(std::initializer_list<int64_t> index) const;
   void CheckDType(DType expected) const;

@@ -1,0 +1,144 @@
+// VJP rules of the neural-net primitives: each forward op's gradient is its
+// backward op from the table, plus, for the normalisations, the gradient that
+// flows through their mean and var outputs when someone uses them.
+#include "autodiff/vjp.h"
+
+namespace tc::vjp_internal {
+namespace {
+
+const Tensor& G(const VjpContext& c) { return c.grads[0]; }
+
+std::array<int64_t, 2> Pair(const Attrs& a, absl::string_view name) {
+  const std::vector<int64_t>& v = a.Ints(name);
+  return {v[0], v[1]};
+}
+
+Conv2dOptions ConvOptions(const Attrs& a) {
+  return {Pair(a, "stride"), Pair(a, "padding"), Pair(a, "dilation"), a.Int("groups")};
+}
+
+Pool2dOptions PoolOptions(const Attrs& a) {
+  return {Pair(a, "kernel"), Pair(a, "stride"), Pair(a, "padding")};
+}
+
+TensorList Conv2d(const VjpContext& c) {
+  const Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Conv2dOptions o = ConvOptions(c.attrs);
+  return {conv2d_backward_data(G(c), w, x.shape(), o),
+          conv2d_backward_weight(G(c), x, w.shape(), o)};
+}
+
+TensorList MaxPool2d(const VjpContext& c) {
+  return {max_pool2d_backward(G(c), c.inputs[0], PoolOptions(c.attrs))};
+}
+
+TensorList AvgPool2d(const VjpContext& c) {
+  return {avg_pool2d_backward(G(c), c.inputs[0].shape(), PoolOptions(c.attrs))};
+}
+
+// Statistics over `reduce` dims: reshaped so they broadcast against x.
+Tensor Broadcastable(const Tensor& stat, const Tensor& x, const std::vector<int64_t>& reduce) {
+  Shape shape = x.shape();
+  for (int64_t d : reduce) shape[d] = 1;
+  return reshape(stat, shape);
+}
+
+// The gradient reaching x through a normalisation's mean and (biased) var
+// outputs, whose statistics run over `reduce` dims of `count` elements each.
+Tensor StatsGrad(const VjpContext& c, const std::vector<int64_t>& reduce, int64_t count) {
+  const Tensor& x = c.inputs[0];
+  const Tensor &g_mean = c.grads[1], &g_var = c.grads[2];
+  Tensor gx;
+  if (g_mean.defined()) gx = Broadcastable(g_mean, x, reduce) / static_cast<double>(count);
+  if (g_var.defined()) {
+    const Tensor centered = x - Broadcastable(c.outputs[1], x, reduce);
+    const Tensor term = Broadcastable(g_var, x, reduce) * centered * (2.0 / count);
+    gx = gx.defined() ? gx + term : term;
+  }
+  return gx;
+}
+
+std::vector<int64_t> AllBut(int64_t rank, int64_t keep) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != keep) dims.push_back(d);
+  }
+  return dims;
+}
+
+// Adds the stats gradient (if any) to the normalisation's dx.
+TensorList WithStats(const VjpContext& c, NormGrads grads, const std::vector<int64_t>& reduce,
+                     int64_t count) {
+  const Tensor stats = StatsGrad(c, reduce, count);
+  Tensor gx = grads.x;
+  if (stats.defined()) gx = gx.defined() ? gx + stats : stats;
+  return {gx, grads.weight, grads.bias};
+}
+
+TensorList BatchNorm(const VjpContext& c) {
+  const Tensor& x = c.inputs[0];
+  const std::vector<int64_t> reduce = AllBut(x.dim(), 1);
+  NormGrads grads;
+  if (G(c).defined()) {
+    grads =
+        batch_norm_backward(G(c), x, c.inputs[1], c.outputs[1], c.outputs[2], c.attrs.Float("eps"));
+  }
+  return WithStats(c, grads, reduce, x.numel() / x.size(1));
+}
+
+TensorList BatchNormInference(const VjpContext& c) {
+  const Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Tensor &mean = c.inputs[3], &var = c.inputs[4];
+  const std::vector<int64_t> reduce = AllBut(x.dim(), 1);
+  const Tensor invstd = rsqrt(var + c.attrs.Float("eps"));
+  const Tensor scale = w * invstd;  // [C]
+  const Tensor centered = x - Broadcastable(mean, x, reduce);
+  const Tensor g_sum = sum(G(c), reduce);
+  const Tensor g_centered = sum(G(c) * centered, reduce);
+  return {G(c) * Broadcastable(scale, x, reduce), g_centered * invstd, g_sum, -g_sum * scale,
+          g_centered * w * -0.5 * invstd * invstd * invstd};
+}
+
+TensorList LayerNorm(const VjpContext& c) {
+  const Tensor& x = c.inputs[0];
+  const int64_t axis =
+      c.attrs.Int("axis") < 0 ? c.attrs.Int("axis") + x.dim() : c.attrs.Int("axis");
+  std::vector<int64_t> reduce;
+  int64_t count = 1;
+  for (int64_t d = axis; d < x.dim(); ++d) {
+    reduce.push_back(d);
+    count *= x.size(d);
+  }
+  NormGrads grads;
+  if (G(c).defined()) {
+    grads = layer_norm_backward(G(c), x, c.inputs[1], c.outputs[1], c.outputs[2], axis,
+                                c.attrs.Float("eps"));
+  }
+  return WithStats(c, grads, reduce, count);
+}
+
+TensorList Embedding(const VjpContext& c) {
+  return {embedding_backward(G(c), c.inputs[1], c.inputs[0].size(0)), Tensor()};
+}
+
+// y = x * mask / (1 - p), so dx = g * mask / (1 - p): dropout of g with the
+// same seed and offset draws the same mask.
+TensorList Dropout(const VjpContext& c) {
+  return {dropout(G(c), c.attrs.Float("p"), static_cast<uint64_t>(c.attrs.Int("seed")),
+                  static_cast<uint64_t>(c.attrs.Int("offset")))};
+}
+
+}  // namespace
+
+void RegisterNnVjps(VjpTable& t) {
+  t[static_cast<int>(OpKind::kConv2d)] = &Conv2d;
+  t[static_cast<int>(OpKind::kMaxPool2d)] = &MaxPool2d;
+  t[static_cast<int>(OpKind::kAvgPool2d)] = &AvgPool2d;
+  t[static_cast<int>(OpKind::kBatchNorm)] = &BatchNorm;
+  t[static_cast<int>(OpKind::kBatchNormInference)] = &BatchNormInference;
+  t[static_cast<int>(OpKind::kLayerNorm)] = &LayerNorm;
+  t[static_cast<int>(OpKind::kEmbedding)] = &Embedding;
+  t[static_cast<int>(OpKind::kDropout)] = &Dropout;
+}
+
+}  // namespace tc::vjp_internal
