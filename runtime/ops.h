@@ -44,7 +44,8 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);  // ties: the gradient goes half to each
+// Ties: the gradient goes half to each input. NaN propagates.
+Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
@@ -58,7 +59,7 @@ Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
-Tensor abs(const Tensor& x);
+Tensor abs(const Tensor& x);  // gradient 0 at 0, as relu's
 Tensor sign(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
@@ -84,7 +85,8 @@ Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 
-// ---- reductions ({} dims = all dims)
+// ---- reductions ({} dims = all dims). Gradients: max/min share the
+// gradient evenly among the elements equal to the extremum.
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
