@@ -63,6 +63,11 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::raw_data() const {
+  if (impl_->storage == nullptr && impl_->trace != nullptr) {
+    throw Error(absl::FailedPreconditionError(
+        absl::StrCat("cannot read the elements of traced tensor ", type().ToString(),
+                     ": its values are only known when the graph runs")));
+  }
   if (impl_->storage == nullptr || impl_->storage->data() == nullptr) return nullptr;
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * ItemSize(impl_->dtype);
 }
@@ -238,6 +243,9 @@ void PrintDim(std::ostream& os, const Tensor& t, int64_t d, int64_t offset) {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
+  if (t.storage() == nullptr && t.impl()->trace != nullptr) {
+    return os << "Tensor(" << t.type().ToString() << ", traced)";
+  }
   os << "Tensor(" << t.type().ToString() << ",\n ";
   const auto flags = os.flags();
   const auto precision = os.precision(6);

@@ -1,0 +1,71 @@
+// The interpreter: the "nop" compiler. It runs any Graph node by node with the
+// eager kernels (the same ones tc::Call runs), so an interpreted graph gives
+// bitwise the results of running its ops eagerly.
+//
+//   absl::StatusOr<Executable> exe = codegen::Interpret(graph);
+//   absl::StatusOr<std::vector<Tensor>> out = (*exe)({x, w, b});
+//   // a wrong argument: "argument 1 (%p_fc_weight): expected f32[2,3], got f32[3,2]"
+//
+// Compiling verifies the graph, checks that every op has an eager kernel and
+// computes once where each value is last used; a run frees each intermediate
+// right after its last use. Kernels run below every dispatch hook: the
+// interpreter neither records autograd nor is traced.
+#ifndef TENSORCUT_CODEGEN_INTERPRETER_H_
+#define TENSORCUT_CODEGEN_INTERPRETER_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "graph/ir.h"
+#include "runtime/tensor.h"
+
+namespace tc::codegen {
+
+// A compiled graph: one tensor per placeholder in, one per graph output out.
+using Executable =
+    std::function<absl::StatusOr<std::vector<Tensor>>(absl::Span<const Tensor> args)>;
+// A compiler turns a graph into an executable, or says why it cannot.
+using Compiler = std::function<absl::StatusOr<Executable>(const Graph& graph)>;
+
+class Interpreter {
+ public:
+  // Fails when the graph does not verify or an op has no eager kernel.
+  static absl::StatusOr<Interpreter> Create(const Graph& graph);
+
+  // Checks the argument count and each argument's dtype and shape against its
+  // placeholder (InvalidArgumentError "expected 3 arguments, got 2" or
+  // "argument 1 (%w): expected f32[2,3], got f32[3,2]"), then runs the graph.
+  // A kernel's data-dependent error is returned with " (at <source>)".
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args) const;
+
+  const Graph& graph() const { return graph_; }
+
+ private:
+  // One node, with its operands and results as slots of the run's value table.
+  struct Step {
+    const Node* node;
+    std::vector<int> inputs;
+    std::vector<int> results;
+    std::vector<TensorType> result_types;
+    std::vector<int> release;  // slots last used here (and unused results)
+  };
+
+  explicit Interpreter(Graph graph) : graph_(std::move(graph)) {}
+  void Plan();
+
+  Graph graph_;
+  int num_slots_ = 0;
+  std::vector<Step> steps_;
+  std::vector<int> outputs_;
+};
+
+// The interpreter as an Executable (the graph is copied).
+absl::StatusOr<Executable> Interpret(const Graph& graph);
+// The interpreter as a Compiler, for the pipeline's compile stages.
+Compiler interpreter();
+
+}  // namespace tc::codegen
+
+#endif  // TENSORCUT_CODEGEN_INTERPRETER_H_

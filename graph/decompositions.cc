@@ -1,0 +1,313 @@
+#include "graph/decompositions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "graph/printer.h"
+
+namespace tc {
+namespace {
+
+constexpr int kMaxRounds = 32;
+
+// Emits nodes for a rule. The first failure is kept and every later call
+// returns nullptr, so a rule reads as straight-line math and checks once, in
+// Finish.
+class Emitter {
+ public:
+  explicit Emitter(Graph& graph) : graph_(graph) {}
+
+  std::vector<Value*> Many(OpKind op, std::vector<Value*> inputs, Attrs attrs = {}) {
+    if (!status_.ok()) return {};
+    absl::StatusOr<std::vector<Value*>> out = graph_.AddNode(op, inputs, std::move(attrs));
+    if (!out.ok()) {
+      status_ = out.status();
+      return {};
+    }
+    return *std::move(out);
+  }
+  Value* Op(OpKind op, std::vector<Value*> inputs, Attrs attrs = {}) {
+    std::vector<Value*> out = Many(op, std::move(inputs), std::move(attrs));
+    return out.empty() ? nullptr : out[0];
+  }
+
+  Value* Scalar(double value, DType dtype) {
+    return Op(OpKind::kFull, {},
+              {{"shape", std::vector<int64_t>{}}, {"value", value}, {"dtype", dtype}});
+  }
+  Value* Add(Value* a, Value* b) { return Op(OpKind::kAdd, {a, b}); }
+  Value* Sub(Value* a, Value* b) { return Op(OpKind::kSub, {a, b}); }
+  Value* Mul(Value* a, Value* b) { return Op(OpKind::kMul, {a, b}); }
+  Value* Div(Value* a, Value* b) { return Op(OpKind::kDiv, {a, b}); }
+  Value* Unary(OpKind op, Value* x) { return Op(op, {x}); }
+  Value* Reduce(OpKind op, Value* x, std::vector<int64_t> dims, bool keepdim) {
+    return Op(op, {x}, {{"dims", std::move(dims)}, {"keepdim", keepdim}});
+  }
+  Value* Var(Value* x, std::vector<int64_t> dims, bool keepdim, int64_t correction) {
+    return Op(OpKind::kVar, {x},
+              {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
+  }
+  Value* Reshape(Value* x, std::vector<int64_t> shape) {
+    return Op(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});
+  }
+
+  absl::StatusOr<std::vector<Value*>> Finish(std::vector<Value*> results) {
+    if (!status_.ok()) return status_;
+    return results;
+  }
+
+ private:
+  Graph& graph_;
+  absl::Status status_;
+};
+
+using Inputs = absl::Span<Value* const>;
+using Result = absl::StatusOr<std::vector<Value*>>;
+
+// The reduced dims in [0, rank), ascending; all dims when `dims` is empty.
+absl::StatusOr<std::vector<int64_t>> ReducedDims(const std::vector<int64_t>& dims, int64_t rank) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) {
+    absl::StatusOr<int64_t> w = WrapDim(d, rank);
+    if (!w.ok()) return w.status();
+    out.push_back(*w);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// How many elements a reduction over `dims` combines into one.
+int64_t ReducedCount(const Shape& shape, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= shape[d];
+  return n;
+}
+
+Result Linear(Graph& g, const Node&, Inputs in) {
+  Emitter e(g);
+  Value *x = in[0], *w = in[1], *b = in[2];
+  Value* wt = e.Op(OpKind::kPermute, {w}, {{"dims", std::vector<int64_t>{1, 0}}});
+  // matmul needs rank >= 2: a vector input becomes one row and back.
+  const Shape& x_shape = x->type().shape;
+  if (x_shape.size() != 1) return e.Finish({e.Add(e.Op(OpKind::kMatmul, {x, wt}), b)});
+  Value* row = e.Op(OpKind::kMatmul, {e.Reshape(x, {1, x_shape[0]}), wt});
+  return e.Finish({e.Add(e.Reshape(row, {w->type().shape[0]}), b)});
+}
+
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Result GeluTanh(Graph& g, const Node& node, Inputs in) {
+  if (node.attrs().Str("approximate") != "tanh") return std::vector<Value*>{};
+  Emitter e(g);
+  Value* x = in[0];
+  const DType t = x->type().dtype;
+  Value* cube = e.Mul(e.Mul(x, x), x);
+  Value* inner =
+      e.Mul(e.Scalar(std::sqrt(2.0 / M_PI), t), e.Add(x, e.Mul(e.Scalar(0.044715, t), cube)));
+  Value* half_x = e.Mul(e.Scalar(0.5, t), x);
+  return e.Finish({e.Mul(half_x, e.Add(e.Scalar(1.0, t), e.Unary(OpKind::kTanh, inner)))});
+}
+
+// softmax (log = false) or log_softmax along one dim, shifted by the max.
+Result Softmax(Graph& g, const Node& node, Inputs in, bool log) {
+  Value* x = in[0];
+  absl::StatusOr<int64_t> dim = WrapDim(node.attrs().Int("dim"), x->type().rank());
+  if (!dim.ok()) return dim.status();
+  if (x->type().shape[*dim] == 0) return std::vector<Value*>{};  // max has no identity
+  Emitter e(g);
+  Value* shifted = e.Sub(x, e.Reduce(OpKind::kMax, x, {*dim}, true));
+  Value* exp = e.Unary(OpKind::kExp, shifted);
+  Value* sum = e.Reduce(OpKind::kSum, exp, {*dim}, true);
+  if (log) return e.Finish({e.Sub(shifted, e.Unary(OpKind::kLog, sum))});
+  return e.Finish({e.Div(exp, sum)});
+}
+
+Result Mean(Graph& g, const Node& node, Inputs in) {
+  Value* x = in[0];
+  absl::StatusOr<std::vector<int64_t>> dims =
+      ReducedDims(node.attrs().Ints("dims"), x->type().rank());
+  if (!dims.ok()) return dims.status();
+  Emitter e(g);
+  const double n = static_cast<double>(ReducedCount(x->type().shape, *dims));
+  Value* sum = e.Reduce(OpKind::kSum, x, *dims, node.attrs().Bool("keepdim"));
+  return e.Finish({e.Div(sum, e.Scalar(n, x->type().dtype))});
+}
+
+// Two passes, as the kernel: sum((x - mean)^2) / max(n - correction, 0).
+Result Var(Graph& g, const Node& node, Inputs in) {
+  Value* x = in[0];
+  absl::StatusOr<std::vector<int64_t>> dims =
+      ReducedDims(node.attrs().Ints("dims"), x->type().rank());
+  if (!dims.ok()) return dims.status();
+  Emitter e(g);
+  const int64_t n = ReducedCount(x->type().shape, *dims);
+  const double divisor =
+      static_cast<double>(std::max<int64_t>(n - node.attrs().Int("correction"), 0));
+  Value* centered = e.Sub(x, e.Reduce(OpKind::kMean, x, *dims, true));
+  Value* squares =
+      e.Reduce(OpKind::kSum, e.Mul(centered, centered), *dims, node.attrs().Bool("keepdim"));
+  return e.Finish({e.Div(squares, e.Scalar(divisor, x->type().dtype))});
+}
+
+// (x - mean) * rsqrt(var + eps) over `dims`, with the statistics kept (keepdim).
+struct Normalized {
+  Value* y;
+  Value* mean;
+  Value* var;
+};
+Normalized Normalize(Emitter& e, Value* x, const std::vector<int64_t>& dims, double eps) {
+  Value* mean = e.Reduce(OpKind::kMean, x, dims, true);
+  Value* var = e.Var(x, dims, true, 0);
+  Value* inv_std = e.Unary(OpKind::kRsqrt, e.Add(var, e.Scalar(eps, x->type().dtype)));
+  return {e.Mul(e.Sub(x, mean), inv_std), mean, var};
+}
+
+Result LayerNorm(Graph& g, const Node& node, Inputs in) {
+  Value *x = in[0], *w = in[1], *b = in[2];
+  const Shape& shape = x->type().shape;
+  absl::StatusOr<int64_t> axis = WrapDim(node.attrs().Int("axis"), x->type().rank());
+  if (!axis.ok()) return axis.status();
+  std::vector<int64_t> dims;
+  for (int64_t d = *axis; d < x->type().rank(); ++d) dims.push_back(d);
+  Emitter e(g);
+  Normalized n = Normalize(e, x, dims, node.attrs().Float("eps"));
+  const std::vector<int64_t> stats(shape.begin(), shape.begin() + *axis);
+  return e.Finish({e.Add(e.Mul(n.y, w), b), e.Reshape(n.mean, stats), e.Reshape(n.var, stats)});
+}
+
+// Training mode: statistics over every dim but the channels (dim 1).
+Result BatchNorm(Graph& g, const Node& node, Inputs in) {
+  Value *x = in[0], *w = in[1], *b = in[2];
+  const int64_t rank = x->type().rank(), channels = x->type().shape[1];
+  std::vector<int64_t> dims = {0}, per_channel(rank, 1);
+  for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+  per_channel[1] = channels;
+  Emitter e(g);
+  Normalized n = Normalize(e, x, dims, node.attrs().Float("eps"));
+  Value* y = e.Add(e.Mul(n.y, e.Reshape(w, per_channel)), e.Reshape(b, per_channel));
+  return e.Finish({y, e.Reshape(n.mean, {channels}), e.Reshape(n.var, {channels})});
+}
+
+bool IsAutomaticName(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), absl::ascii_isdigit);
+}
+
+// Copies `node` into `out` with mapped operands, keeping chosen names.
+absl::StatusOr<std::vector<Value*>> CopyNode(Graph& out, const Node& node,
+                                             absl::Span<Value* const> inputs) {
+  std::vector<std::string> names;
+  for (const Value* r : node.results()) {
+    names.push_back(IsAutomaticName(r->name()) ? "" : r->name());
+  }
+  return out.AddNode(node.op(), inputs, node.attrs(), node.source(), names);
+}
+
+// Runs `rule` on `node`; empty when it declines.
+absl::StatusOr<std::vector<Value*>> ApplyRule(const DecompositionFn& rule, Graph& out,
+                                              const Node& node, absl::Span<Value* const> inputs) {
+  const int first_new = out.num_nodes();
+  absl::StatusOr<std::vector<Value*>> results = rule(out, node, inputs);
+  auto fail = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decomposing `", NodeToString(node), "`: ", what));
+  };
+  if (!results.ok()) return fail(results.status().message());
+  if (results->empty()) {
+    if (out.num_nodes() != first_new) return fail("the rule declined after emitting nodes");
+    return results;
+  }
+  if (static_cast<int>(results->size()) != node.num_results()) {
+    return fail(
+        absl::StrCat("the rule gave ", results->size(), " results, expected ", node.num_results()));
+  }
+  for (int i = 0; i < node.num_results(); ++i) {
+    const Value* r = (*results)[i];
+    if (!out.Owns(r) || r->type() != node.result(i)->type()) {
+      return fail(absl::StrCat("result ", i, " should be ", node.result(i)->type().ToString(),
+                               ", the rule gave ",
+                               out.Owns(r) ? r->type().ToString() : "no value of the graph"));
+    }
+  }
+  const std::vector<Node*> nodes = out.nodes();
+  for (size_t k = first_new; k < nodes.size(); ++k) nodes[k]->set_source(node.source());
+  return results;
+}
+
+// One rebuild of `graph` with every node that has a rule decomposed once.
+absl::StatusOr<bool> DecomposeOnce(Graph& graph, const DecompositionTable& table) {
+  const std::vector<Node*> nodes = graph.nodes();
+  if (std::none_of(nodes.begin(), nodes.end(),
+                   [&](const Node* n) { return table.contains(n->op()); })) {
+    return false;
+  }
+  Graph out;
+  absl::flat_hash_map<const Value*, Value*> map;
+  for (const Value* p : graph.placeholders()) map[p] = out.AddPlaceholder(p->name(), p->type());
+  bool changed = false;
+  for (const Node* node : nodes) {
+    std::vector<Value*> inputs;
+    for (const Value* in : node->inputs()) inputs.push_back(map.at(in));
+    std::vector<Value*> results;
+    if (auto rule = table.find(node->op()); rule != table.end()) {
+      absl::StatusOr<std::vector<Value*>> r = ApplyRule(rule->second, out, *node, inputs);
+      if (!r.ok()) return r.status();
+      results = *std::move(r);
+      changed = changed || !results.empty();
+    }
+    if (results.empty()) {
+      absl::StatusOr<std::vector<Value*>> r = CopyNode(out, *node, inputs);
+      if (!r.ok()) return r.status();
+      results = *std::move(r);
+    }
+    for (int i = 0; i < node->num_results(); ++i) map[node->result(i)] = results[i];
+  }
+  if (!changed) return false;
+  std::vector<Value*> outputs;
+  for (const Value* v : graph.outputs()) outputs.push_back(map.at(v));
+  if (absl::Status s = out.SetOutputs(std::move(outputs)); !s.ok()) return s;
+  graph = std::move(out);
+  return true;
+}
+
+}  // namespace
+
+const DecompositionTable& DefaultDecompositions() {
+  static const DecompositionTable* table = new DecompositionTable{
+      {OpKind::kLinear, &Linear},
+      {OpKind::kGelu, &GeluTanh},
+      {OpKind::kSoftmax,
+       [](Graph& g, const Node& n, Inputs in) { return Softmax(g, n, in, /*log=*/false); }},
+      {OpKind::kLogSoftmax,
+       [](Graph& g, const Node& n, Inputs in) { return Softmax(g, n, in, /*log=*/true); }},
+      {OpKind::kLayerNorm, &LayerNorm},
+      {OpKind::kBatchNorm, &BatchNorm},
+      {OpKind::kVar, &Var},
+      {OpKind::kMean, &Mean},
+  };
+  return *table;
+}
+
+Pass Decompose(DecompositionTable table) {
+  return {"decompose", [table = std::move(table)](Graph& graph) -> absl::StatusOr<bool> {
+            bool changed = false;
+            for (int round = 0; round < kMaxRounds; ++round) {
+              absl::StatusOr<bool> once = DecomposeOnce(graph, table);
+              if (!once.ok()) return once.status();
+              if (!*once) return changed;
+              changed = true;
+            }
+            return absl::InvalidArgumentError(
+                absl::StrCat("decompositions still apply after ", kMaxRounds,
+                             " rounds: the table's rules keep emitting ops that have rules"));
+          }};
+}
+
+}  // namespace tc

@@ -1,0 +1,252 @@
+#include "runtime/trace.h"
+
+#include <atomic>
+#include <exception>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "runtime/autograd_meta.h"
+#include "runtime/error.h"
+
+namespace tc {
+namespace {
+
+thread_local std::vector<std::string> scopes;
+// The scope an exception unwound through first (the innermost one open when
+// it was thrown), kept for Trace's error message.
+thread_local std::string failed_scope;
+
+uint64_t NextTracerId() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+// One flattened user input: its placeholder name and its path for messages.
+struct InputLeaf {
+  std::string name;
+  std::string path;
+};
+
+// Names each leaf of `tree` after its path (see Trace in the header).
+void NameLeaves(const Tree<Tensor>& tree, std::vector<std::string>& parts, std::string path,
+                std::vector<InputLeaf>& out) {
+  if (tree.is_leaf()) {
+    std::string name = absl::StrJoin(parts, "_");
+    if (parts.empty() || absl::ascii_isdigit(name[0])) name = absl::StrCat("arg", name);
+    out.push_back({std::move(name), std::move(path)});
+    return;
+  }
+  for (size_t i = 0; i < tree.items().size(); ++i) {
+    const bool dict = tree.kind() == TreeKind::kDict;
+    parts.push_back(dict ? tree.keys()[i] : absl::StrCat(i));
+    NameLeaves(tree[i], parts,
+               dict ? absl::StrCat(path, "[", tree_internal::Quoted(tree.keys()[i]), "]")
+                    : absl::StrCat(path, "[", i, "]"),
+               out);
+    parts.pop_back();
+  }
+}
+
+std::string PlaceholderName(absl::string_view prefix, absl::string_view fqn) {
+  return absl::StrCat(prefix, absl::StrReplaceAll(fqn, {{".", "_"}}));
+}
+
+}  // namespace
+
+ScopedTraceScope::ScopedTraceScope(absl::string_view name)
+    : pushed_(!name.empty()), uncaught_exceptions_(std::uncaught_exceptions()) {
+  if (pushed_) scopes.emplace_back(name);
+}
+
+ScopedTraceScope::~ScopedTraceScope() {
+  if (std::uncaught_exceptions() > uncaught_exceptions_ && failed_scope.empty()) {
+    failed_scope = CurrentTraceScope();
+  }
+  if (pushed_) scopes.pop_back();
+}
+
+std::string CurrentTraceScope() { return absl::StrJoin(scopes, "."); }
+
+Tracer::Tracer() : id_(NextTracerId()), hook_(this) {}
+
+Tracer::~Tracer() {
+  for (auto& [tensor, previous] : bound_) tensor.impl()->trace = std::move(previous);
+}
+
+Tensor Tracer::MakeTraced(Value* value) const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = value->type().dtype;
+  impl->shape = value->type().shape;
+  impl->strides = ContiguousStrides(impl->shape);
+  impl->trace = std::make_shared<TraceMeta>(TraceMeta{id_, value});
+  return Tensor(std::move(impl));
+}
+
+Tensor Tracer::AddInput(absl::string_view name, const TensorType& type) {
+  return MakeTraced(graph_.AddPlaceholder(name, type));
+}
+
+Value* Tracer::Bind(absl::string_view name, const Tensor& tensor) {
+  Value* value = graph_.AddPlaceholder(name, tensor.type());
+  bound_.emplace_back(tensor, tensor.impl()->trace);
+  tensor.impl()->trace = std::make_shared<TraceMeta>(TraceMeta{id_, value});
+  return value;
+}
+
+bool Tracer::IsTraced(const Tensor& tensor) const {
+  const TraceMeta* meta = tensor.impl()->trace.get();
+  return meta != nullptr && meta->tracer_id == id_;
+}
+
+absl::StatusOr<Value*> Tracer::ValueOf(const Tensor& tensor) {
+  if (!tensor.defined()) return absl::InvalidArgumentError("an undefined tensor");
+  if (IsTraced(tensor)) return tensor.impl()->trace->value;
+  if (tensor.impl()->trace != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("a tensor ", tensor.type().ToString(),
+                                                   " of another trace (one that has ended, or an "
+                                                   "outer one)"));
+  }
+  auto [it, inserted] = lifted_.try_emplace(tensor.impl(), nullptr);
+  if (inserted) {
+    it->second = graph_.AddPlaceholder(absl::StrCat("c_", constants_.size()), tensor.type());
+    constants_.push_back(tensor);  // keeps the impl, hence the map key, alive
+    constant_placeholders_.push_back(it->second);
+  }
+  return it->second;
+}
+
+absl::StatusOr<TensorList> Tracer::Dispatch(OpKind op, absl::Span<const Tensor> inputs,
+                                            const Attrs& attrs, absl::Span<const TensorType>,
+                                            absl::FunctionRef<absl::StatusOr<TensorList>()> next) {
+  bool record = GetOpDef(op).Has(kTraitCreation);
+  for (const Tensor& t : inputs) record = record || t.impl()->trace != nullptr;
+  if (!record) return next();
+
+  std::vector<Value*> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    absl::StatusOr<Value*> v = ValueOf(inputs[i]);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(OpName(op), ": input ", i, " is ", v.status().message()));
+    }
+    values.push_back(*v);
+  }
+  absl::StatusOr<std::vector<Value*>> results =
+      graph_.AddNode(op, values, attrs, CurrentTraceScope());
+  if (!results.ok()) return results.status();
+  TensorList out;
+  for (Value* r : *results) out.push_back(MakeTraced(r));
+  return out;
+}
+
+absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,
+                                    const Tree<Tensor>& example_inputs,
+                                    const std::vector<std::pair<std::string, Tensor>>& params,
+                                    const std::vector<std::pair<std::string, Tensor>>& buffers) {
+  using Kind = InputDescriptor::Kind;
+  TracedProgram program;
+  // The forward graph is what is traced; gradients come from autodiff/.
+  NoGradGuard no_grad;
+  Tracer tracer;
+  for (const auto& [fqn, tensor] : params) {
+    tracer.Bind(PlaceholderName("p_", fqn), tensor);
+    program.inputs.push_back({Kind::kParameter, fqn});
+  }
+  for (const auto& [fqn, tensor] : buffers) {
+    tracer.Bind(PlaceholderName("b_", fqn), tensor);
+    program.inputs.push_back({Kind::kBuffer, fqn});
+  }
+
+  std::vector<InputLeaf> leaves;
+  std::vector<std::string> parts;
+  NameLeaves(example_inputs, parts, "inputs", leaves);
+  auto [example_leaves, in_spec] = Flatten(example_inputs);
+  std::vector<Tensor> traced_inputs;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!example_leaves[i].defined()) {
+      return absl::InvalidArgumentError(absl::StrCat(leaves[i].path, ": undefined tensor"));
+    }
+    traced_inputs.push_back(tracer.AddInput(leaves[i].name, example_leaves[i].type()));
+    program.inputs.push_back({Kind::kUserInput, leaves[i].path});
+  }
+  program.in_spec = std::move(in_spec);
+
+  failed_scope.clear();
+  absl::StatusOr<Tree<Tensor>> result =
+      CatchErrors([&] { return fn(*Unflatten(std::move(traced_inputs), program.in_spec)); });
+  if (!result.ok()) {
+    if (failed_scope.empty()) return result.status();
+    return absl::Status(result.status().code(),
+                        absl::StrCat(result.status().message(), " (at ", failed_scope, ")"));
+  }
+
+  auto [out_leaves, out_spec] = Flatten(*result);
+  std::vector<Value*> outputs;
+  for (size_t i = 0; i < out_leaves.size(); ++i) {
+    absl::StatusOr<Value*> v = tracer.ValueOf(out_leaves[i]);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", i, " of ", ToString(out_spec), " is ", v.status().message()));
+    }
+    outputs.push_back(*v);
+  }
+  if (absl::Status s = tracer.graph().SetOutputs(std::move(outputs)); !s.ok()) return s;
+  program.out_spec = std::move(out_spec);
+
+  for (size_t i = 0; i < tracer.constants().size(); ++i) {
+    program.inputs.push_back({Kind::kConstant, absl::StrCat("constant ", i), static_cast<int>(i)});
+  }
+  program.constants = tracer.constants();
+  program.graph = std::move(tracer.graph());
+  return program;
+}
+
+absl::StatusOr<std::vector<Tensor>> GraphArguments(
+    const TracedProgram& program, const Tree<Tensor>& inputs,
+    const std::vector<std::pair<std::string, Tensor>>& params,
+    const std::vector<std::pair<std::string, Tensor>>& buffers) {
+  using Kind = InputDescriptor::Kind;
+  std::vector<Tensor> args;
+  size_t next_param = 0, next_buffer = 0;
+  for (const InputDescriptor& d : program.inputs) {
+    const bool is_param = d.kind == Kind::kParameter;
+    if (!is_param && d.kind != Kind::kBuffer) continue;
+    const auto& list = is_param ? params : buffers;
+    size_t& next = is_param ? next_param : next_buffer;
+    const char* what = is_param ? "parameter" : "buffer";
+    if (next >= list.size() || list[next].first != d.name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " ", next, ": expected \"", d.name, "\", got ",
+                       next < list.size() ? absl::StrCat("\"", list[next].first, "\"") : "none"));
+    }
+    args.push_back(list[next++].second);
+  }
+  if (next_param != params.size() || next_buffer != buffers.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", next_param, " parameters and ",
+                                                   next_buffer, " buffers, got ", params.size(),
+                                                   " and ", buffers.size()));
+  }
+  const std::vector<Value*>& placeholders = program.graph.placeholders();
+  const size_t first_input = args.size();
+  absl::Status s = CheckStructure<Tensor>(
+      inputs, program.in_spec, "inputs", [&](const Tensor& t, int i) -> absl::Status {
+        const TensorType& want = placeholders[first_input + i]->type();
+        if (!t.defined()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("expected tensor ", want.ToString(), ", got an undefined tensor"));
+        }
+        if (t.type() != want) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("expected tensor ", want.ToString(), ", got ", t.type().ToString()));
+        }
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  inputs.ForEachLeaf([&](const Tensor& t) { args.push_back(t); });
+  args.insert(args.end(), program.constants.begin(), program.constants.end());
+  return args;
+}
+
+}  // namespace tc
