@@ -19,8 +19,14 @@ Tensor Module::forward(const Tensor&) {
       "Module::forward: the module overrides neither forward(Tensor) nor forward(TensorTree)"));
 }
 
-TensorTree Module::operator()(const TensorTree& input) { return forward(input); }
-Tensor Module::operator()(const Tensor& input) { return forward(input); }
+TensorTree Module::operator()(const TensorTree& input) {
+  ScopedTraceScope scope(name_);
+  return forward(input);
+}
+Tensor Module::operator()(const Tensor& input) {
+  ScopedTraceScope scope(name_);
+  return forward(input);
+}
 
 void Module::Collect(const std::string& prefix, bool buffers, NamedTensors& out) const {
   for (const auto& [name, t] : buffers ? buffers_ : parameters_) {
@@ -70,6 +76,7 @@ void AssignInPlace(const Tensor& dst, const Tensor& src) {
   d->shape = s->shape;
   d->strides = s->strides;
   d->offset = s->offset;
+  d->trace = s->trace;  // while tracing, dst now stands for src's graph value
 }
 
 void Module::to(DType dtype) {
@@ -91,6 +98,35 @@ Tensor Module::register_parameter(std::string name, Tensor value) {
 Tensor Module::register_buffer(std::string name, Tensor value) {
   buffers_.emplace_back(std::move(name), value);
   return value;
+}
+
+absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs) {
+  const NamedTensors buffers = module.named_buffers();
+  // Buffers a traced forward replaces (AssignInPlace of a traced value) are
+  // put back afterwards; their traced values become extra outputs.
+  std::vector<TensorImpl> saved;
+  for (const auto& [name, t] : buffers) saved.push_back(*t.impl());
+  TracedModule traced;
+  std::vector<Value*> mutated_values;
+  auto fn = [&](const TensorTree& in) {
+    TensorTree out = module(in);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const TensorImpl& now = *buffers[i].second.impl();
+      if (now.storage != saved[i].storage && now.trace != nullptr) {
+        traced.mutated_buffers.push_back(buffers[i].first);
+        mutated_values.push_back(now.trace->value);
+      }
+    }
+    return out;
+  };
+  absl::StatusOr<TracedProgram> program = Trace(fn, inputs, module.named_parameters(), buffers);
+  for (size_t i = 0; i < buffers.size(); ++i) *buffers[i].second.impl() = saved[i];
+  if (!program.ok()) return program.status();
+  std::vector<Value*> outputs = program->graph.outputs();
+  outputs.insert(outputs.end(), mutated_values.begin(), mutated_values.end());
+  if (absl::Status s = program->graph.SetOutputs(std::move(outputs)); !s.ok()) return s;
+  traced.program = *std::move(program);
+  return traced;
 }
 
 }  // namespace tc::nn

@@ -22,8 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "graph/tree.h"
 #include "runtime/ops.h"
+#include "runtime/trace.h"
 
 namespace tc {
 
@@ -67,6 +69,7 @@ class Module {
   Tensor register_buffer(std::string name, Tensor value);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    module->name_ = name;
     children_.emplace_back(std::move(name), module);
     return module;
   }
@@ -77,8 +80,21 @@ class Module {
   NamedTensors parameters_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::string name_;  // the name its parent registered it under; the trace scope
   bool training_ = true;
 };
+
+// A module traced with example inputs: the program's placeholders are the
+// parameters and buffers (by FQN, in registration order), then the flattened
+// inputs; its outputs are the flattened user outputs, then the new value of
+// each buffer the forward replaced (BatchNorm's running statistics in
+// training), named in `mutated_buffers`. Each node's source is the FQN of the
+// module that produced it. The module itself is left exactly as it was.
+struct TracedModule {
+  TracedProgram program;
+  std::vector<std::string> mutated_buffers;
+};
+absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs);
 
 // Replaces the data, dtype and layout of `dst` with those of `src`, keeping
 // `dst`'s handle (and so every member that shares it) and its requires_grad.

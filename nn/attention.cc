@@ -1,0 +1,76 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "nn/init.h"
+#include "runtime/autograd_meta.h"
+
+namespace tc::nn {
+namespace {
+
+[[noreturn]] void ThrowInvalid(absl::string_view message) {
+  throw Error(absl::InvalidArgumentError(message));
+}
+
+// [B, S, E] -> [B, H, S, E / H].
+Tensor SplitHeads(const Tensor& x, int64_t heads) {
+  return permute(reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads}), {0, 2, 1, 3});
+}
+
+// 0 where key j may be seen from query i (j <= i), -inf elsewhere: [S, S].
+Tensor CausalMask(int64_t s, DType dtype) {
+  Tensor future = gt(reshape(arange(s), {1, s}), reshape(arange(s), {s, 1}));
+  return where(future, full({}, -std::numeric_limits<double>::infinity(), dtype), zeros({}, dtype));
+}
+
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool causal,
+                                       Generator* gen)
+    : embed_dim_(embed_dim), num_heads_(num_heads), causal_(causal) {
+  if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0) {
+    ThrowInvalid(absl::StrCat("MultiheadAttention: embed_dim (", embed_dim,
+                              ") must be a positive multiple of num_heads (", num_heads, ")"));
+  }
+  in_proj_weight_ = register_parameter(
+      "in_proj_weight",
+      init::XavierUniform({3 * embed_dim, embed_dim}, embed_dim, 3 * embed_dim, gen));
+  in_proj_bias_ = register_parameter("in_proj_bias", zeros({3 * embed_dim}));
+  out_proj_ =
+      register_module("out_proj", std::make_shared<Linear>(embed_dim, embed_dim, true, gen));
+  // PyTorch zeroes the output projection's bias too.
+  NoGradGuard no_grad;
+  AssignInPlace(out_proj_->bias(), zeros({embed_dim}));
+}
+
+Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value) {
+  const int64_t e = embed_dim_;
+  for (const Tensor* t : {&query, &key, &value}) {
+    if (t->dim() != 3 || t->size(2) != e) {
+      ThrowInvalid(absl::StrCat("MultiheadAttention: expected query, key and value [batch, seq, ",
+                                e, "], got ", t->type().ToString()));
+    }
+  }
+  if (causal_ && query.size(1) != key.size(1)) {
+    ThrowInvalid(
+        absl::StrCat("MultiheadAttention: a causal mask needs as many keys as queries, got ",
+                     query.size(1), " queries and ", key.size(1), " keys"));
+  }
+  auto project = [&](const Tensor& x, int64_t part) {
+    return linear(x, slice(in_proj_weight_, 0, part * e, (part + 1) * e),
+                  slice(in_proj_bias_, 0, part * e, (part + 1) * e));
+  };
+  Tensor q = SplitHeads(project(query, 0), num_heads_);
+  Tensor k = SplitHeads(project(key, 1), num_heads_);
+  Tensor v = SplitHeads(project(value, 2), num_heads_);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(e / num_heads_));
+  Tensor scores = matmul(q, transpose(k, 2, 3)) * scale;  // [B, H, S, T]
+  if (causal_) scores = scores + CausalMask(query.size(1), scores.dtype());
+  Tensor heads = matmul(softmax(scores, 3), v);  // [B, H, S, D]
+  Tensor merged = reshape(permute(heads, {0, 2, 1, 3}), {query.size(0), query.size(1), e});
+  return (*out_proj_)(merged);
+}
+
+}  // namespace tc::nn

@@ -1,0 +1,174 @@
+#include "nn/models/models.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "nn/losses.h"
+
+namespace tc::nn {
+namespace {
+
+using Modules = std::vector<std::shared_ptr<Module>>;
+
+Tensor Leaf(const TensorTree& tree, absl::string_view what) {
+  if (!tree.is_leaf()) {
+    throw Error(absl::InvalidArgumentError(absl::StrCat("expected ", what, " to be one tensor")));
+  }
+  return tree.leaf();
+}
+
+// Cross-entropy of a single logits output against class-label targets.
+Tensor ClassificationLoss(const TensorTree& outputs, const TensorTree& targets) {
+  return cross_entropy(Leaf(outputs, "the outputs"), Leaf(targets, "the targets"));
+}
+
+Tensor Labels(int64_t n, int64_t num_classes, Generator* gen) {
+  return cast(rand({n}, DType::kF32, gen, 0, static_cast<double>(num_classes)), DType::kI64);
+}
+
+TensorTree LeafOf(Tensor t) { return TensorTree::MakeLeaf(std::move(t)); }
+
+ModelSpec MakeLinear(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<Linear>(3, 2, true, gen);
+  spec.inputs = LeafOf(randn({4, 3}, DType::kF32, gen));
+  return spec;
+}
+
+ModelSpec MakeConvBn(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<Sequential>(
+      Modules{std::make_shared<Conv2d>(1, 3, 3, 1, 1, 1, 1, true, gen),
+              std::make_shared<BatchNorm2d>(3), std::make_shared<ReLU>()});
+  spec.inputs = LeafOf(randn({2, 1, 4, 4}, DType::kF32, gen));
+  return spec;
+}
+
+ModelSpec MakeStructured(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<StructuredModel>(gen);
+  spec.inputs = TensorTree::Dict({{"x", LeafOf(randn({4, 3}, DType::kF32, gen))},
+                                  {"y", LeafOf(randn({4, 4}, DType::kF32, gen))}});
+  return spec;
+}
+
+ModelSpec MakeMlp(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<Sequential>(
+      Modules{std::make_shared<Linear>(784, 512, true, gen), std::make_shared<ReLU>(),
+              std::make_shared<Linear>(512, 512, true, gen), std::make_shared<ReLU>(),
+              std::make_shared<Linear>(512, 10, true, gen)});
+  spec.inputs = LeafOf(randn({128, 784}, DType::kF32, gen));
+  spec.targets = LeafOf(Labels(128, 10, gen));
+  spec.loss = ClassificationLoss;
+  return spec;
+}
+
+ModelSpec MakeCnn(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<Sequential>(Modules{
+      std::make_shared<Conv2d>(3, 32, 3, 1, 1, 1, 1, true, gen), std::make_shared<BatchNorm2d>(32),
+      std::make_shared<ReLU>(), std::make_shared<Conv2d>(32, 32, 3, 1, 1, 1, 1, true, gen),
+      std::make_shared<BatchNorm2d>(32), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+      std::make_shared<Flatten>(), std::make_shared<Linear>(32 * 16 * 16, 10, true, gen)});
+  spec.inputs = LeafOf(randn({32, 3, 32, 32}, DType::kF32, gen));
+  spec.targets = LeafOf(Labels(32, 10, gen));
+  spec.loss = ClassificationLoss;
+  return spec;
+}
+
+ModelSpec MakeTransformer(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<TransformerBlock>(256, 4, 1024, gen);
+  spec.inputs = LeafOf(randn({8, 128, 256}, DType::kF32, gen));
+  return spec;
+}
+
+struct Entry {
+  const char* name;
+  const char* description;
+  ModelSpec (*make)(Generator*);
+};
+
+constexpr Entry kModels[] = {
+    {"linear", "Linear(3, 2) on f32[4,3]", &MakeLinear},
+    {"convbn", "Conv2d(1, 3, 3, p1)-BatchNorm2d-ReLU on f32[2,1,4,4]", &MakeConvBn},
+    {"structured", "dict {x, y} in, tuple (a+b, a-b, a*b) out, two Linear layers", &MakeStructured},
+    {"mlp", "784-512-512-10 MLP with ReLU, batch 128, cross-entropy", &MakeMlp},
+    {"cnn",
+     "two Conv-BN-ReLU blocks, max-pool, Linear(8192, 10), batch 32 of 3x32x32, "
+     "cross-entropy",
+     &MakeCnn},
+    {"transformer", "pre-LN encoder block, d_model 256, 4 heads, MLP 1024, batch 8 x 128",
+     &MakeTransformer},
+};
+
+}  // namespace
+
+Tensor MeanSquareLoss(const TensorTree& outputs, const TensorTree&) {
+  Tensor total;
+  outputs.ForEachLeaf([&](const Tensor& t) {
+    Tensor term = mean(t * t);
+    total = total.defined() ? total + term : term;
+  });
+  if (!total.defined()) {
+    throw Error(absl::InvalidArgumentError("MeanSquareLoss: the outputs hold no tensor"));
+  }
+  return total;
+}
+
+StructuredModel::StructuredModel(Generator* gen)
+    : linear1_(register_module("linear1", std::make_shared<Linear>(3, 2, true, gen))),
+      linear2_(register_module("linear2", std::make_shared<Linear>(4, 2, true, gen))) {}
+
+TensorTree StructuredModel::forward(const TensorTree& input) {
+  const TensorTree* x = input.Find("x");
+  const TensorTree* y = input.Find("y");
+  if (input.kind() != TreeKind::kDict || x == nullptr || y == nullptr || !x->is_leaf() ||
+      !y->is_leaf()) {
+    throw Error(absl::InvalidArgumentError(
+        "StructuredModel: expected a dict {\"x\": tensor, \"y\": tensor}"));
+  }
+  Tensor a = (*linear1_)(x->leaf());
+  Tensor b = (*linear2_)(y->leaf());
+  return TensorTree::Tuple({LeafOf(a + b), LeafOf(a - b), LeafOf(a * b)});
+}
+
+TransformerBlock::TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp,
+                                   Generator* gen)
+    : ln1_(register_module("ln1", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
+      attn_(register_module("attn",
+                            std::make_shared<MultiheadAttention>(d_model, num_heads, false, gen))),
+      ln2_(register_module("ln2", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
+      mlp_(register_module(
+          "mlp", std::make_shared<Sequential>(Modules{
+                     std::make_shared<Linear>(d_model, d_mlp, true, gen), std::make_shared<GELU>(),
+                     std::make_shared<Linear>(d_mlp, d_model, true, gen)}))) {}
+
+Tensor TransformerBlock::forward(const Tensor& x) {
+  Tensor h = x + (*attn_)((*ln1_)(x));
+  return h + (*mlp_)((*ln2_)(h));
+}
+
+std::vector<std::string> ModelNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kModels) names.push_back(e.name);
+  return names;
+}
+
+absl::StatusOr<ModelSpec> MakeModel(absl::string_view name, uint64_t seed) {
+  for (const Entry& e : kModels) {
+    if (name != e.name) continue;
+    Generator gen(seed);
+    ModelSpec spec = e.make(&gen);
+    spec.name = e.name;
+    spec.description = e.description;
+    if (!spec.loss) spec.loss = MeanSquareLoss;
+    return spec;
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model \"", name,
+                                          "\"; known models: ", absl::StrJoin(ModelNames(), ", ")));
+}
+
+}  // namespace tc::nn

@@ -1,0 +1,117 @@
+// MultiheadAttention against attention written out head by head with
+// matmul and softmax, in f64, in value and gradients.
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/autograd_meta.h"
+#include "tests/nn/nn_test_util.h"
+
+namespace tc {
+namespace {
+
+using testing::Names;
+using testing::ParamsAnd;
+using testing::Random;
+using testing::RequireSameValueAndGrads;
+
+// Rows [start, end) of a matrix, or entries of a vector.
+Tensor Rows(const Tensor& t, int64_t start, int64_t end) { return slice(t, 0, start, end); }
+
+// softmax(q_h k_h^T / sqrt(d) + mask) v_h for each head h separately, the
+// heads concatenated, then the output projection. q [B, S, E], k and v [B, T, E].
+Tensor ReferenceAttention(const nn::MultiheadAttention& attn, int64_t heads, const Tensor& query,
+                          const Tensor& key, const Tensor& value, bool causal) {
+  const int64_t e = query.size(2), d = e / heads, s = query.size(1), t = key.size(1);
+  const Tensor& w = attn.in_proj_weight();
+  const Tensor& b = attn.in_proj_bias();
+  std::vector<double> mask(s * t, 0.0);
+  for (int64_t i = 0; i < s; ++i) {
+    for (int64_t j = 0; j < t; ++j) {
+      if (causal && j > i) mask[i * t + j] = -std::numeric_limits<double>::infinity();
+    }
+  }
+  const Tensor mask_t = from_vector<double>(mask, {s, t});
+  std::vector<Tensor> outs;
+  for (int64_t h = 0; h < heads; ++h) {
+    auto project = [&](const Tensor& x, int64_t part) {
+      const int64_t lo = part * e + h * d;
+      return matmul(x, transpose(Rows(w, lo, lo + d), 0, 1)) + Rows(b, lo, lo + d);
+    };
+    Tensor q = project(query, 0), k = project(key, 1), v = project(value, 2);  // [B, *, d]
+    Tensor scores = matmul(q, transpose(k, 1, 2)) / std::sqrt(static_cast<double>(d)) + mask_t;
+    outs.push_back(matmul(softmax(scores, 2), v));
+  }
+  Tensor merged = concat(outs, 2);
+  return matmul(merged, transpose(attn.out_proj()->weight(), 0, 1)) + attn.out_proj()->bias();
+}
+
+void RandomizeBiases(const nn::MultiheadAttention& attn) {
+  NoGradGuard no_grad;
+  nn::AssignInPlace(attn.in_proj_bias(), Random(attn.in_proj_bias().shape(), DType::kF64, 5));
+  nn::AssignInPlace(attn.out_proj()->bias(),
+                    Random(attn.out_proj()->bias().shape(), DType::kF64, 6));
+}
+
+TEST_CASE("MultiheadAttention has PyTorch's parameters and initialisation") {
+  Generator gen(1);
+  nn::MultiheadAttention attn(64, 4, false, &gen);
+  CHECK(Names(attn.named_parameters()) == std::vector<std::string>{"in_proj_weight", "in_proj_bias",
+                                                                   "out_proj.weight",
+                                                                   "out_proj.bias"});
+  CHECK(attn.in_proj_weight().shape() == Shape{192, 64});
+  // xavier_uniform over [3E, E]: bound sqrt(6 / (E + 3E)).
+  const double bound = std::sqrt(6.0 / (64 + 192));
+  double lo = 0, hi = 0;
+  for (double v : attn.in_proj_weight().to_vector<double>()) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  CHECK(lo >= -bound);
+  CHECK(hi <= bound);
+  CHECK(hi > 0.95 * bound);
+  for (double v : attn.in_proj_bias().to_vector<double>()) REQUIRE(v == 0);
+  for (double v : attn.out_proj()->bias().to_vector<double>()) REQUIRE(v == 0);
+  for (double v : attn.out_proj()->weight().to_vector<double>()) {
+    REQUIRE(std::abs(v) <= 1 / std::sqrt(64.0));
+  }
+  CHECK(attn.out_proj()->bias().requires_grad());
+  CHECK_THROWS_WITH(nn::MultiheadAttention(10, 3),
+                    "MultiheadAttention: embed_dim (10) must be a positive multiple of "
+                    "num_heads (3)");
+}
+
+TEST_CASE("MultiheadAttention self-attention matches per-head attention") {
+  for (bool causal : {false, true}) {
+    INFO("causal " << causal);
+    nn::MultiheadAttention attn(12, 3, causal);
+    attn.to(DType::kF64);
+    RandomizeBiases(attn);
+    Tensor x = Random({2, 5, 12}, DType::kF64, 7).requires_grad_();
+    RequireSameValueAndGrads(attn(x), ReferenceAttention(attn, 3, x, x, x, causal),
+                             ParamsAnd(attn, {x}));
+  }
+}
+
+TEST_CASE("MultiheadAttention attends from queries to separate keys and values") {
+  nn::MultiheadAttention attn(8, 2);
+  attn.to(DType::kF64);
+  RandomizeBiases(attn);
+  Tensor q = Random({3, 4, 8}, DType::kF64, 8).requires_grad_();
+  Tensor k = Random({3, 6, 8}, DType::kF64, 9).requires_grad_();
+  Tensor v = Random({3, 6, 8}, DType::kF64, 10).requires_grad_();
+  RequireSameValueAndGrads(attn.attend(q, k, v), ReferenceAttention(attn, 2, q, k, v, false),
+                           ParamsAnd(attn, {q, k, v}));
+
+  nn::MultiheadAttention causal(8, 2, /*causal=*/true);
+  CHECK_THROWS_WITH(
+      causal.attend(zeros({3, 4, 8}), zeros({3, 6, 8}), zeros({3, 6, 8})),
+      "MultiheadAttention: a causal mask needs as many keys as queries, got 4 queries and 6 keys");
+  CHECK_THROWS_WITH(attn(zeros({3, 4, 7})),
+                    "MultiheadAttention: expected query, key and value [batch, seq, 8], got "
+                    "f32[3,4,7]");
+}
+
+}  // namespace
+}  // namespace tc
