@@ -11,14 +11,13 @@
 namespace tc {
 namespace {
 
-void Record(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
-            absl::Span<const Tensor> outputs) {
-  if (GetVjp(op) == nullptr) return;  // backward-only ops: no double backward
+// Creates the node for a call and attaches it to the outputs that can carry
+// gradients.
+std::shared_ptr<GradNode> MakeNode(absl::Span<const Tensor> inputs,
+                                   absl::Span<const Tensor> outputs, bool save_tensors) {
   auto node = std::make_shared<GradNode>();
-  node->op = op;
-  node->attrs = attrs;
   for (const Tensor& in : inputs) {
-    node->inputs.push_back(in.detach());
+    if (save_tensors) node->inputs.push_back(in.detach());
     GradEdge edge;
     if (in.requires_grad()) {
       if (in.is_leaf()) {
@@ -29,10 +28,11 @@ void Record(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
       }
     }
     node->edges.push_back(std::move(edge));
+    node->input_types.push_back(in.type());
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
-    node->outputs.push_back(out.detach());
+    if (save_tensors) node->outputs.push_back(out.detach());
     node->output_types.push_back(out.type());
     if (!IsFloating(out.dtype())) continue;
     auto meta = std::make_shared<AutogradMeta>();
@@ -41,6 +41,15 @@ void Record(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
     meta->output_nr = static_cast<int>(i);
     out.impl()->autograd = std::move(meta);
   }
+  return node;
+}
+
+void Record(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
+            absl::Span<const Tensor> outputs) {
+  if (GetVjp(op) == nullptr) return;  // backward-only ops: no double backward
+  std::shared_ptr<GradNode> node = MakeNode(inputs, outputs, /*save_tensors=*/true);
+  node->op = op;
+  node->attrs = attrs;
 }
 
 // Registers the recorder with tc::Call when this library is linked.
@@ -127,7 +136,8 @@ class Engine {
   absl::Status RunNode(GradNode& node) {
     if (node.released) {
       return absl::FailedPreconditionError(
-          absl::StrCat("backward through a graph that was already freed (at ", OpName(node.op),
+          absl::StrCat("backward through a graph that was already freed (at ",
+                       node.function_name.empty() ? OpName(node.op) : node.function_name,
                        "); pass retain_graph=true to the first backward to run it twice"));
     }
     std::vector<Tensor> grads = std::move(Buffer(&node));
@@ -138,17 +148,23 @@ class Engine {
     bool any = false;
     for (const Tensor& g : grads) any |= g.defined();
     if (any) {
-      const VjpContext ctx{node.inputs, node.outputs, node.attrs, grads};
-      TensorList input_grads = GetVjp(node.op)(ctx);
+      TensorList input_grads;
+      if (node.function) {
+        absl::StatusOr<TensorList> result = node.function(grads);
+        if (!result.ok()) return result.status();
+        input_grads = *std::move(result);
+      } else {
+        const VjpContext ctx{node.inputs, node.outputs, node.attrs, grads};
+        input_grads = GetVjp(node.op)(ctx);
+      }
       for (size_t i = 0; i < node.edges.size(); ++i) {
         const Tensor& g = i < input_grads.size() ? input_grads[i] : Tensor();
         const GradEdge& edge = node.edges[i];
         if (!g.defined() || (edge.node == nullptr && !edge.leaf.defined())) continue;
-        if (g.shape() != node.inputs[i].shape()) {
-          std::fprintf(stderr, "tensorcut internal error: VJP of %s gave %s for input %zu of %s\n",
-                       std::string(OpName(node.op)).c_str(), g.type().ToString().c_str(), i,
-                       node.inputs[i].type().ToString().c_str());
-          std::abort();
+        if (g.shape() != node.input_types[i].shape) {
+          return absl::InternalError(absl::StrCat(
+              "backward of ", node.function ? node.function_name : OpName(node.op), " gave ",
+              g.type().ToString(), " for input ", i, " of type ", node.input_types[i].ToString()));
         }
         if (edge.node != nullptr) {
           std::vector<Tensor>& buffer = Buffer(edge.node.get());
@@ -161,6 +177,7 @@ class Engine {
     if (!retain_) {
       node.inputs.clear();
       node.outputs.clear();
+      node.function = nullptr;
       node.released = true;
     }
     return absl::OkStatus();
@@ -206,6 +223,16 @@ absl::StatusOr<Tensor> SeedGradient(const Tensor& output, const Tensor& grad_out
 }
 
 }  // namespace
+
+void RecordFunction(absl::string_view name, absl::Span<const Tensor> inputs,
+                    absl::Span<const Tensor> outputs, BackwardFn backward) {
+  bool any = false;
+  for (const Tensor& in : inputs) any |= in.requires_grad();
+  if (!any || !GradMode::IsEnabled()) return;
+  std::shared_ptr<GradNode> node = MakeNode(inputs, outputs, /*save_tensors=*/false);
+  node->function = std::move(backward);
+  node->function_name = std::string(name);
+}
 
 absl::Status Backward(const Tensor& output, const Tensor& grad_output, bool retain_graph) {
   absl::StatusOr<Tensor> seed = SeedGradient(output, grad_output, "backward");

@@ -13,7 +13,9 @@
 #ifndef TENSORCUT_AUTODIFF_ENGINE_H_
 #define TENSORCUT_AUTODIFF_ENGINE_H_
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,12 +33,21 @@ struct GradEdge {
   Tensor leaf;
 };
 
+// Computes the gradients of a recorded function's inputs from the gradients of
+// its outputs (undefined where none flowed).
+using BackwardFn = std::function<absl::StatusOr<TensorList>(absl::Span<const Tensor> grads)>;
+
 class GradNode {
  public:
-  OpKind op;
+  // An op of the table (whose VJP rule runs), or, when `function` is set, an
+  // opaque function recorded by RecordFunction.
+  OpKind op{};
+  BackwardFn function;
+  std::string function_name;
   Attrs attrs;
   TensorList inputs;   // detached; released after backward unless retained
   TensorList outputs;  // detached
+  std::vector<TensorType> input_types;
   std::vector<TensorType> output_types;
   std::vector<GradEdge> edges;  // one per input
   bool released = false;
@@ -48,6 +59,13 @@ class GradNode {
 // outputs do not depend on gets zeros.
 absl::StatusOr<TensorList> grad(const TensorList& outputs, const TensorList& inputs,
                                 const TensorList& grad_outputs = {}, bool retain_graph = false);
+
+// Records `outputs` as computed from `inputs` by one function whose backward
+// is `backward` (a compiled backward graph, for instance): after this, outputs
+// require grad when an input does, and backward() through them calls
+// `backward` once with the outputs' gradients. `name` appears in errors.
+void RecordFunction(absl::string_view name, absl::Span<const Tensor> inputs,
+                    absl::Span<const Tensor> outputs, BackwardFn backward);
 
 // The status-returning form of Tensor::backward.
 absl::Status Backward(const Tensor& output, const Tensor& grad_output, bool retain_graph);

@@ -125,3 +125,56 @@ TEST_CASE("dropout's backward reuses the forward mask") {
 
 }  // namespace
 }  // namespace tc
+
+namespace tc {
+namespace {
+
+// y = 3 * x computed outside the tape, with its backward supplied.
+TensorList TripleRecorded(const Tensor& x, int* calls) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = x * 3.0;
+  }
+  RecordFunction("triple", {x}, {y}, [calls](absl::Span<const Tensor> grads) {
+    ++*calls;
+    return absl::StatusOr<TensorList>(TensorList{grads[0] * 3.0});
+  });
+  return {y};
+}
+
+TEST_CASE("a recorded function's backward runs once and feeds the tape") {
+  int calls = 0;
+  Tensor x = from_vector<double>({1, 2}, {2}).requires_grad_();
+  Tensor y = TripleRecorded(x * 2.0, &calls)[0];
+  CHECK(y.requires_grad());
+  sum(y * y).backward();
+  // d/dx sum((6x)^2) = 72 x
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{72, 144});
+  CHECK(calls == 1);
+  CHECK_THROWS_WITH(sum(y).backward(),
+                    "backward through a graph that was already freed (at triple); pass "
+                    "retain_graph=true to the first backward to run it twice");
+}
+
+TEST_CASE("a recorded function whose backward misbehaves gives a status") {
+  Tensor x = ones({2}, DType::kF64).requires_grad_();
+  Tensor y = x.detach() * 1.0;
+  RecordFunction("bad_shape", {x}, {y}, [](absl::Span<const Tensor>) {
+    return absl::StatusOr<TensorList>(TensorList{ones({3}, DType::kF64)});
+  });
+  CHECK_THROWS_WITH(sum(y).backward(),
+                    "backward of bad_shape gave f64[3] for input 0 of type f64[2]");
+  Tensor z = x.detach() * 1.0;
+  RecordFunction("failing", {x}, {z}, [](absl::Span<const Tensor>) {
+    return absl::StatusOr<TensorList>(absl::InvalidArgumentError("compiled backward failed"));
+  });
+  CHECK_THROWS_WITH(sum(z).backward(), "compiled backward failed");
+  // Inputs that do not require grad record nothing.
+  Tensor w = zeros({2}, DType::kF64) * 1.0;
+  RecordFunction("unused", {zeros({2}, DType::kF64)}, {w}, nullptr);
+  CHECK_FALSE(w.requires_grad());
+}
+
+}  // namespace
+}  // namespace tc
