@@ -1,0 +1,162 @@
+#include "partition/partition.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace tc::partition {
+namespace {
+
+using ValueSet = absl::flat_hash_set<const Value*>;
+using NodeSet = absl::flat_hash_set<const Node*>;
+
+// The nodes `roots` depend on, walking operands until a placeholder or a
+// value in `stop`. Every value the walk ends at is added to `boundary`.
+NodeSet Ancestors(absl::Span<Value* const> roots, const ValueSet& stop, ValueSet& boundary) {
+  NodeSet nodes;
+  std::vector<const Value*> stack(roots.begin(), roots.end());
+  ValueSet seen;
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (v->is_placeholder() || stop.contains(v)) {
+      boundary.insert(v);
+      continue;
+    }
+    if (!nodes.insert(v->producer()).second) continue;
+    for (const Value* in : v->producer()->inputs()) stack.push_back(in);
+  }
+  return nodes;
+}
+
+absl::Status CheckLayout(const Graph& joint, const JointLayout& layout) {
+  const int num_placeholders = static_cast<int>(joint.placeholders().size());
+  const int num_outputs = static_cast<int>(joint.outputs().size());
+  if (layout.num_primals + layout.num_tangents != num_placeholders ||
+      layout.num_forward_outputs + layout.num_gradients() != num_outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the layout (", layout.num_primals, " primals + ", layout.num_tangents,
+                     " tangents -> ", layout.num_forward_outputs, " forward outputs + ",
+                     layout.num_gradients(), " gradients) does not fit a joint graph with ",
+                     num_placeholders, " inputs and ", num_outputs, " outputs"));
+  }
+  for (int p : layout.grad_primal_indices) {
+    if (p < 0 || p >= layout.num_primals) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the layout names primal ", p, " of ", layout.num_primals));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* const> inputs,
+                                      absl::Span<Value* const> outputs) {
+  Graph sub;
+  absl::flat_hash_map<const Value*, Value*> mapped;
+  for (Value* in : inputs) {
+    if (!graph.Owns(in)) return absl::InvalidArgumentError("an input is not a value of the graph");
+    if (!mapped.try_emplace(in, sub.AddPlaceholder(in->name(), in->type())).second) {
+      return absl::InvalidArgumentError(absl::StrCat("input %", in->name(), " is given twice"));
+    }
+  }
+  ValueSet stop(inputs.begin(), inputs.end()), boundary;
+  for (Value* out : outputs) {
+    if (!graph.Owns(out))
+      return absl::InvalidArgumentError("an output is not a value of the graph");
+  }
+  const NodeSet needed = Ancestors(outputs, stop, boundary);
+  for (const Value* v : boundary) {
+    if (!stop.contains(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the outputs need %", v->name(), ", which is not an input"));
+    }
+  }
+  for (const Node* node : graph.nodes()) {
+    if (!needed.contains(node)) continue;
+    std::vector<Value*> operands;
+    for (const Value* in : node->inputs()) operands.push_back(mapped.at(in));
+    std::vector<std::string> names;
+    for (const Value* r : node->results()) names.push_back(r->name());
+    absl::StatusOr<std::vector<Value*>> results =
+        sub.AddNode(node->op(), operands, node->attrs(), node->source(), names);
+    if (!results.ok()) return results.status();
+    for (int i = 0; i < node->num_results(); ++i) mapped[node->result(i)] = (*results)[i];
+  }
+  std::vector<Value*> sub_outputs;
+  for (const Value* out : outputs) sub_outputs.push_back(mapped.at(out));
+  if (absl::Status s = sub.SetOutputs(std::move(sub_outputs)); !s.ok()) return s;
+  return sub;
+}
+
+absl::StatusOr<PartitionResult> DefaultPartition(const Graph& joint, const JointLayout& layout) {
+  if (absl::Status s = CheckLayout(joint, layout); !s.ok()) return s;
+  const std::vector<Value*>& placeholders = joint.placeholders();
+  const std::vector<Value*> primals(placeholders.begin(),
+                                    placeholders.begin() + layout.num_primals);
+  const std::vector<Value*> tangents(placeholders.begin() + layout.num_primals, placeholders.end());
+  const std::vector<Value*> fw_outputs(joint.outputs().begin(),
+                                       joint.outputs().begin() + layout.num_forward_outputs);
+  const std::vector<Value*> gradients(joint.outputs().begin() + layout.num_forward_outputs,
+                                      joint.outputs().end());
+  const ValueSet tangent_set(tangents.begin(), tangents.end());
+
+  ValueSet fw_boundary;
+  const NodeSet fw_nodes = Ancestors(fw_outputs, {}, fw_boundary);
+  for (const Value* v : fw_boundary) {
+    if (tangent_set.contains(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a forward output depends on the tangent %", v->name()));
+    }
+  }
+
+  // The backward walk ends at primals and at values of forward nodes: those
+  // it reaches, tangents aside, are what the forward must save.
+  ValueSet fw_values;
+  for (const Node* node : fw_nodes)
+    fw_values.insert(node->results().begin(), node->results().end());
+  ValueSet bw_boundary;
+  Ancestors(gradients, fw_values, bw_boundary);
+  std::vector<Value*> saved_values;
+  for (Value* p : primals) {
+    if (bw_boundary.contains(p)) saved_values.push_back(p);
+  }
+  for (const Node* node : joint.nodes()) {
+    for (Value* r : node->results()) {
+      if (bw_boundary.contains(r)) saved_values.push_back(r);
+    }
+  }
+
+  PartitionResult result;
+  for (const Value* v : saved_values) {
+    result.saved.push_back({v->name(), v->type(), v->type().bytes()});
+  }
+  result.num_fw_outs_saved_for_bw = static_cast<int>(saved_values.size());
+
+  for (int j = 0; j < layout.num_gradients(); ++j) {
+    ValueSet reached;
+    Ancestors({gradients[j]}, {}, reached);
+    const bool from_tangent = std::any_of(tangents.begin(), tangents.end(),
+                                          [&](const Value* t) { return reached.contains(t); });
+    if (!from_tangent) result.indices_of_inputs_to_detach.push_back(layout.grad_primal_indices[j]);
+  }
+
+  std::vector<Value*> fw_graph_outputs = fw_outputs;
+  fw_graph_outputs.insert(fw_graph_outputs.end(), saved_values.begin(), saved_values.end());
+  absl::StatusOr<Graph> forward = ExtractSubgraph(joint, primals, fw_graph_outputs);
+  if (!forward.ok()) return forward.status();
+  std::vector<Value*> bw_inputs = saved_values;
+  bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
+  absl::StatusOr<Graph> backward = ExtractSubgraph(joint, bw_inputs, gradients);
+  if (!backward.ok()) return backward.status();
+  result.forward = *std::move(forward);
+  result.backward = *std::move(backward);
+  return result;
+}
+
+}  // namespace tc::partition
