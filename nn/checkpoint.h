@@ -1,0 +1,56 @@
+// Checkpoints in the safetensors format
+// (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
+// length N, N bytes of JSON naming each tensor's dtype, shape and byte range,
+// then the raw little-endian data.
+//
+//   absl::Status saved = nn::save(model, "ckpt.safetensors", &optimizer);
+//   ...
+//   absl::Status loaded = nn::load(model, "ckpt.safetensors", &optimizer);  // resumes
+//   absl::StatusOr<nn::NamedTensors> raw = nn::LoadTensors("ckpt.safetensors");
+//
+// Saving is atomic: the file is written beside the target, flushed to disk and
+// renamed over it, so a crash or a failed write never leaves a half-written
+// checkpoint. Loading is strict: a truncated or corrupted file, or one that
+// does not match the module, yields a status naming the file and the problem,
+// and nothing is modified.
+#ifndef TENSORCUT_NN_CHECKPOINT_H_
+#define TENSORCUT_NN_CHECKPOINT_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+
+namespace tc::nn {
+
+// The header's "__metadata__": free-form string pairs.
+using Metadata = std::map<std::string, std::string>;
+
+// Writes `tensors` (any dtype, any layout) in order under their names, which
+// must be unique, non-empty and not "__metadata__".
+absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
+                         const Metadata& metadata = {});
+
+// Reads every tensor of a safetensors file, in header order, into new
+// contiguous tensors; `metadata`, when given, receives the header's metadata.
+// Supported dtypes: F32, F64, I64, BOOL, BF16.
+absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata = nullptr);
+
+// Saves the module's parameters and buffers under their fully qualified names
+// and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg").
+absl::Status save(const Module& module, const std::string& path,
+                  const Optimizer* optimizer = nullptr);
+
+// Loads a checkpoint written by save() into the existing tensors (handles stay
+// valid). The file must hold exactly the module's parameters and buffers (and
+// the optimizer's state when one is given; without one, optimizer entries in
+// the file are ignored) with the same dtypes and shapes; otherwise the status
+// lists what is missing, unexpected and mismatched, and nothing changes.
+absl::Status load(Module& module, const std::string& path, Optimizer* optimizer = nullptr);
+
+}  // namespace tc::nn
+
+#endif  // TENSORCUT_NN_CHECKPOINT_H_

@@ -1,0 +1,195 @@
+#include "pipeline/compiler_pipeline.h"
+
+#include "absl/strings/str_cat.h"
+#include "graph/pass.h"
+
+namespace tc {
+namespace {
+
+absl::Status MustCallFirst(absl::string_view stage, absl::string_view first) {
+  return absl::FailedPreconditionError(absl::StrCat(stage, ": call ", first, " first"));
+}
+
+JointDescriptor::Kind InputKind(InputDescriptor::Kind kind) {
+  switch (kind) {
+    case InputDescriptor::Kind::kParameter:
+      return JointDescriptor::Kind::kParamInput;
+    case InputDescriptor::Kind::kBuffer:
+      return JointDescriptor::Kind::kBufferInput;
+    case InputDescriptor::Kind::kUserInput:
+      return JointDescriptor::Kind::kUserInput;
+    case InputDescriptor::Kind::kConstant:
+      return JointDescriptor::Kind::kConstantInput;
+  }
+  return JointDescriptor::Kind::kUserInput;
+}
+
+// Forward outputs past the user outputs are buffer updates.
+void LabelMutatedBuffers(const CompiledModel& model, std::vector<JointDescriptor>& outputs) {
+  for (size_t i = 0; i < model.mutated_buffers.size(); ++i) {
+    outputs[model.num_user_outputs + i] = {JointDescriptor::Kind::kMutatedBuffer,
+                                           model.mutated_buffers[i]};
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
+                                                          const TensorTree& example_inputs) {
+  absl::StatusOr<nn::TracedModule> traced = nn::TraceModule(model, example_inputs);
+  if (!traced.ok()) return traced.status();
+  auto compiled = std::make_shared<CompiledModel>();
+  compiled->module = &model;
+  compiled->mutated_buffers = traced->mutated_buffers;
+  compiled->num_user_outputs =
+      static_cast<int>(traced->program.graph.outputs().size() - traced->mutated_buffers.size());
+  compiled->program = std::move(traced->program);
+  CompilerPipeline pipeline(std::move(compiled));
+  // The user inputs' requires_grad, by placeholder (the tree flattens in
+  // placeholder order).
+  const std::vector<Tensor> leaves = Flatten(example_inputs).first;
+  size_t next = 0;
+  for (const InputDescriptor& in : pipeline.model_->program.inputs) {
+    const bool user = in.kind == InputDescriptor::Kind::kUserInput;
+    pipeline.example_requires_grad_.push_back(user && leaves[next].requires_grad());
+    if (user) ++next;
+  }
+  return pipeline;
+}
+
+absl::StatusOr<TracedProgram> CompilerPipeline::PreparedForward(const IrOptions& options) const {
+  const TracedProgram& captured = model_->program;
+  TracedProgram program{captured.graph.Clone(), captured.inputs, captured.constants,
+                        captured.in_spec, captured.out_spec};
+  if (options.decompositions != nullptr) {
+    absl::StatusOr<bool> changed = RunPasses(program.graph, {Decompose(*options.decompositions)});
+    if (!changed.ok()) return changed.status();
+  }
+  return program;
+}
+
+absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options) {
+  absl::StatusOr<TracedProgram> forward = PreparedForward(options);
+  if (!forward.ok()) return forward.status();
+  // Which flattened user inputs want gradients: those that require grad in
+  // the example inputs, or every floating one when asked.
+  JointOptions joint_options;
+  const Graph& graph = model_->program.graph;
+  for (size_t i = 0; i < model_->program.inputs.size(); ++i) {
+    if (model_->program.inputs[i].kind != InputDescriptor::Kind::kUserInput) continue;
+    const bool floating = IsFloating(graph.placeholders()[i]->type().dtype);
+    joint_options.user_inputs_require_grad.push_back(
+        floating && (options.grad_for_all_inputs || example_requires_grad_[i]));
+  }
+  absl::StatusOr<JointGraph> joint = BuildJointGraph(*forward, joint_options);
+  if (!joint.ok()) return joint.status();
+  LabelMutatedBuffers(*model_, joint->outputs);
+  joint_ = std::make_shared<JointGraph>(*std::move(joint));
+  return absl::OkStatus();
+}
+
+absl::Status CompilerPipeline::generate_ir_for_inference(const IrOptions& options) {
+  absl::StatusOr<TracedProgram> forward = PreparedForward(options);
+  if (!forward.ok()) return forward.status();
+  auto inference = std::make_shared<InferenceGraph>();
+  for (const InputDescriptor& in : forward->inputs) {
+    inference->inputs.push_back({InputKind(in.kind), in.name, in.constant_index});
+  }
+  for (size_t i = 0; i < forward->graph.outputs().size(); ++i) {
+    inference->outputs.push_back({JointDescriptor::Kind::kUserOutput, "", static_cast<int>(i)});
+  }
+  LabelMutatedBuffers(*model_, inference->outputs);
+  inference->graph = std::move(forward->graph);
+  inference_ = std::move(inference);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const JointGraph*> CompilerPipeline::joint_graph() const {
+  if (joint_ == nullptr) return MustCallFirst("joint_graph", "generate_ir_for_training");
+  return joint_.get();
+}
+
+absl::StatusOr<const InferenceGraph*> CompilerPipeline::inference_graph() const {
+  if (inference_ == nullptr) return MustCallFirst("inference_graph", "generate_ir_for_inference");
+  return inference_.get();
+}
+
+absl::StatusOr<partition::PartitionResult> CompilerPipeline::partition(
+    const partition::PartitionFn& partition_fn, const JointGraph& joint) const {
+  if (joint_ == nullptr) return MustCallFirst("partition", "generate_ir_for_training");
+  return partition_fn(joint.graph, joint.layout);
+}
+
+absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
+    const codegen::Compiler& compiler, const partition::PartitionResult& partition) const {
+  if (joint_ == nullptr) return MustCallFirst("fw_compile", "generate_ir_for_training");
+  absl::StatusOr<codegen::Executable> run = compiler(partition.forward);
+  if (!run.ok()) return run.status();
+  return CompiledForward{*std::move(run)};
+}
+
+absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
+    const codegen::Compiler& compiler, const partition::PartitionResult& partition,
+    const CompiledForward& forward) const {
+  if (joint_ == nullptr) return MustCallFirst("bw_compile", "generate_ir_for_training");
+  if (!forward.run) return MustCallFirst("bw_compile", "fw_compile");
+  absl::StatusOr<codegen::Executable> run = compiler(partition.backward);
+  if (!run.ok()) return run.status();
+  return CompiledBackward{*std::move(run)};
+}
+
+absl::StatusOr<codegen::Executable> CompilerPipeline::inference_compile(
+    const codegen::Compiler& compiler, const Graph& graph) const {
+  if (inference_ == nullptr) return MustCallFirst("inference_compile", "generate_ir_for_inference");
+  return compiler(graph);
+}
+
+absl::StatusOr<Function> CompilerPipeline::make_autograd_function(
+    const CompiledForward& forward, const CompiledBackward& backward,
+    const partition::PartitionResult& partition) {
+  if (joint_ == nullptr) {
+    return MustCallFirst("make_autograd_function", "generate_ir_for_training");
+  }
+  if (!forward.run) return MustCallFirst("make_autograd_function", "fw_compile");
+  if (!backward.run) return MustCallFirst("make_autograd_function", "bw_compile");
+  if (partition.num_fw_outs_saved_for_bw != static_cast<int>(partition.saved.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("make_autograd_function: the partition saves ",
+                                                   partition.saved.size(), " values but says ",
+                                                   partition.num_fw_outs_saved_for_bw));
+  }
+  return MakeAutogradFunction(model_, forward.run, backward.run, joint_->layout);
+}
+
+absl::StatusOr<Function> CompilerPipeline::make_inference_function(
+    const codegen::Executable& forward) {
+  if (inference_ == nullptr) {
+    return MustCallFirst("make_inference_function", "generate_ir_for_inference");
+  }
+  if (!forward) return MustCallFirst("make_inference_function", "inference_compile");
+  return MakeInferenceFunction(model_, forward);
+}
+
+absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
+                                 const CompileOptions& options) {
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(model, example_inputs);
+  if (!pipeline.ok()) return pipeline.status();
+  const IrOptions ir{options.decompositions};
+  if (!options.training) {
+    if (absl::Status s = pipeline->generate_ir_for_inference(ir); !s.ok()) return s;
+    absl::StatusOr<codegen::Executable> fw =
+        pipeline->inference_compile(options.compiler, (*pipeline->inference_graph())->graph);
+    if (!fw.ok()) return fw.status();
+    return pipeline->make_inference_function(*fw);
+  }
+  if (absl::Status s = pipeline->generate_ir_for_training(ir); !s.ok()) return s;
+  absl::StatusOr<partition::PartitionResult> part =
+      pipeline->partition(options.partition_fn, **pipeline->joint_graph());
+  if (!part.ok()) return part.status();
+  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(options.compiler, *part);
+  if (!fw.ok()) return fw.status();
+  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(options.compiler, *part, *fw);
+  if (!bw.ok()) return bw.status();
+  return pipeline->make_autograd_function(*fw, *bw, *part);
+}
+
+}  // namespace tc

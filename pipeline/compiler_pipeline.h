@@ -1,0 +1,110 @@
+// CompilerPipeline: every stage from an nn::Module to a compiled training or
+// inference function, each a separate public call whose result can be
+// printed, inspected, transformed and handed to the next (the C++ counterpart
+// of PyTorch's staged CompilerPipeline).
+//
+//   auto pipeline = CompilerPipeline::Create(model, inputs).value();   // capture
+//   pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()});
+//   auto part = pipeline.partition(partition::DefaultPartition, *pipeline.joint_graph());
+//   auto fw = pipeline.fw_compile(codegen::interpreter(), *part);
+//   auto bw = pipeline.bw_compile(codegen::interpreter(), *part, *fw);
+//   Function model_fn = pipeline.make_autograd_function(*fw, *bw, *part).value();
+//   TensorTree out = model_fn(inputs).value();   // same structure as model(inputs)
+//   sum(out.leaf()).backward();                   // grads land on model's parameters
+//
+// A stage called before the one it needs returns FailedPrecondition naming
+// the stage to call first.
+#ifndef TENSORCUT_PIPELINE_COMPILER_PIPELINE_H_
+#define TENSORCUT_PIPELINE_COMPILER_PIPELINE_H_
+
+#include <memory>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "autodiff/joint_graph.h"
+#include "codegen/interpreter.h"
+#include "graph/decompositions.h"
+#include "partition/partition.h"
+#include "pipeline/compiled_function.h"
+
+namespace tc {
+
+struct IrOptions {
+  // Applied to the captured graph first; nullptr: none.
+  const DecompositionTable* decompositions = nullptr;
+  // Training only: also compute gradients of user inputs that do not require
+  // grad (by default only inputs with requires_grad() get one).
+  bool grad_for_all_inputs = false;
+};
+
+// The forward graph of inference, with what each input and output stands for.
+struct InferenceGraph {
+  Graph graph;
+  std::vector<JointDescriptor> inputs;
+  std::vector<JointDescriptor> outputs;
+};
+
+struct CompiledForward {
+  codegen::Executable run;
+};
+struct CompiledBackward {
+  codegen::Executable run;
+};
+
+class CompilerPipeline {
+ public:
+  // Captures `model` (traced in its current train/eval mode) with the example
+  // inputs. The model must outlive the pipeline and its functions.
+  static absl::StatusOr<CompilerPipeline> Create(nn::Module& model,
+                                                 const TensorTree& example_inputs);
+
+  absl::Status generate_ir_for_training(const IrOptions& options = {});
+  absl::Status generate_ir_for_inference(const IrOptions& options = {});
+
+  absl::StatusOr<partition::PartitionResult> partition(const partition::PartitionFn& partition_fn,
+                                                       const JointGraph& joint) const;
+  absl::StatusOr<CompiledForward> fw_compile(const codegen::Compiler& compiler,
+                                             const partition::PartitionResult& partition) const;
+  absl::StatusOr<CompiledBackward> bw_compile(const codegen::Compiler& compiler,
+                                              const partition::PartitionResult& partition,
+                                              const CompiledForward& forward) const;
+  absl::StatusOr<codegen::Executable> inference_compile(const codegen::Compiler& compiler,
+                                                        const Graph& graph) const;
+  absl::StatusOr<Function> make_autograd_function(const CompiledForward& forward,
+                                                  const CompiledBackward& backward,
+                                                  const partition::PartitionResult& partition);
+  absl::StatusOr<Function> make_inference_function(const codegen::Executable& forward);
+
+  // The captured forward graph: placeholders are the parameters under their
+  // FQNs in registration order, the buffers, then the user inputs.
+  const TracedProgram& captured() const { return model_->program; }
+  const std::vector<std::string>& mutated_buffers() const { return model_->mutated_buffers; }
+  nn::NamedTensors named_parameters() const { return model_->module->named_parameters(); }
+  absl::StatusOr<const JointGraph*> joint_graph() const;
+  absl::StatusOr<const InferenceGraph*> inference_graph() const;
+
+ private:
+  explicit CompilerPipeline(std::shared_ptr<CompiledModel> model) : model_(std::move(model)) {}
+  absl::StatusOr<TracedProgram> PreparedForward(const IrOptions& options) const;
+
+  std::shared_ptr<CompiledModel> model_;
+  // Per placeholder: whether the example input there required grad.
+  std::vector<bool> example_requires_grad_;
+  std::shared_ptr<JointGraph> joint_;
+  std::shared_ptr<InferenceGraph> inference_;
+};
+
+// The one-call path: the stages above with defaults (default decompositions,
+// the default partition, the interpreter).
+struct CompileOptions {
+  bool training = true;
+  const DecompositionTable* decompositions = &DefaultDecompositions();
+  partition::PartitionFn partition_fn = partition::DefaultPartition;
+  codegen::Compiler compiler = codegen::interpreter();
+};
+absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
+                                 const CompileOptions& options = {});
+
+}  // namespace tc
+
+#endif  // TENSORCUT_PIPELINE_COMPILER_PIPELINE_H_

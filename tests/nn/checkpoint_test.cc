@@ -1,0 +1,315 @@
+// Checkpoints: bitwise round trips, the file checked as safetensors by an
+// independent reading of its header, every kind of corruption and mismatch
+// giving its status with the module untouched, and atomic saves.
+#include "nn/checkpoint.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "tests/test_util.h"
+
+namespace tc::nn {
+namespace {
+
+class Inner : public Module {
+ public:
+  Inner(DType dtype, uint64_t seed) {
+    weight = register_parameter("weight", testing::Random({2, 3}, dtype, seed));
+    bias = register_parameter("bias", testing::Random({3}, dtype, seed + 1));
+  }
+  Tensor weight, bias;
+};
+
+// fc.weight [2,3], fc.bias [3], scale [] and an i64 buffer "count" [2].
+class Net : public Module {
+ public:
+  Net(DType dtype, uint64_t seed) {
+    fc = register_module("fc", std::make_shared<Inner>(dtype, seed));
+    scale = register_parameter("scale", testing::Random({}, dtype, seed + 2));
+    count = register_buffer("count", testing::Random({2}, DType::kI64, seed + 3));
+  }
+  std::shared_ptr<Inner> fc;
+  Tensor scale, count;
+};
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string Bytes(const Tensor& t) {
+  return std::string(static_cast<const char*>(t.raw_data()), t.bytes());
+}
+
+// Every parameter and buffer's bytes, to compare a module before and after.
+std::vector<std::string> Snapshot(const Module& m) {
+  std::vector<std::string> out;
+  for (const auto& list : {m.named_parameters(), m.named_buffers()}) {
+    for (const auto& [name, t] : list) out.push_back(name + "=" + t.type().ToString() + Bytes(t));
+  }
+  return out;
+}
+
+uint64_t HeaderLength(const std::string& file) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(file[i]);
+  return n;
+}
+
+TEST_CASE("a module round-trips bitwise in f32 and f64") {
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    INFO(DTypeName(dtype));
+    const std::string path = TempPath("roundtrip.safetensors");
+    Net saved(dtype, 1);
+    REQUIRE(save(saved, path).ok());
+    Net loaded(dtype, 100);
+    const Tensor handle = loaded.fc->weight;
+    const void* storage = handle.raw_data();
+    REQUIRE(Snapshot(loaded) != Snapshot(saved));
+    const absl::Status status = load(loaded, path);
+    REQUIRE(status.ok());
+    CHECK(Snapshot(loaded) == Snapshot(saved));
+    CHECK(handle.raw_data() == storage);  // copied into the existing storage
+    CHECK(Bytes(handle) == Bytes(saved.fc->weight));
+  }
+}
+
+TEST_CASE("the file is valid safetensors") {
+  const std::string path = TempPath("format.safetensors");
+  Net net(DType::kF32, 1);
+  REQUIRE(save(net, path).ok());
+  const std::string file = ReadFile(path);
+  const uint64_t n = HeaderLength(file);
+  REQUIRE(8 + n <= file.size());
+  CHECK((8 + n) % 8 == 0);
+  const std::string header = file.substr(8, n);
+  CHECK(header.front() == '{');
+  CHECK(header.find_last_not_of(' ') == header.rfind('}'));
+  // Parameters in named_parameters() order (a module's own before its
+  // children's), then buffers; offsets in bytes.
+  CHECK(header.find(R"("scale":{"dtype":"F32","shape":[],"data_offsets":[0,4]})") !=
+        std::string::npos);
+  CHECK(header.find(R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[4,28]})") !=
+        std::string::npos);
+  CHECK(header.find(R"("fc.bias":{"dtype":"F32","shape":[3],"data_offsets":[28,40]})") !=
+        std::string::npos);
+  CHECK(header.find(R"("count":{"dtype":"I64","shape":[2],"data_offsets":[40,56]})") !=
+        std::string::npos);
+  CHECK(file.size() == 8 + n + 56);
+  const std::string data = file.substr(8 + n);
+  CHECK(data.substr(0, 4) == Bytes(net.scale));
+  CHECK(data.substr(4, 24) == Bytes(net.fc->weight));
+  CHECK(data.substr(40, 16) == Bytes(net.count));
+}
+
+TEST_CASE("SaveTensors and LoadTensors keep names, order, dtypes, metadata") {
+  const std::string path = TempPath("tensors.safetensors");
+  Tensor bf16 = Tensor::Empty({3}, DType::kBF16);
+  static_cast<uint16_t*>(bf16.raw_data())[1] = 0x3f80;  // 1.0 in bf16
+  const NamedTensors tensors = {
+      {"z \"quoted\"\n", testing::Random({2, 2}, DType::kF64, 1)},
+      {"a.transposed", testing::NonContiguous(testing::Random({3, 2}, DType::kF32, 2))},
+      {"mask", from_vector(std::vector<bool>{true, false, true}, {3})},
+      {"half", bf16},
+      {"empty", zeros({0, 4})}};
+  REQUIRE(SaveTensors(tensors, path, {{"format", "pt"}, {"note", "é\t"}}).ok());
+  Metadata metadata;
+  absl::StatusOr<NamedTensors> loaded = LoadTensors(path, &metadata);
+  REQUIRE(loaded.ok());
+  CHECK(metadata == Metadata{{"format", "pt"}, {"note", "é\t"}});
+  REQUIRE(loaded->size() == tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    CHECK((*loaded)[i].first == tensors[i].first);
+    CHECK((*loaded)[i].second.type() == tensors[i].second.type());
+    CHECK(Bytes((*loaded)[i].second) == Bytes(tensors[i].second.contiguous()));
+  }
+  CHECK(SaveTensors({{"a", zeros({1})}, {"a", zeros({1})}}, path).message() ==
+        "checkpoint " + path + ": cannot save two tensors named a");
+}
+
+// Loads `bytes` as a checkpoint into a fresh module and returns the status,
+// checking that the module did not change.
+std::string LoadCorrupted(const std::string& bytes) {
+  const std::string path = TempPath("corrupt.safetensors");
+  WriteFile(path, bytes);
+  Net net(DType::kF32, 7);
+  const std::vector<std::string> before = Snapshot(net);
+  const absl::Status status = load(net, path);
+  CHECK(Snapshot(net) == before);
+  const std::string prefix = "checkpoint " + path;
+  REQUIRE(status.message().substr(0, prefix.size()) == prefix);
+  return std::string(status.message().substr(prefix.size()));
+}
+
+// Replaces the first occurrence of `from` by `to` (same length keeps the header length).
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+TEST_CASE("corrupted files give a status and leave the module unchanged") {
+  const std::string path = TempPath("good.safetensors");
+  REQUIRE(save(Net(DType::kF32, 1), path).ok());
+  const std::string good = ReadFile(path);
+  const uint64_t n = HeaderLength(good);
+
+  CHECK(LoadCorrupted(good.substr(0, 5)) ==
+        ": truncated: 5 bytes, too short for the 8-byte header length");
+  CHECK(LoadCorrupted(good.substr(0, good.size() - 3)) ==
+        ": the tensors cover 56 bytes but the data buffer has 53");
+  CHECK(LoadCorrupted(good.substr(0, 8 + n / 2)) ==
+        ": header length " + std::to_string(n) + " exceeds the file size (" +
+            std::to_string(8 + n / 2) + " bytes) or the 100000000-byte limit");
+
+  std::string flipped = good;
+  flipped[7] ^= 0x40;  // the header length's top byte
+  CHECK(LoadCorrupted(flipped) == ": header length " + std::to_string(n | 0x40ull << 56) +
+                                      " exceeds the file size (" + std::to_string(good.size()) +
+                                      " bytes) or the 100000000-byte limit");
+  flipped = good;
+  flipped[8 + 1] ^= 0x01;  // '"' -> '#' in the JSON
+  CHECK(LoadCorrupted(flipped) == ": invalid header JSON at byte 1: expected a string");
+  CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
+        ": invalid header JSON at byte 97: expected a non-negative integer");
+  CHECK(LoadCorrupted(Replace(good, "[4,28]", "[4,32]")) ==
+        ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [4, 32] hold 28");
+  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[24,36]")) ==
+        ": fc.bias: data_offsets [24, 36] overlap the previous tensor");
+  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[32,44]")) ==
+        ": fc.bias: data_offsets [32, 44] leave a gap after byte 28");
+  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[40,28]")) ==
+        ": fc.bias: data_offsets [40, 28] are reversed");
+  CHECK(LoadCorrupted(Replace(good, "\"F32\"", "\"F16\"")) ==
+        ": invalid header JSON at byte 23: scale: unsupported dtype \"F16\"");
+  CHECK(LoadCorrupted(Replace(good, "\"dtype\"", "\"dtypo\"")) ==
+        ": invalid header JSON at byte 18: scale: unknown field \"dtypo\"");
+  CHECK(LoadCorrupted(Replace(good, "\"fc.bias\"", "\"scale\"  ")) ==
+        ": invalid header JSON at byte 131: duplicate entry scale");
+  CHECK(LoadCorrupted(Replace(good, "[40,56]", "[40,5.]")) ==
+        ": invalid header JSON at byte 237: expected an integer");
+  CHECK(LoadCorrupted("") == ": truncated: 0 bytes, too short for the 8-byte header length");
+
+  Net net(DType::kF32, 7);
+  const absl::Status missing = load(net, TempPath("no_such.safetensors"));
+  CHECK(missing.code() == absl::StatusCode::kNotFound);
+  CHECK(missing.message() == "cannot open checkpoint " + TempPath("no_such.safetensors") +
+                                 ": No such file or directory");
+}
+
+TEST_CASE("a checkpoint that does not match the module is rejected whole") {
+  const std::string path = TempPath("mismatch.safetensors");
+  Net reference(DType::kF32, 1);
+  // Wrong dtype, wrong shape, a missing and an unexpected key in one file.
+  const NamedTensors tensors = {{"fc.weight", testing::Random({3, 2}, DType::kF32, 1)},
+                                {"fc.b", zeros({3})},
+                                {"scale", zeros({}, DType::kF64)},
+                                {"count", zeros({2}, DType::kI64)}};
+  REQUIRE(SaveTensors(tensors, path).ok());
+  Net net(DType::kF32, 7);
+  const std::vector<std::string> before = Snapshot(net);
+  const absl::Status status = load(net, path);
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(status.message() == "checkpoint " + path +
+                                " does not match the module: missing: fc.bias; unexpected: fc.b; "
+                                "mismatched: scale (expected f32[], file has f64[]), "
+                                "fc.weight (expected f32[2,3], file has f32[3,2])");
+  CHECK(Snapshot(net) == before);
+
+  // A bool buffer byte other than 0 or 1 is corruption, not a value.
+  Tensor mask = Tensor::Empty({2}, DType::kBool);
+  static_cast<unsigned char*>(mask.raw_data())[1] = 2;
+  REQUIRE(SaveTensors({{"mask", mask}}, path).ok());
+  CHECK(LoadTensors(path).status().message() ==
+        "checkpoint " + path + ": mask: element 1 is 2, not a BOOL (0 or 1)");
+}
+
+TEST_CASE("optimizer state is saved and restored with the module") {
+  const std::string path = TempPath("train.safetensors");
+  auto train = [](Net& net, Adam& opt, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      for (const auto& [name, p] : net.named_parameters()) p.set_grad(ones(p.shape()) * 0.5);
+      opt.step();
+    }
+  };
+  Net straight(DType::kF32, 1);
+  Adam straight_opt(straight.named_parameters(), 0.1);
+  train(straight, straight_opt, 5);
+
+  Net net(DType::kF32, 1);
+  Adam opt(net.named_parameters(), 0.1);
+  train(net, opt, 3);
+  REQUIRE(save(net, path, &opt).ok());
+  CHECK(ReadFile(path).find("\"optim.fc.weight.exp_avg_sq\"") != std::string::npos);
+
+  Net resumed(DType::kF32, 9);
+  Adam resumed_opt(resumed.named_parameters(), 0.1);
+  REQUIRE(load(resumed, path, &resumed_opt).ok());
+  train(resumed, resumed_opt, 2);
+  CHECK(Snapshot(resumed) == Snapshot(straight));
+
+  // Without an optimizer the state is ignored; a model-only checkpoint lacks it.
+  Net inference(DType::kF32, 9);
+  REQUIRE(load(inference, path).ok());
+  CHECK(Snapshot(inference) == Snapshot(net));
+  REQUIRE(save(net, path).ok());
+  SGD sgd(resumed.named_parameters(), 0.1);
+  CHECK(load(resumed, path, &sgd).message() ==
+        "checkpoint " + path +
+            " does not match the module: missing: optim.scale.step, optim.fc.weight.step, "
+            "optim.fc.bias.step");
+}
+
+TEST_CASE("saving is atomic") {
+  Net net(DType::kF32, 1);
+  const std::string bad = TempPath("no_such_dir/ckpt.safetensors");
+  const absl::Status status = save(net, bad);
+  CHECK(status.message() == "cannot create checkpoint " + bad + ": No such file or directory");
+  CHECK(!std::filesystem::exists(bad));
+
+  // A write that fails half-way (the file size limit, as a full disk would)
+  // leaves the existing checkpoint as it was and no temporary file behind.
+  const std::filesystem::path dir = TempPath("atomic");
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "ckpt.safetensors").string();
+  REQUIRE(save(net, path).ok());
+  const std::string before = ReadFile(path);
+  const NamedTensors big = {{"big", zeros({1 << 16})}};
+  rlimit old_limit;
+  getrlimit(RLIMIT_FSIZE, &old_limit);
+  signal(SIGXFSZ, SIG_IGN);
+  rlimit limit = old_limit;
+  limit.rlim_cur = 4096;
+  setrlimit(RLIMIT_FSIZE, &limit);
+  const absl::Status failed = SaveTensors(big, path);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  CHECK(failed.message() == "cannot write checkpoint " + path + ": File too large");
+  CHECK(ReadFile(path) == before);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.exists();
+  CHECK(files == 1);
+}
+
+}  // namespace
+}  // namespace tc::nn

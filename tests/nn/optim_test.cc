@@ -1,0 +1,337 @@
+// Optimizers against the update formulas of torch.optim, evaluated here in
+// double by a few lines each; plus state save/restore, error paths, and a
+// check that a step allocates nothing.
+#include "nn/optim.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "runtime/error.h"
+#include "tests/test_util.h"
+
+namespace {
+// Counts heap allocations made while `g_counting` is set.
+bool g_counting = false;
+int64_t g_allocations = 0;
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace tc::nn {
+namespace {
+
+using Vec = std::vector<double>;
+
+const Vec kInit = {1.0, -2.0, 0.5, 3.0};
+
+// The grad of step t (1-based): hand-set values that change from step to step.
+Vec GradAt(int t) {
+  const Vec base = {0.5, -1.0, 0.25, 2.0};
+  Vec g;
+  for (double b : base) g.push_back(b * (1 + 0.5 * t) - 0.1 * t);
+  return g;
+}
+
+Tensor MakeTensor(const Vec& values, DType dtype) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}).to(dtype);
+}
+
+// Runs `steps` steps of `opt` over its single parameter with GradAt(t).
+void RunSteps(Optimizer& opt, int first_step, int steps) {
+  const Tensor& p = opt.params()[0].second;
+  for (int t = first_step; t < first_step + steps; ++t) {
+    p.set_grad(MakeTensor(GradAt(t), p.dtype()));
+    opt.step();
+  }
+}
+
+// torch.optim.SGD, one step, in double.
+struct RefSgd {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov;
+  Vec buf;
+  int step = 0;
+
+  void Step(Vec& p, Vec g) {
+    ++step;
+    if (buf.empty()) buf.assign(p.size(), 0);
+    for (size_t i = 0; i < p.size(); ++i) {
+      g[i] += weight_decay * p[i];
+      if (momentum != 0) {
+        buf[i] = step == 1 ? g[i] : momentum * buf[i] + (1 - dampening) * g[i];
+        g[i] = nesterov ? g[i] + momentum * buf[i] : buf[i];
+      }
+      p[i] -= lr * g[i];
+    }
+  }
+};
+
+// torch.optim.Adam (decoupled = false) and AdamW (true), one step, in double.
+struct RefAdam {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool decoupled;
+  Vec m, v;
+  int step = 0;
+
+  void Step(Vec& p, const Vec& grad) {
+    ++step;
+    if (m.empty()) m.assign(p.size(), 0), v.assign(p.size(), 0);
+    const double bias1 = 1 - std::pow(beta1, step), bias2 = 1 - std::pow(beta2, step);
+    for (size_t i = 0; i < p.size(); ++i) {
+      double g = grad[i];
+      if (decoupled) {
+        p[i] *= 1 - lr * weight_decay;
+      } else {
+        g += weight_decay * p[i];
+      }
+      m[i] = beta1 * m[i] + (1 - beta1) * g;
+      v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+      const double m_hat = m[i] / bias1, v_hat = v[i] / bias2;
+      p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    }
+  }
+};
+
+// Checks the first three steps of `opt` against `ref`.
+template <typename Ref>
+void CheckThreeSteps(Optimizer& opt, Ref ref, double tolerance) {
+  Vec expected = kInit;
+  for (int t = 1; t <= 3; ++t) {
+    ref.Step(expected, GradAt(t));
+    RunSteps(opt, t, 1);
+    INFO("step " << t);
+    REQUIRE_TENSORS_CLOSE(opt.params()[0].second.to(DType::kF64), MakeTensor(expected, DType::kF64),
+                          tolerance, tolerance);
+  }
+}
+
+double ToleranceFor(DType dtype) { return dtype == DType::kF32 ? 2e-6 : 1e-13; }
+
+TEST_CASE("SGD first step by hand") {
+  Tensor p = MakeTensor({1.0, -2.0}, DType::kF64);
+  p.set_grad(MakeTensor({0.5, -1.0}, DType::kF64));
+  SGD opt({p}, /*lr=*/0.1);
+  opt.step();
+  CHECK(p.to_vector<double>() == Vec{1.0 - 0.05, -2.0 + 0.1});
+}
+
+TEST_CASE("SGD matches torch.optim.SGD over three steps") {
+  struct Config {
+    const char* name;
+    double momentum, dampening, weight_decay;
+    bool nesterov;
+  };
+  const Config configs[] = {{"plain", 0, 0, 0, false},
+                            {"momentum", 0.9, 0, 0, false},
+                            {"momentum with dampening", 0.9, 0.3, 0, false},
+                            {"weight decay", 0, 0, 0.1, false},
+                            {"nesterov", 0.9, 0, 0, true},
+                            {"nesterov with weight decay", 0.8, 0, 0.05, true}};
+  for (const Config& c : configs) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      INFO(c.name << " " << DTypeName(dtype));
+      SGD opt({MakeTensor(kInit, dtype)}, 0.1, c.momentum, c.dampening, c.weight_decay, c.nesterov);
+      CheckThreeSteps(opt, RefSgd{0.1, c.momentum, c.dampening, c.weight_decay, c.nesterov},
+                      ToleranceFor(dtype));
+    }
+  }
+}
+
+TEST_CASE("Adam first step by hand: lr * g / (|g| + eps)") {
+  Tensor p = MakeTensor({1.0, -2.0}, DType::kF64);
+  p.set_grad(MakeTensor({0.5, -4.0}, DType::kF64));
+  Adam opt({p}, /*lr=*/0.1);
+  opt.step();
+  // m_hat = g and v_hat = g^2 after one step.
+  CHECK(p.to_vector<double>()[0] == Approx(1.0 - 0.1 * 0.5 / (0.5 + 1e-8)).epsilon(1e-15));
+  CHECK(p.to_vector<double>()[1] == Approx(-2.0 + 0.1 * 4.0 / (4.0 + 1e-8)).epsilon(1e-15));
+}
+
+TEST_CASE("Adam and AdamW match torch.optim over three steps") {
+  struct Config {
+    const char* name;
+    double lr, beta1, beta2, eps, weight_decay;
+  };
+  const Config configs[] = {{"defaults", 1e-3, 0.9, 0.999, 1e-8, 0},
+                            {"weight decay", 0.05, 0.9, 0.999, 1e-8, 0.1},
+                            {"other betas", 0.05, 0.8, 0.99, 1e-6, 0.02}};
+  for (const Config& c : configs) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      INFO(c.name << " " << DTypeName(dtype));
+      Adam adam({MakeTensor(kInit, dtype)}, c.lr, c.beta1, c.beta2, c.eps, c.weight_decay);
+      CheckThreeSteps(adam, RefAdam{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, false},
+                      ToleranceFor(dtype));
+      AdamW adamw({MakeTensor(kInit, dtype)}, c.lr, c.beta1, c.beta2, c.eps, c.weight_decay);
+      CheckThreeSteps(adamw, RefAdam{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, true},
+                      ToleranceFor(dtype));
+    }
+  }
+}
+
+TEST_CASE("AdamW decouples weight decay from the gradient") {
+  // With a zero grad, Adam's L2 term drives the whole step (about lr * sign(p)),
+  // while AdamW only shrinks p by the factor 1 - lr * wd.
+  Tensor p_adam = MakeTensor({2.0, -4.0}, DType::kF64);
+  Tensor p_adamw = MakeTensor({2.0, -4.0}, DType::kF64);
+  p_adam.set_grad(zeros({2}, DType::kF64));
+  p_adamw.set_grad(zeros({2}, DType::kF64));
+  Adam adam({p_adam}, 0.1, 0.9, 0.999, 1e-8, 0.5);
+  AdamW adamw({p_adamw}, 0.1, 0.9, 0.999, 1e-8, 0.5);
+  adam.step();
+  adamw.step();
+  CHECK(p_adamw.to_vector<double>() == Vec{2.0 * 0.95, -4.0 * 0.95});
+  CHECK(p_adam.to_vector<double>()[0] == Approx(2.0 - 0.1).epsilon(1e-8));
+  CHECK(p_adam.to_vector<double>()[1] == Approx(-4.0 + 0.1).epsilon(1e-8));
+  CHECK(AdamW({MakeTensor(kInit, DType::kF32)}).name() == "AdamW");
+}
+
+TEST_CASE("parameters without a grad are skipped") {
+  Tensor a = MakeTensor({1.0, 2.0}, DType::kF32);
+  Tensor b = MakeTensor({3.0, 4.0}, DType::kF32);
+  Adam opt({a, b}, 0.1);
+  a.set_grad(MakeTensor({1.0, 1.0}, DType::kF32));
+  opt.step();
+  CHECK(b.to_vector<double>() == Vec{3.0, 4.0});
+  const NamedTensors state = opt.state();
+  CHECK(state[0].first == "optim.0.step");
+  CHECK(state[0].second.item<int64_t>() == 1);
+  CHECK(state[3].first == "optim.1.step");
+  CHECK(state[3].second.item<int64_t>() == 0);
+  opt.zero_grad();
+  CHECK(!a.grad().defined());
+}
+
+TEST_CASE("state names follow the parameter keys") {
+  Tensor w = MakeTensor({1.0}, DType::kF32);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : SGD(NamedTensors{{"fc.weight", w}}, 0.1, 0.9).state()) {
+    names.push_back(name);
+  }
+  CHECK(names ==
+        std::vector<std::string>{"optim.fc.weight.step", "optim.fc.weight.momentum_buffer"});
+  names.clear();
+  for (const auto& [name, t] : Adam({w}).state()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"optim.0.step", "optim.0.exp_avg", "optim.0.exp_avg_sq"});
+  CHECK(SGD({w}, 0.1).state().size() == 1);  // no momentum: only the step count
+}
+
+// 3 steps, save, restore into a fresh optimizer over a copy of the parameter,
+// 2 more steps: bitwise the same as 5 uninterrupted steps.
+template <typename MakeOpt>
+void CheckResume(MakeOpt make) {
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    INFO(DTypeName(dtype));
+    auto straight = make(MakeTensor(kInit, dtype));
+    RunSteps(*straight, 1, 5);
+
+    auto first = make(MakeTensor(kInit, dtype));
+    RunSteps(*first, 1, 3);
+    NamedTensors saved;
+    for (const auto& [name, t] : first->state()) saved.emplace_back(name, t.clone());
+    auto resumed = make(first->params()[0].second.clone());
+    REQUIRE(resumed->load_state(saved).ok());
+    RunSteps(*resumed, 4, 2);
+    CHECK(resumed->params()[0].second.template to_vector<double>() ==
+          straight->params()[0].second.template to_vector<double>());
+    for (size_t i = 0; i < saved.size(); ++i) {
+      CHECK(resumed->state()[i].second.template to_vector<double>() ==
+            straight->state()[i].second.template to_vector<double>());
+    }
+  }
+}
+
+TEST_CASE("restored state continues identically") {
+  CheckResume([](Tensor p) { return std::make_unique<SGD>(ParamList{p}, 0.1, 0.9, 0.1, 0.01); });
+  CheckResume([](Tensor p) { return std::make_unique<SGD>(ParamList{p}, 0.1, 0.9, 0, 0, true); });
+  CheckResume([](Tensor p) { return std::make_unique<Adam>(ParamList{p}, 0.05, 0.9, 0.99); });
+  CheckResume([](Tensor p) { return std::make_unique<AdamW>(ParamList{p}, 0.05); });
+}
+
+TEST_CASE("load_state rejects a mismatched state and changes nothing") {
+  Tensor p = MakeTensor({1.0, 2.0}, DType::kF32);
+  Adam opt({p}, 0.1);
+  p.set_grad(MakeTensor({1.0, -1.0}, DType::kF32));
+  opt.step();
+  const Vec exp_avg = opt.state()[1].second.to_vector<double>();
+
+  const NamedTensors bad = {{"optim.0.step", scalar(1, DType::kI64)},
+                            {"optim.0.exp_avg", zeros({3}, DType::kF32)},
+                            {"optim.1.exp_avg", zeros({2}, DType::kF32)}};
+  CHECK(opt.load_state(bad).message() ==
+        "Adam state does not match the optimizer: missing: optim.0.exp_avg_sq; unexpected: "
+        "optim.1.exp_avg; mismatched: optim.0.exp_avg (expected f32[2], got f32[3])");
+  const NamedTensors wrong_dtype = {{"optim.0.step", scalar(1, DType::kF32)},
+                                    {"optim.0.exp_avg", zeros({2}, DType::kF32)},
+                                    {"optim.0.exp_avg_sq", zeros({2}, DType::kF32)}};
+  CHECK(opt.load_state(wrong_dtype).message() ==
+        "Adam state does not match the optimizer: mismatched: optim.0.step (expected i64[], got "
+        "f32[])");
+  const NamedTensors negative = {{"optim.0.step", scalar(-2, DType::kI64)},
+                                 {"optim.0.exp_avg", zeros({2}, DType::kF32)},
+                                 {"optim.0.exp_avg_sq", zeros({2}, DType::kF32)}};
+  CHECK(opt.load_state(negative).message() ==
+        "Adam state: optim.0.step is -2; a step count cannot be negative");
+  CHECK(opt.state()[0].second.item<int64_t>() == 1);
+  CHECK(opt.state()[1].second.to_vector<double>() == exp_avg);
+}
+
+std::string ThrownMessage(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(e.status().message());
+  }
+  return "no error";
+}
+
+TEST_CASE("invalid hyperparameters, parameters and grads throw") {
+  Tensor p = MakeTensor({1.0, 2.0}, DType::kF32);
+  CHECK(ThrownMessage([&] { SGD({p}, 0.1, 0.9, 0.5, 0, true); }) ==
+        "SGD: Nesterov momentum requires a momentum and zero dampening");
+  CHECK(ThrownMessage([&] { SGD({p}, -1); }) == "SGD: invalid learning rate -1");
+  CHECK(ThrownMessage([&] { Adam({p}, 0.1, 1.0); }) == "Adam: invalid beta1 1");
+  CHECK(ThrownMessage([&] { Adam({p, p}); }) == "Adam: parameter 1 is the same tensor as 0");
+  CHECK(ThrownMessage([&] { SGD({zeros({2}, DType::kI64)}, 0.1); }) ==
+        "SGD: parameter 0 has dtype i64; only f32 and f64 parameters can be optimized");
+  CHECK(ThrownMessage([&] {
+          SGD({zeros({2, 3}).transpose(0, 1)}, 0.1);
+        }) == "SGD: parameter 0 is not contiguous");
+  SGD opt({p}, 0.1);
+  p.set_grad(zeros({3}));
+  CHECK(ThrownMessage([&] { opt.step(); }) == "SGD: grad of 0 is f32[3], parameter is f32[2]");
+}
+
+TEST_CASE("a step allocates nothing") {
+  Tensor w = MakeTensor(kInit, DType::kF32);
+  Tensor b = MakeTensor({1.0, 2.0}, DType::kF64);
+  w.set_grad(MakeTensor(GradAt(1), DType::kF32));
+  b.set_grad(MakeTensor({0.5, 0.5}, DType::kF64));
+  SGD sgd({w, b}, 0.1, 0.9, 0, 0.01, true);
+  AdamW adamw({w, b});
+  g_allocations = 0;
+  g_counting = true;
+  for (int i = 0; i < 3; ++i) {
+    sgd.step();
+    adamw.step();
+  }
+  g_counting = false;
+  CHECK(g_allocations == 0);
+  // The counter does see allocations (of any library): a new tensor makes some.
+  g_counting = true;
+  Tensor t = zeros({2});
+  g_counting = false;
+  CHECK(g_allocations > 0);
+}
+
+}  // namespace
+}  // namespace tc::nn
