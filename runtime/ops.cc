@@ -218,6 +218,7 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
     }
   }
   if (inferred >= 0 && known != 0 && x.numel() % known == 0) shape[inferred] = x.numel() / known;
+  if (x.defined() && shape == x.shape()) return x;  // no node for a no-op, eager or traced
   return Call1(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});
 }
 Tensor expand(const Tensor& x, std::vector<int64_t> shape) {

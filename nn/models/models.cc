@@ -29,9 +29,20 @@ Tensor Labels(int64_t n, int64_t num_classes, Generator* gen) {
 
 TensorTree LeafOf(Tensor t) { return TensorTree::MakeLeaf(std::move(t)); }
 
+// The seed's SimpleLinear: one Linear child named "linear".
+class SimpleLinear : public Module {
+ public:
+  explicit SimpleLinear(Generator* gen)
+      : linear_(register_module("linear", std::make_shared<Linear>(3, 2, true, gen))) {}
+  Tensor forward(const Tensor& x) override { return (*linear_)(x); }
+
+ private:
+  std::shared_ptr<Linear> linear_;
+};
+
 ModelSpec MakeLinear(Generator* gen) {
   ModelSpec spec;
-  spec.module = std::make_shared<Linear>(3, 2, true, gen);
+  spec.module = std::make_shared<SimpleLinear>(gen);
   spec.inputs = LeafOf(randn({4, 3}, DType::kF32, gen));
   return spec;
 }
@@ -92,7 +103,7 @@ struct Entry {
 };
 
 constexpr Entry kModels[] = {
-    {"linear", "Linear(3, 2) on f32[4,3]", &MakeLinear},
+    {"linear", "the seed's SimpleLinear: Linear(3, 2) on f32[4,3]", &MakeLinear},
     {"convbn", "Conv2d(1, 3, 3, p1)-BatchNorm2d-ReLU on f32[2,1,4,4]", &MakeConvBn},
     {"structured", "dict {x, y} in, tuple (a+b, a-b, a*b) out, two Linear layers", &MakeStructured},
     {"mlp", "784-512-512-10 MLP with ReLU, batch 128, cross-entropy", &MakeMlp},

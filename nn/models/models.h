@@ -7,7 +7,8 @@
 //   Tensor loss = spec->loss(out, spec->targets);
 //
 // The models and their parameter names (in registration order):
-//   linear       Linear(3, 2); input f32[4,3]. "weight", "bias".
+//   linear       SimpleLinear, a Linear(3, 2) child "linear"; input f32[4,3].
+//                "linear.weight", "linear.bias".
 //   convbn       Sequential(Conv2d(1, 3, 3, padding 1), BatchNorm2d(3), ReLU);
 //                input f32[2,1,4,4]. "0.weight", "0.bias", "1.weight", "1.bias";
 //                buffers "1.running_mean", "1.running_var", "1.num_batches_tracked".

@@ -33,7 +33,7 @@ TEST_CASE("the registry lists every model and rejects unknown names") {
 
 TEST_CASE("reference models have the documented parameter and buffer names, in order") {
   const std::map<std::string, std::pair<Strings, Strings>> expected = {
-      {"linear", {{"weight", "bias"}, {}}},
+      {"linear", {{"linear.weight", "linear.bias"}, {}}},
       {"convbn",
        {{"0.weight", "0.bias", "1.weight", "1.bias"},
         {"1.running_mean", "1.running_var", "1.num_batches_tracked"}}},
