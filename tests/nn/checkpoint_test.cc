@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "nn/models/models.h"
 #include "tests/test_util.h"
 
 namespace tc::nn {
@@ -92,6 +93,27 @@ TEST_CASE("a module round-trips bitwise in f32 and f64") {
     CHECK(Snapshot(loaded) == Snapshot(saved));
     CHECK(handle.raw_data() == storage);  // copied into the existing storage
     CHECK(Bytes(handle) == Bytes(saved.fc->weight));
+  }
+}
+
+TEST_CASE("every reference model round-trips exactly") {
+  for (const std::string& name : nn::ModelNames()) {
+    INFO(name);
+    nn::ModelSpec saved = nn::MakeModel(name, 1).value();
+    nn::ModelSpec loaded = nn::MakeModel(name, 2).value();  // different values
+    const std::string path = TempPath(name + ".safetensors");
+    REQUIRE(nn::save(*saved.module, path).ok());
+    REQUIRE(nn::load(*loaded.module, path).ok());
+    for (const auto& [a, b] :
+         {std::pair{saved.module->named_parameters(), loaded.module->named_parameters()},
+          std::pair{saved.module->named_buffers(), loaded.module->named_buffers()}}) {
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO(a[i].first);
+        CHECK(a[i].first == b[i].first);
+        REQUIRE_TENSORS_CLOSE(b[i].second, a[i].second, 0, 0);
+      }
+    }
   }
 }
 
