@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "graph/ops/infer_util.h"
 #include "graph/printer.h"
 
 namespace tc {
@@ -68,23 +69,6 @@ class Emitter {
 using Inputs = absl::Span<Value* const>;
 using Result = absl::StatusOr<std::vector<Value*>>;
 
-// The reduced dims in [0, rank), ascending; all dims when `dims` is empty.
-absl::StatusOr<std::vector<int64_t>> ReducedDims(const std::vector<int64_t>& dims, int64_t rank) {
-  std::vector<int64_t> out;
-  if (dims.empty()) {
-    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
-    return out;
-  }
-  for (int64_t d : dims) {
-    absl::StatusOr<int64_t> w = WrapDim(d, rank);
-    if (!w.ok()) return w.status();
-    out.push_back(*w);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 // How many elements a reduction over `dims` combines into one.
 int64_t ReducedCount(const Shape& shape, const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -133,7 +117,7 @@ Result Softmax(Graph& g, const Node& node, Inputs in, bool log) {
 Result Mean(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
   absl::StatusOr<std::vector<int64_t>> dims =
-      ReducedDims(node.attrs().Ints("dims"), x->type().rank());
+      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank());
   if (!dims.ok()) return dims.status();
   Emitter e(g);
   const double n = static_cast<double>(ReducedCount(x->type().shape, *dims));
@@ -145,7 +129,7 @@ Result Mean(Graph& g, const Node& node, Inputs in) {
 Result Var(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
   absl::StatusOr<std::vector<int64_t>> dims =
-      ReducedDims(node.attrs().Ints("dims"), x->type().rank());
+      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank());
   if (!dims.ok()) return dims.status();
   Emitter e(g);
   const int64_t n = ReducedCount(x->type().shape, *dims);

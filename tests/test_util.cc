@@ -26,13 +26,7 @@ std::string CompareTensors(const Tensor& actual, const Tensor& expected, double 
     }
   }
   if (worst_i < 0) return "";
-  // Row-major index of the worst element.
-  std::vector<int64_t> index(actual.dim());
-  int64_t rest = worst_i;
-  for (int64_t d = actual.dim() - 1; d >= 0; --d) {
-    index[d] = rest % actual.shape()[d];
-    rest /= actual.shape()[d];
-  }
+  const Index index = Unravel(worst_i, actual.shape());
   return absl::StrCat("tensors ", actual.type().ToString(), " differ; worst at ",
                       ShapeToString(index), ": actual ", a[worst_i], ", expected ", e[worst_i],
                       " (rtol ", rtol, ", atol ", atol, ")");
@@ -62,6 +56,27 @@ Tensor Random(absl::Span<const int64_t> shape, DType dtype, uint64_t seed) {
       break;
   }
   return Tensor();
+}
+
+int64_t Ravel(const Index& index, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+Index Unravel(int64_t flat, const Shape& shape) {
+  Index index(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+Tensor Reference(const Shape& shape, const std::function<double(const Index&)>& f) {
+  std::vector<double> v(NumElements(shape));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = f(Unravel(i, shape));
+  return from_vector<double>(v, shape);
 }
 
 }  // namespace tc::testing

@@ -3,6 +3,7 @@
 #ifndef TENSORCUT_TESTS_TEST_UTIL_H_
 #define TENSORCUT_TESTS_TEST_UTIL_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,25 @@ Tensor NonContiguous(const Tensor& t);
 
 // Deterministic random values; f32/f64 normal, i64 in [0, 10), bool coin flips.
 Tensor Random(absl::Span<const int64_t> shape, DType dtype, uint64_t seed);
+
+// Multi-indices for reference implementations written with plain loops.
+using Index = std::vector<int64_t>;
+int64_t Ravel(const Index& index, const Shape& shape);  // row-major flat position
+Index Unravel(int64_t flat, const Shape& shape);
+
+// A tensor's values as f64, read by full index: what a reference reads.
+class Values {
+ public:
+  explicit Values(const Tensor& t) : shape_(t.shape()), v_(t.to_vector<double>()) {}
+  double operator[](const Index& index) const { return v_[Ravel(index, shape_)]; }
+
+ private:
+  Shape shape_;
+  std::vector<double> v_;
+};
+
+// The f64 tensor of `shape` whose element at each index is f(index).
+Tensor Reference(const Shape& shape, const std::function<double(const Index&)>& f);
 
 }  // namespace tc::testing
 

@@ -14,40 +14,11 @@
 namespace tc {
 namespace {
 
-using Index = std::vector<int64_t>;
-
-int64_t Ravel(const Index& index, const Shape& shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
-  return flat;
-}
-
-Index Unravel(int64_t flat, const Shape& shape) {
-  Index index(shape.size());
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
-// A tensor's values as f64, read by full index: what a reference reads.
-class Values {
- public:
-  explicit Values(const Tensor& t) : shape_(t.shape()), v_(t.to_vector<double>()) {}
-  double operator[](const Index& index) const { return v_[Ravel(index, shape_)]; }
-
- private:
-  Shape shape_;
-  std::vector<double> v_;
-};
-
-// The f64 tensor of `shape` whose element at each index is f(index).
-Tensor Reference(const Shape& shape, const std::function<double(const Index&)>& f) {
-  std::vector<double> v(NumElements(shape));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = f(Unravel(i, shape));
-  return from_vector<double>(v, shape);
-}
+using testing::Index;
+using testing::Ravel;
+using testing::Reference;
+using testing::Unravel;
+using testing::Values;
 
 // The batch part of the index into an operand of shape `s` that the output
 // index `i` reads: leading dims dropped, size-1 dims broadcast.
