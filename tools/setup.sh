@@ -8,6 +8,7 @@ packages=(
   bazel-bootstrap      # Bazel 4.2.3 (WORKSPACE mode)
   g++
   pkg-config
+  zlib1g-dev           # reads the gzip-compressed datasets
   libeigen3-dev        # Eigen 3.4
   libdnnl-dev          # oneDNN 2.6
   libabsl-dev          # Abseil 20220623
