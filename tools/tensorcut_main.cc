@@ -1,128 +1,21 @@
 // tensorcut: the command-line program. Subcommands are rows of kSubcommands;
 // with none given it runs `demo`.
 //
-//   tensorcut                 # same as `tensorcut demo`
-//   tensorcut demo --runs=50  # each op timed as the median of 50 runs
+//   tensorcut                 # same as `tensorcut demo`: Fashion-MNIST, one epoch
+//   tensorcut ops --runs=50   # each op timed as the median of 50 runs
 //   tensorcut --help
-#include <omp.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/error.h"
-#include "runtime/kernels/onednn.h"
-#include "runtime/ops.h"
-
-ABSL_FLAG(int, runs, 20, "timed runs of each op in `demo`; the median is printed");
+#include "tools/subcommands.h"
 
 namespace tc {
 namespace {
-
-// ---- demo: a few f32 ops through oneDNN, timed, and checked against the same
-// ops run in f64 (oneDNN has no f64, so those run on the reference kernels).
-
-int Runs() { return std::max(1, absl::GetFlag(FLAGS_runs)); }
-
-// Median wall time of `fn` in milliseconds over Runs() runs, after one warm-up
-// run (which also creates and caches the oneDNN primitive).
-template <typename Fn>
-double MedianMs(Fn fn) {
-  fn();
-  std::vector<double> ms;
-  for (int i = 0; i < Runs(); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
-
-double MaxAbsDiff(const Tensor& f32, const Tensor& f64) {
-  return max(abs(f32.to(DType::kF64) - f64)).item<double>();
-}
-
-std::string ShapeText(const Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.shape(), "x"), "]");
-}
-
-// One table row; `rate` is GFLOP/s for compute-bound ops, GB/s (bytes read
-// plus written, once each) for memory-bound ones.
-void PrintRow(const char* op, const std::string& shapes, double ms, double rate, const char* unit,
-              double diff) {
-  std::printf("%-11s %-34s %9.3f ms %8.1f %-7s %12.2e\n", op, shapes.c_str(), ms, rate, unit, diff);
-}
-
-Tensor F64(const Tensor& t) { return t.to(DType::kF64); }
-
-void DemoMatmul(Generator& gen) {
-  const Tensor a = randn({512, 784}, DType::kF32, &gen);
-  const Tensor b = randn({784, 512}, DType::kF32, &gen);
-  Tensor c;
-  const double ms = MedianMs([&] { c = matmul(a, b); });
-  const double gflops = 2.0 * 512 * 784 * 512 / (ms * 1e6);
-  PrintRow("matmul", absl::StrCat(ShapeText(a), " x ", ShapeText(b)), ms, gflops, "GFLOP/s",
-           MaxAbsDiff(c, matmul(F64(a), F64(b))));
-}
-
-void DemoConv2d(Generator& gen) {
-  const Tensor x = randn({32, 3, 32, 32}, DType::kF32, &gen);
-  const Tensor w = randn({32, 3, 3, 3}, DType::kF32, &gen);
-  Conv2dOptions options;
-  options.padding = {1, 1};
-  Tensor y;
-  const double ms = MedianMs([&] { y = conv2d(x, w, options); });
-  const double gflops = 2.0 * y.numel() * 3 * 3 * 3 / (ms * 1e6);  // per output: C*KH*KW MACs
-  PrintRow("conv2d", absl::StrCat(ShapeText(x), " * ", ShapeText(w), " pad 1"), ms, gflops,
-           "GFLOP/s", MaxAbsDiff(y, conv2d(F64(x), F64(w), options)));
-}
-
-void DemoBatchNorm(Generator& gen) {
-  const Tensor x = randn({32, 32, 32, 32}, DType::kF32, &gen);
-  const Tensor weight = randn({32}, DType::kF32, &gen);
-  const Tensor bias = randn({32}, DType::kF32, &gen);
-  constexpr double kEps = 1e-5;
-  NormResult r;
-  const double ms = MedianMs([&] { r = batch_norm(x, weight, bias, kEps); });
-  const double gbs = 2.0 * x.bytes() / (ms * 1e6);
-  PrintRow("batch_norm", absl::StrCat(ShapeText(x), " training"), ms, gbs, "GB/s",
-           MaxAbsDiff(r.y, batch_norm(F64(x), F64(weight), F64(bias), kEps).y));
-}
-
-void DemoSoftmax(Generator& gen) {
-  const Tensor x = randn({512, 1000}, DType::kF32, &gen);
-  Tensor y;
-  const double ms = MedianMs([&] { y = softmax(x, 1); });
-  const double gbs = 2.0 * x.bytes() / (ms * 1e6);
-  PrintRow("softmax", absl::StrCat(ShapeText(x), " dim 1"), ms, gbs, "GB/s",
-           MaxAbsDiff(y, softmax(F64(x), 1)));
-}
-
-int Demo() {
-  const dnnl_version_t* v = dnnl::version();
-  std::printf("tensorcut demo: f32 ops through oneDNN %d.%d.%d, checked against f64 reference\n",
-              v->major, v->minor, v->patch);
-  std::printf("oneDNN ISA: %s, threads: %d, time: median of %d runs\n\n",
-              kernels::OneDnnIsa().c_str(), omp_get_max_threads(), Runs());
-  std::printf("%-11s %-34s %12s %8s %-7s %12s\n", "op", "shapes", "median", "rate", "",
-              "max|f32-f64|");
-  Generator gen(0);
-  DemoMatmul(gen);
-  DemoConv2d(gen);
-  DemoBatchNorm(gen);
-  DemoSoftmax(gen);
-  return 0;
-}
 
 // ---- subcommands
 
@@ -133,7 +26,9 @@ struct Subcommand {
 };
 
 constexpr Subcommand kSubcommands[] = {
-    {"demo", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", Demo},
+    {"demo", "train a CNN on Fashion-MNIST for one epoch through the compiled pipeline",
+     FashionDemo},
+    {"ops", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", OpsDemo},
 };
 
 std::string Usage() {

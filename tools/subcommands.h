@@ -1,0 +1,13 @@
+// The `tensorcut` program's subcommands, one file each; each returns the
+// process exit code and reads its own flags.
+#ifndef TENSORCUT_TOOLS_SUBCOMMANDS_H_
+#define TENSORCUT_TOOLS_SUBCOMMANDS_H_
+
+namespace tc {
+
+int FashionDemo();  // fashion_demo.cc
+int OpsDemo();      // ops_demo.cc
+
+}  // namespace tc
+
+#endif  // TENSORCUT_TOOLS_SUBCOMMANDS_H_
