@@ -33,7 +33,9 @@ NodeSet Ancestors(absl::Span<Value* const> roots, const ValueSet& stop, ValueSet
   return nodes;
 }
 
-absl::Status CheckLayout(const Graph& joint, const JointLayout& layout) {
+}  // namespace
+
+absl::Status CheckJointLayout(const Graph& joint, const JointLayout& layout) {
   const int num_placeholders = static_cast<int>(joint.placeholders().size());
   const int num_outputs = static_cast<int>(joint.outputs().size());
   if (layout.num_primals + layout.num_tangents != num_placeholders ||
@@ -52,8 +54,6 @@ absl::Status CheckLayout(const Graph& joint, const JointLayout& layout) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* const> inputs,
                                       absl::Span<Value* const> outputs) {
@@ -94,8 +94,47 @@ absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* cons
   return sub;
 }
 
+absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const JointLayout& layout,
+                                                  absl::Span<Value* const> saved_values) {
+  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
+  const std::vector<Value*>& placeholders = joint.placeholders();
+  const std::vector<Value*> primals(placeholders.begin(),
+                                    placeholders.begin() + layout.num_primals);
+  const std::vector<Value*> tangents(placeholders.begin() + layout.num_primals, placeholders.end());
+  const std::vector<Value*> fw_outputs(joint.outputs().begin(),
+                                       joint.outputs().begin() + layout.num_forward_outputs);
+  const std::vector<Value*> gradients(joint.outputs().begin() + layout.num_forward_outputs,
+                                      joint.outputs().end());
+
+  PartitionResult result;
+  for (const Value* v : saved_values) {
+    result.saved.push_back({v->name(), v->type(), v->type().bytes()});
+  }
+  result.num_fw_outs_saved_for_bw = static_cast<int>(saved_values.size());
+
+  for (int j = 0; j < layout.num_gradients(); ++j) {
+    ValueSet reached;
+    Ancestors({gradients[j]}, {}, reached);
+    const bool from_tangent = std::any_of(tangents.begin(), tangents.end(),
+                                          [&](const Value* t) { return reached.contains(t); });
+    if (!from_tangent) result.indices_of_inputs_to_detach.push_back(layout.grad_primal_indices[j]);
+  }
+
+  std::vector<Value*> fw_graph_outputs = fw_outputs;
+  fw_graph_outputs.insert(fw_graph_outputs.end(), saved_values.begin(), saved_values.end());
+  absl::StatusOr<Graph> forward = ExtractSubgraph(joint, primals, fw_graph_outputs);
+  if (!forward.ok()) return forward.status();
+  std::vector<Value*> bw_inputs(saved_values.begin(), saved_values.end());
+  bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
+  absl::StatusOr<Graph> backward = ExtractSubgraph(joint, bw_inputs, gradients);
+  if (!backward.ok()) return backward.status();
+  result.forward = *std::move(forward);
+  result.backward = *std::move(backward);
+  return result;
+}
+
 absl::StatusOr<PartitionResult> DefaultPartition(const Graph& joint, const JointLayout& layout) {
-  if (absl::Status s = CheckLayout(joint, layout); !s.ok()) return s;
+  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
   const std::vector<Value*>& placeholders = joint.placeholders();
   const std::vector<Value*> primals(placeholders.begin(),
                                     placeholders.begin() + layout.num_primals);
@@ -132,31 +171,7 @@ absl::StatusOr<PartitionResult> DefaultPartition(const Graph& joint, const Joint
     }
   }
 
-  PartitionResult result;
-  for (const Value* v : saved_values) {
-    result.saved.push_back({v->name(), v->type(), v->type().bytes()});
-  }
-  result.num_fw_outs_saved_for_bw = static_cast<int>(saved_values.size());
-
-  for (int j = 0; j < layout.num_gradients(); ++j) {
-    ValueSet reached;
-    Ancestors({gradients[j]}, {}, reached);
-    const bool from_tangent = std::any_of(tangents.begin(), tangents.end(),
-                                          [&](const Value* t) { return reached.contains(t); });
-    if (!from_tangent) result.indices_of_inputs_to_detach.push_back(layout.grad_primal_indices[j]);
-  }
-
-  std::vector<Value*> fw_graph_outputs = fw_outputs;
-  fw_graph_outputs.insert(fw_graph_outputs.end(), saved_values.begin(), saved_values.end());
-  absl::StatusOr<Graph> forward = ExtractSubgraph(joint, primals, fw_graph_outputs);
-  if (!forward.ok()) return forward.status();
-  std::vector<Value*> bw_inputs = saved_values;
-  bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
-  absl::StatusOr<Graph> backward = ExtractSubgraph(joint, bw_inputs, gradients);
-  if (!backward.ok()) return backward.status();
-  result.forward = *std::move(forward);
-  result.backward = *std::move(backward);
-  return result;
+  return AssemblePartition(joint, layout, saved_values);
 }
 
 }  // namespace tc::partition

@@ -57,6 +57,19 @@ using PartitionFn =
 absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* const> inputs,
                                       absl::Span<Value* const> outputs);
 
+// InvalidArgumentError unless `layout` fits `joint`'s placeholders and outputs
+// and names only its primals.
+absl::Status CheckJointLayout(const Graph& joint, const JointLayout& layout);
+
+// The partition that hands `saved_values` (primals or node results of `joint`)
+// from the forward to the backward: forward = ExtractSubgraph(primals ->
+// forward outputs + saved), backward = ExtractSubgraph(saved + tangents ->
+// gradients), which recomputes every other value the gradients need from the
+// saved ones. Every partitioner chooses the saved values and ends here. An
+// InvalidArgumentError when the saved values do not suffice.
+absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const JointLayout& layout,
+                                                  absl::Span<Value* const> saved_values);
+
 // The default partition (AOTAutograd's default_partition): the forward graph
 // holds exactly the nodes the forward outputs need; every other node the
 // gradients need runs in the backward graph. The saved values are the

@@ -1,0 +1,115 @@
+#include "partition/min_cut.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "partition/max_flow.h"
+
+namespace tc::partition {
+namespace {
+
+constexpr int kSource = 0;
+constexpr int kSink = 1;
+
+// The forward values in flow-node order: the primals, then the results of
+// the nodes the forward outputs need, in the joint graph's order.
+struct ForwardValues {
+  std::vector<Value*> values;
+  absl::flat_hash_map<const Value*, int> index;  // into `values`
+
+  int In(const Value* v) const { return 2 + 2 * index.at(v); }
+  int Out(const Value* v) const { return 3 + 2 * index.at(v); }
+  void Add(Value* v) {
+    index[v] = static_cast<int>(values.size());
+    values.push_back(v);
+  }
+};
+
+// Marks, walking `nodes` backwards, each node with a result in `needed` for
+// which `take` holds, and adds its operands to `needed`. Returns the marked
+// nodes in graph order.
+template <typename Take>
+std::vector<const Node*> NeededNodes(const std::vector<Node*>& nodes,
+                                     absl::flat_hash_set<const Value*>& needed, Take take) {
+  std::vector<const Node*> marked;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node* node = *it;
+    bool is_needed = false;
+    for (const Value* r : node->results()) is_needed |= needed.contains(r);
+    if (!is_needed || !take(node)) continue;
+    marked.push_back(node);
+    needed.insert(node->inputs().begin(), node->inputs().end());
+  }
+  std::reverse(marked.begin(), marked.end());
+  return marked;
+}
+
+}  // namespace
+
+bool MayRecompute(const Node& node) {
+  const OpDef& def = node.def();
+  if (def.Has(kTraitExpensive)) return false;
+  if (def.Has(kTraitElementwise) || def.Has(kTraitView) || def.Has(kTraitCreation)) return true;
+  if (node.op() == OpKind::kBatchNorm || node.op() == OpKind::kLayerNorm) return true;
+  if (def.family == OpFamily::kReduction) {
+    return node.input(0)->type().numel() <=
+           kMaxRecomputedReductionRatio * node.result(0)->type().numel();
+  }
+  return false;
+}
+
+absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout) {
+  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
+  const std::vector<Value*>& placeholders = joint.placeholders();
+  const std::vector<Node*> nodes = joint.nodes();
+
+  absl::flat_hash_set<const Value*> fw_needed(joint.outputs().begin(),
+                                              joint.outputs().begin() + layout.num_forward_outputs);
+  const std::vector<const Node*> fw_nodes =
+      NeededNodes(nodes, fw_needed, [](const Node*) { return true; });
+  const absl::flat_hash_set<const Node*> fw_node_set(fw_nodes.begin(), fw_nodes.end());
+  for (int i = layout.num_primals; i < static_cast<int>(placeholders.size()); ++i) {
+    if (fw_needed.contains(placeholders[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a forward output depends on the tangent %", placeholders[i]->name()));
+    }
+  }
+
+  ForwardValues fw;
+  for (int i = 0; i < layout.num_primals; ++i) fw.Add(placeholders[i]);
+  for (const Node* node : fw_nodes) {
+    for (Value* r : node->results()) fw.Add(r);
+  }
+  FlowGraph flow(2 + 2 * static_cast<int>(fw.values.size()));
+  for (int i = 0; i < layout.num_primals; ++i) {
+    flow.AddEdge(kSource, fw.In(placeholders[i]), kInfiniteCapacity);
+  }
+  for (const Value* v : fw.values) flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes());
+  for (const Node* node : fw_nodes) {
+    for (const Value* r : node->results()) {
+      if (!MayRecompute(*node)) flow.AddEdge(kSource, fw.In(r), kInfiniteCapacity);
+      for (const Value* in : node->inputs()) flow.AddEdge(fw.Out(in), fw.In(r), kInfiniteCapacity);
+    }
+  }
+
+  // What the backward reads: the operands of the nodes outside the forward
+  // that the gradients need, and gradients that are forward values themselves.
+  absl::flat_hash_set<const Value*> bw_needed(joint.outputs().begin() + layout.num_forward_outputs,
+                                              joint.outputs().end());
+  NeededNodes(nodes, bw_needed, [&](const Node* n) { return !fw_node_set.contains(n); });
+  for (const Value* v : fw.values) {
+    if (bw_needed.contains(v)) flow.AddEdge(fw.Out(v), kSink, kInfiniteCapacity);
+  }
+
+  const MinCut cut = MaxFlowMinCut(flow, kSource, kSink);
+  std::vector<Value*> saved;
+  for (Value* v : fw.values) {
+    if (cut.source_side[fw.In(v)] && !cut.source_side[fw.Out(v)]) saved.push_back(v);
+  }
+  return AssemblePartition(joint, layout, saved);
+}
+
+}  // namespace tc::partition

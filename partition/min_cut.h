@@ -1,0 +1,48 @@
+// The min-cut rematerialization partitioner (AOTAutograd's
+// min_cut_rematerialization_partition): save the set of forward values of
+// least total bytes from which the backward can recompute everything else it
+// reads, never recomputing an op MayRecompute rejects.
+//
+//   absl::StatusOr<PartitionResult> part = MinCutPartition(joint.graph, joint.layout);
+//   // x -> h = linear(x, w1, b1) -> r = relu(h) -> y = linear(r, w2, b2):
+//   // the default partition saves h and r; this one saves h only, and the
+//   // backward recomputes r = relu(h).
+//
+// How: each forward value v (a primal, or a result of a node the forward
+// outputs need) becomes two flow nodes in(v) -> out(v) with capacity
+// bytes(v), the cost of saving it; out(u) -> in(v), infinitely, for each
+// operand u of v's producer. The source feeds in(p) of each primal and in(v)
+// of each value whose producer may not be recomputed; out(v) feeds the sink
+// for each value a backward node (or a gradient output) reads. A minimum cut
+// then crosses only in->out edges, and the values whose edges it crosses are
+// saved (partition/partition.h's AssemblePartition builds the graphs).
+#ifndef TENSORCUT_PARTITION_MIN_CUT_H_
+#define TENSORCUT_PARTITION_MIN_CUT_H_
+
+#include "absl/status/statusor.h"
+#include "graph/ir.h"
+#include "graph/joint_layout.h"
+#include "partition/partition.h"
+
+namespace tc::partition {
+
+// A reduction whose input has more than this many times its output's
+// elements is not recomputed: the saved result is small and re-reading the
+// whole input in the backward costs more than it saves.
+inline constexpr int64_t kMaxRecomputedReductionRatio = 4;
+
+// Whether the backward may recompute `node` instead of the forward saving its
+// results: elementwise ops (dropout too: its seed and offset are attributes,
+// so a recomputed mask is the same mask), views, creation ops, batch and
+// layer normalisation, and reductions (softmax included) that shrink their
+// input at most kMaxRecomputedReductionRatio times. Never matmul, linear,
+// convolution (kTraitExpensive), pooling, embedding, concat or pad.
+bool MayRecompute(const Node& node);
+
+// A PartitionFn: the same graphs and calling convention as DefaultPartition,
+// with the saved values chosen by a minimum cut.
+absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout);
+
+}  // namespace tc::partition
+
+#endif  // TENSORCUT_PARTITION_MIN_CUT_H_
