@@ -13,8 +13,12 @@
 #include "runtime/error.h"
 #include "tests/test_util.h"
 
+// Counts heap allocations made while `g_counting` is set. Not under
+// AddressSanitizer, which owns operator new: objects the Catch2 library
+// allocates through it would be freed through this file's operator delete.
+#if !defined(__SANITIZE_ADDRESS__)
+#define TC_COUNT_ALLOCATIONS 1
 namespace {
-// Counts heap allocations made while `g_counting` is set.
 bool g_counting = false;
 int64_t g_allocations = 0;
 }  // namespace
@@ -26,6 +30,7 @@ void* operator new(std::size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace tc::nn {
 namespace {
@@ -311,6 +316,7 @@ TEST_CASE("invalid hyperparameters, parameters and grads throw") {
   CHECK(ThrownMessage([&] { opt.step(); }) == "SGD: grad of 0 is f32[3], parameter is f32[2]");
 }
 
+#if defined(TC_COUNT_ALLOCATIONS)
 TEST_CASE("a step allocates nothing") {
   Tensor w = MakeTensor(kInit, DType::kF32);
   Tensor b = MakeTensor({1.0, 2.0}, DType::kF64);
@@ -332,6 +338,7 @@ TEST_CASE("a step allocates nothing") {
   g_counting = false;
   CHECK(g_allocations > 0);
 }
+#endif
 
 }  // namespace
 }  // namespace tc::nn
