@@ -63,30 +63,27 @@ bool MayRecompute(const Node& node) {
 
 absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout) {
   if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
-  const std::vector<Value*>& placeholders = joint.placeholders();
   const std::vector<Node*> nodes = joint.nodes();
 
-  absl::flat_hash_set<const Value*> fw_needed(joint.outputs().begin(),
-                                              joint.outputs().begin() + layout.num_forward_outputs);
+  const JointParts parts = SplitJoint(joint, layout);
+  absl::flat_hash_set<const Value*> fw_needed(parts.fw_outputs.begin(), parts.fw_outputs.end());
   const std::vector<const Node*> fw_nodes =
       NeededNodes(nodes, fw_needed, [](const Node*) { return true; });
   const absl::flat_hash_set<const Node*> fw_node_set(fw_nodes.begin(), fw_nodes.end());
-  for (int i = layout.num_primals; i < static_cast<int>(placeholders.size()); ++i) {
-    if (fw_needed.contains(placeholders[i])) {
+  for (const Value* tangent : parts.tangents) {
+    if (fw_needed.contains(tangent)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("a forward output depends on the tangent %", placeholders[i]->name()));
+          absl::StrCat("a forward output depends on the tangent %", tangent->name()));
     }
   }
 
   ForwardValues fw;
-  for (int i = 0; i < layout.num_primals; ++i) fw.Add(placeholders[i]);
+  for (Value* primal : parts.primals) fw.Add(primal);
   for (const Node* node : fw_nodes) {
     for (Value* r : node->results()) fw.Add(r);
   }
   FlowGraph flow(2 + 2 * static_cast<int>(fw.values.size()));
-  for (int i = 0; i < layout.num_primals; ++i) {
-    flow.AddEdge(kSource, fw.In(placeholders[i]), kInfiniteCapacity);
-  }
+  for (const Value* primal : parts.primals) flow.AddEdge(kSource, fw.In(primal), kInfiniteCapacity);
   for (const Value* v : fw.values) flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes());
   for (const Node* node : fw_nodes) {
     for (const Value* r : node->results()) {
@@ -97,8 +94,7 @@ absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointL
 
   // What the backward reads: the operands of the nodes outside the forward
   // that the gradients need, and gradients that are forward values themselves.
-  absl::flat_hash_set<const Value*> bw_needed(joint.outputs().begin() + layout.num_forward_outputs,
-                                              joint.outputs().end());
+  absl::flat_hash_set<const Value*> bw_needed(parts.gradients.begin(), parts.gradients.end());
   NeededNodes(nodes, bw_needed, [&](const Node* n) { return !fw_node_set.contains(n); });
   for (const Value* v : fw.values) {
     if (bw_needed.contains(v)) flow.AddEdge(fw.Out(v), kSink, kInfiniteCapacity);

@@ -94,17 +94,19 @@ absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* cons
   return sub;
 }
 
+JointParts SplitJoint(const Graph& joint, const JointLayout& layout) {
+  const std::vector<Value*>& in = joint.placeholders();
+  const std::vector<Value*>& out = joint.outputs();
+  return {{in.begin(), in.begin() + layout.num_primals},
+          {in.begin() + layout.num_primals, in.end()},
+          {out.begin(), out.begin() + layout.num_forward_outputs},
+          {out.begin() + layout.num_forward_outputs, out.end()}};
+}
+
 absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const JointLayout& layout,
                                                   absl::Span<Value* const> saved_values) {
   if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
-  const std::vector<Value*>& placeholders = joint.placeholders();
-  const std::vector<Value*> primals(placeholders.begin(),
-                                    placeholders.begin() + layout.num_primals);
-  const std::vector<Value*> tangents(placeholders.begin() + layout.num_primals, placeholders.end());
-  const std::vector<Value*> fw_outputs(joint.outputs().begin(),
-                                       joint.outputs().begin() + layout.num_forward_outputs);
-  const std::vector<Value*> gradients(joint.outputs().begin() + layout.num_forward_outputs,
-                                      joint.outputs().end());
+  const auto [primals, tangents, fw_outputs, gradients] = SplitJoint(joint, layout);
 
   PartitionResult result;
   for (const Value* v : saved_values) {
@@ -135,14 +137,7 @@ absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const Join
 
 absl::StatusOr<PartitionResult> DefaultPartition(const Graph& joint, const JointLayout& layout) {
   if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
-  const std::vector<Value*>& placeholders = joint.placeholders();
-  const std::vector<Value*> primals(placeholders.begin(),
-                                    placeholders.begin() + layout.num_primals);
-  const std::vector<Value*> tangents(placeholders.begin() + layout.num_primals, placeholders.end());
-  const std::vector<Value*> fw_outputs(joint.outputs().begin(),
-                                       joint.outputs().begin() + layout.num_forward_outputs);
-  const std::vector<Value*> gradients(joint.outputs().begin() + layout.num_forward_outputs,
-                                      joint.outputs().end());
+  const auto [primals, tangents, fw_outputs, gradients] = SplitJoint(joint, layout);
   const ValueSet tangent_set(tangents.begin(), tangents.end());
 
   ValueSet fw_boundary;

@@ -61,6 +61,13 @@ absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* cons
 // and names only its primals.
 absl::Status CheckJointLayout(const Graph& joint, const JointLayout& layout);
 
+// A joint graph's placeholders and outputs split by its layout.
+struct JointParts {
+  std::vector<Value*> primals, tangents;      // placeholders
+  std::vector<Value*> fw_outputs, gradients;  // outputs
+};
+JointParts SplitJoint(const Graph& joint, const JointLayout& layout);
+
 // The partition that hands `saved_values` (primals or node results of `joint`)
 // from the forward to the backward: forward = ExtractSubgraph(primals ->
 // forward outputs + saved), backward = ExtractSubgraph(saved + tangents ->
