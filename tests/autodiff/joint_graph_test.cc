@@ -9,6 +9,7 @@
 #include "runtime/ops.h"
 #include "runtime/trace.h"
 #include "tests/graph/models.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -16,15 +17,6 @@ namespace {
 
 using T = Tree<Tensor>;
 using testing::Model;
-
-std::vector<Tensor> Run(const Graph& graph, const std::vector<Tensor>& args) {
-  absl::StatusOr<codegen::Executable> exe = codegen::Interpret(graph);
-  REQUIRE(exe.ok());
-  absl::StatusOr<std::vector<Tensor>> out = (*exe)(args);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
-}
 
 std::vector<Tensor> UserInputs(const Model& m) {
   std::vector<Tensor> leaves;
@@ -76,7 +68,7 @@ TEST_CASE("joint graph and default partition match eager autograd on every model
       CHECK(Verify(joint->graph).ok());
 
       const std::vector<Tensor> args = JointArguments(*program, *joint, m);
-      const std::vector<Tensor> joint_out = Run(joint->graph, args);
+      const std::vector<Tensor> joint_out = testing::RunGraph(joint->graph, args);
       auto [eager_out, eager_grads] = Eager(m);
       const int nf = joint->layout.num_forward_outputs;
       REQUIRE(nf == static_cast<int>(eager_out.size()));
@@ -95,11 +87,11 @@ TEST_CASE("joint graph and default partition match eager autograd on every model
       CHECK(Verify(part->backward).ok());
       const int np = joint->layout.num_primals;
       const std::vector<Tensor> fw_out =
-          Run(part->forward, std::vector<Tensor>(args.begin(), args.begin() + np));
+          testing::RunGraph(part->forward, std::vector<Tensor>(args.begin(), args.begin() + np));
       REQUIRE(static_cast<int>(fw_out.size()) == nf + part->num_fw_outs_saved_for_bw);
       std::vector<Tensor> bw_args(fw_out.begin() + nf, fw_out.end());
       bw_args.insert(bw_args.end(), args.begin() + np, args.end());
-      const std::vector<Tensor> bw_out = Run(part->backward, bw_args);
+      const std::vector<Tensor> bw_out = testing::RunGraph(part->backward, bw_args);
       REQUIRE(bw_out.size() == eager_grads.size());
       for (int i = 0; i < nf; ++i) REQUIRE_TENSORS_CLOSE(fw_out[i], joint_out[i], 0, 0);
       for (size_t i = 0; i < bw_out.size(); ++i) {
@@ -159,8 +151,8 @@ TEST_CASE("an input no gradient reaches gets zeros and is detached") {
       partition::DefaultPartition(joint->graph, joint->layout);
   REQUIRE(part.ok());
   CHECK(part->indices_of_inputs_to_detach == std::vector<int>{1});
-  const std::vector<Tensor> out =
-      Run(joint->graph, {w, unused, testing::Random({3}, DType::kF64, 3), ones({3}, DType::kF64)});
+  const std::vector<Tensor> out = testing::RunGraph(
+      joint->graph, {w, unused, testing::Random({3}, DType::kF64, 3), ones({3}, DType::kF64)});
   REQUIRE_TENSORS_CLOSE(out[2], zeros({2}, DType::kF64), 0, 0);
 }
 

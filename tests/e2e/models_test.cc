@@ -12,6 +12,7 @@
 #include "catch2/catch.hpp"
 #include "nn/optim.h"
 #include "pipeline/compiler_pipeline.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -36,32 +37,9 @@ Pair MakePair(const std::string& name, DType dtype, int64_t batch) {
   return p;
 }
 
-Function Compile(nn::ModelSpec& spec, CompilerPipeline* out = nullptr) {
+Function Compile(nn::ModelSpec& spec) {
   CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
-  REQUIRE(pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}).ok());
-  partition::PartitionResult part =
-      pipeline.partition(partition::DefaultPartition, *pipeline.joint_graph().value()).value();
-  CompiledForward fw = pipeline.fw_compile(codegen::interpreter(), part).value();
-  CompiledBackward bw = pipeline.bw_compile(codegen::interpreter(), part, fw).value();
-  Function fn = pipeline.make_autograd_function(fw, bw, part).value();
-  if (out != nullptr) *out = std::move(pipeline);
-  return fn;
-}
-
-void RequireSameState(const nn::Module& a, const nn::Module& b, double tol, bool grads) {
-  const nn::NamedTensors pa = a.named_parameters(), pb = b.named_parameters();
-  REQUIRE(pa.size() == pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    INFO(pa[i].first);
-    REQUIRE(pa[i].first == pb[i].first);
-    REQUIRE_TENSORS_CLOSE(pa[i].second, pb[i].second, tol, tol);
-    if (grads) REQUIRE_TENSORS_CLOSE(pa[i].second.grad(), pb[i].second.grad(), tol, tol);
-  }
-  const nn::NamedTensors ba = a.named_buffers(), bb = b.named_buffers();
-  for (size_t i = 0; i < ba.size(); ++i) {
-    INFO(ba[i].first);
-    REQUIRE_TENSORS_CLOSE(ba[i].second, bb[i].second, tol, tol);
-  }
+  return testing::CompileStages(pipeline);
 }
 
 void CheckModel(const std::string& name, DType dtype, int64_t batch, double tol) {
@@ -75,7 +53,7 @@ void CheckModel(const std::string& name, DType dtype, int64_t batch, double tol)
   for (size_t i = 0; i < lc.size(); ++i) REQUIRE_TENSORS_CLOSE(lc[i], le[i], tol, tol);
   p.compiled.loss(out_c, p.compiled.targets).backward();
   p.eager.loss(out_e, p.eager.targets).backward();
-  RequireSameState(*p.compiled.module, *p.eager.module, tol, /*grads=*/true);
+  testing::RequireSameState(*p.compiled.module, *p.eager.module, tol, /*grads=*/true);
 }
 
 TEST_CASE("mlp, cnn and transformer stage by stage match eager") {
@@ -100,7 +78,7 @@ TEST_CASE("three SGD steps through the compiled function equal three eager steps
       opt_c.step();
       opt_e.step();
     }
-    RequireSameState(*p.compiled.module, *p.eager.module, 1e-10, /*grads=*/false);
+    testing::RequireSameState(*p.compiled.module, *p.eager.module, 1e-10, /*grads=*/false);
   }
 }
 

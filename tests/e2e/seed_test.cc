@@ -6,23 +6,13 @@
 #include "graph/printer.h"
 #include "nn/models/models.h"
 #include "pipeline/compiler_pipeline.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
 namespace {
 
 constexpr double kTol = 1e-5;
-
-// The seed's stage-by-stage path: decompositions, default partition, the
-// interpreter ("nop" compiler).
-Function CompileStageByStage(CompilerPipeline& pipeline) {
-  REQUIRE(pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}).ok());
-  const JointGraph* joint = pipeline.joint_graph().value();
-  partition::PartitionResult part = pipeline.partition(partition::DefaultPartition, *joint).value();
-  CompiledForward fw = pipeline.fw_compile(codegen::interpreter(), part).value();
-  CompiledBackward bw = pipeline.bw_compile(codegen::interpreter(), part, fw).value();
-  return pipeline.make_autograd_function(fw, bw, part).value();
-}
 
 Tensor SumOfOutputs(const TensorTree& out) {
   Tensor total;
@@ -61,7 +51,7 @@ void CheckTraining(const std::string& name) {
   const TensorTree inputs = CloneWithGrad(compiled_spec.inputs);
 
   CompilerPipeline pipeline = CompilerPipeline::Create(model, inputs).value();
-  Function model_fn = CompileStageByStage(pipeline);
+  Function model_fn = testing::CompileStages(pipeline);
 
   // Forward: same structure and values.
   const TensorTree expected = eager(inputs);
@@ -106,7 +96,7 @@ TEST_CASE("structured dict input and tuple output, training") {
   // The structure is the seed's: a tuple of three.
   nn::ModelSpec spec = nn::MakeModel("structured", 7).value();
   CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
-  Function fn = CompileStageByStage(pipeline);
+  Function fn = testing::CompileStages(pipeline);
   const TensorTree out = fn(spec.inputs).value();
   CHECK(out.kind() == TreeKind::kTuple);
   CHECK(out.items().size() == 3);

@@ -12,6 +12,7 @@
 #include "runtime/ops.h"
 #include "runtime/trace.h"
 #include "tests/graph/models.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -19,16 +20,6 @@ namespace {
 
 using T = Tree<Tensor>;
 constexpr double kTol = 1e-12;
-
-std::vector<Tensor> Run(const Graph& g, const std::vector<Tensor>& args) {
-  absl::StatusOr<codegen::Executable> exe = codegen::Interpret(g);
-  INFO(exe.status().ToString());
-  REQUIRE(exe.ok());
-  absl::StatusOr<std::vector<Tensor>> out = (*exe)(args);
-  INFO(out.status().ToString());
-  REQUIRE(out.ok());
-  return *std::move(out);
-}
 
 // Decomposes `g` with `table` and checks that the result computes what `g`
 // computes on random f64 arguments, and that no op of `gone` is left.
@@ -47,7 +38,7 @@ Graph CheckDecomposition(const Graph& g, const DecompositionTable& table,
   for (const Value* p : g.placeholders()) {
     args.push_back(testing::Random(p->type().shape, p->type().dtype, seed++));
   }
-  std::vector<Tensor> want = Run(g, args), got = Run(d, args);
+  std::vector<Tensor> want = testing::RunGraph(g, args), got = testing::RunGraph(d, args);
   REQUIRE(want.size() == got.size());
   for (size_t i = 0; i < want.size(); ++i) REQUIRE_TENSORS_CLOSE(got[i], want[i], kTol, kTol);
   return d;

@@ -9,6 +9,7 @@
 #include "runtime/ops.h"
 #include "runtime/trace.h"
 #include "tests/graph/models.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -21,13 +22,7 @@ using T = Tree<Tensor>;
 T RunTraced(const Graph& graph, const TracedProgram& p, const testing::Model& m) {
   absl::StatusOr<std::vector<Tensor>> args = GraphArguments(p, m.inputs, m.params, m.buffers);
   REQUIRE(args.ok());
-  absl::StatusOr<codegen::Executable> exe = codegen::Interpret(graph);
-  INFO(exe.status().ToString());
-  REQUIRE(exe.ok());
-  absl::StatusOr<std::vector<Tensor>> out = (*exe)(*args);
-  INFO(out.status().ToString());
-  REQUIRE(out.ok());
-  absl::StatusOr<T> tree = Unflatten(*std::move(out), p.out_spec);
+  absl::StatusOr<T> tree = Unflatten(testing::RunGraph(graph, *args), p.out_spec);
   REQUIRE(tree.ok());
   return *std::move(tree);
 }

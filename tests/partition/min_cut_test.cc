@@ -17,21 +17,13 @@
 #include "runtime/ops.h"
 #include "runtime/trace.h"
 #include "tests/graph/models.h"
+#include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
 namespace {
 
 using T = Tree<Tensor>;
-
-std::vector<Tensor> Run(const Graph& graph, const std::vector<Tensor>& args) {
-  absl::StatusOr<codegen::Executable> exe = codegen::Interpret(graph);
-  REQUIRE(exe.ok());
-  absl::StatusOr<std::vector<Tensor>> out = (*exe)(args);
-  INFO(out.status().message());
-  REQUIRE(out.ok());
-  return *out;
-}
 
 // Bytes of the saved values that are not joint-graph placeholders.
 int64_t ActivationBytes(const partition::PartitionResult& part, const Graph& joint) {
@@ -61,7 +53,7 @@ TEST_CASE("min-cut partition of the f64 test models computes the joint graph's o
         args->push_back(testing::Random(placeholders[i]->type().shape,
                                         placeholders[i]->type().dtype, static_cast<int>(i)));
       }
-      const std::vector<Tensor> expected = Run(joint->graph, *args);
+      const std::vector<Tensor> expected = testing::RunGraph(joint->graph, *args);
 
       absl::StatusOr<partition::PartitionResult> part =
           partition::MinCutPartition(joint->graph, joint->layout);
@@ -71,11 +63,11 @@ TEST_CASE("min-cut partition of the f64 test models computes the joint graph's o
       CHECK(Verify(part->backward).ok());
       const int np = joint->layout.num_primals, nf = joint->layout.num_forward_outputs;
       const std::vector<Tensor> fw_out =
-          Run(part->forward, std::vector<Tensor>(args->begin(), args->begin() + np));
+          testing::RunGraph(part->forward, std::vector<Tensor>(args->begin(), args->begin() + np));
       REQUIRE(static_cast<int>(fw_out.size()) == nf + part->num_fw_outs_saved_for_bw);
       std::vector<Tensor> bw_args(fw_out.begin() + nf, fw_out.end());
       bw_args.insert(bw_args.end(), args->begin() + np, args->end());
-      const std::vector<Tensor> bw_out = Run(part->backward, bw_args);
+      const std::vector<Tensor> bw_out = testing::RunGraph(part->backward, bw_args);
       for (int i = 0; i < nf; ++i) REQUIRE_TENSORS_CLOSE(fw_out[i], expected[i], 1e-12, 1e-12);
       REQUIRE(bw_out.size() == expected.size() - nf);
       for (size_t i = 0; i < bw_out.size(); ++i) {
@@ -96,15 +88,9 @@ struct Compiled {
 
 Compiled Compile(nn::ModelSpec& spec, const partition::PartitionFn& partition_fn) {
   CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
-  REQUIRE(pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}).ok());
-  const JointGraph& joint = *pipeline.joint_graph().value();
-  absl::StatusOr<partition::PartitionResult> part = pipeline.partition(partition_fn, joint);
-  INFO(part.status().message());
-  REQUIRE(part.ok());
-  CompiledForward fw = pipeline.fw_compile(codegen::interpreter(), *part).value();
-  CompiledBackward bw = pipeline.bw_compile(codegen::interpreter(), *part, fw).value();
-  return {pipeline.make_autograd_function(fw, bw, *part).value(),
-          ActivationBytes(*part, joint.graph)};
+  partition::PartitionResult part;
+  Function fn = testing::CompileStages(pipeline, partition_fn, &part);
+  return {fn, ActivationBytes(part, pipeline.joint_graph().value()->graph)};
 }
 
 TEST_CASE("mlp, cnn and transformer through the pipeline with the min-cut partition") {
@@ -130,19 +116,7 @@ TEST_CASE("mlp, cnn and transformer through the pipeline with the min-cut partit
     for (size_t i = 0; i < lc.size(); ++i) REQUIRE_TENSORS_CLOSE(lc[i], le[i], 1e-10, 1e-10);
     compiled.loss(out_c, compiled.targets).backward();
     eager.loss(out_e, eager.targets).backward();
-    const nn::NamedTensors pc = compiled.module->named_parameters();
-    const nn::NamedTensors pe = eager.module->named_parameters();
-    REQUIRE(pc.size() == pe.size());
-    for (size_t i = 0; i < pc.size(); ++i) {
-      INFO(pc[i].first);
-      REQUIRE_TENSORS_CLOSE(pc[i].second.grad(), pe[i].second.grad(), 1e-10, 1e-10);
-    }
-    const nn::NamedTensors bc = compiled.module->named_buffers();
-    const nn::NamedTensors be = eager.module->named_buffers();
-    for (size_t i = 0; i < bc.size(); ++i) {
-      INFO(bc[i].first);
-      REQUIRE_TENSORS_CLOSE(bc[i].second, be[i].second, 1e-10, 1e-10);
-    }
+    testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/true);
   }
 }
 
