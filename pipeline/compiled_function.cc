@@ -17,20 +17,17 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
                                       const codegen::Executable& forward,
                                       const TensorTree& inputs) {
   ForwardRun run;
-  const nn::NamedTensors buffers = model.module->named_buffers();
   absl::StatusOr<std::vector<Tensor>> args =
-      GraphArguments(model.program, inputs, model.module->named_parameters(), buffers);
+      GraphArguments(model.program, inputs, model.parameters, model.buffers);
   if (!args.ok()) return args.status();
   run.primals = *std::move(args);
   NoGradGuard no_grad;
   absl::StatusOr<std::vector<Tensor>> outputs = forward(run.primals);
   if (!outputs.ok()) return outputs.status();
   run.outputs = *std::move(outputs);
-  for (size_t i = 0; i < model.mutated_buffers.size(); ++i) {
-    const Tensor& updated = run.outputs[model.num_user_outputs + i];
-    for (const auto& [name, buffer] : buffers) {
-      if (name == model.mutated_buffers[i]) nn::AssignInPlace(buffer, updated.contiguous());
-    }
+  for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {
+    nn::AssignInPlace(model.mutated_buffer_tensors[i],
+                      run.outputs[model.num_user_outputs + i].contiguous());
   }
   return run;
 }

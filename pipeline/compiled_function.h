@@ -30,6 +30,10 @@ struct CompiledModel {
   TracedProgram program;                     // the capture: placeholders, specs, constants
   std::vector<std::string> mutated_buffers;  // forward outputs after the user outputs
   int num_user_outputs = 0;
+  // Resolved once at capture, not per call: the module's tensors are handles
+  // that in-place updates (optimizers, loads, to(dtype)) keep valid.
+  nn::NamedTensors parameters, buffers;
+  std::vector<Tensor> mutated_buffer_tensors;  // one per mutated_buffers entry
 };
 
 // The forward's outputs are the user outputs, the updated buffers, then the

@@ -44,6 +44,13 @@ absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
   compiled->num_user_outputs =
       static_cast<int>(traced->program.graph.outputs().size() - traced->mutated_buffers.size());
   compiled->program = std::move(traced->program);
+  compiled->parameters = model.named_parameters();
+  compiled->buffers = model.named_buffers();
+  for (const std::string& name : compiled->mutated_buffers) {
+    for (const auto& [fqn, buffer] : compiled->buffers) {
+      if (fqn == name) compiled->mutated_buffer_tensors.push_back(buffer);
+    }
+  }
   CompilerPipeline pipeline(std::move(compiled));
   // The user inputs' requires_grad, by placeholder (the tree flattens in
   // placeholder order).
