@@ -61,7 +61,10 @@ bool MayRecompute(const Node& node) {
   return false;
 }
 
-absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout) {
+bool IsRecomputable(const Node& node) { return !node.def().Has(kTraitExpensive); }
+
+absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const JointLayout& layout,
+                                                      const MinCutOptions& options) {
   if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
   const std::vector<Node*> nodes = joint.nodes();
 
@@ -82,12 +85,21 @@ absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointL
   for (const Node* node : fw_nodes) {
     for (Value* r : node->results()) fw.Add(r);
   }
+  for (const Value* v : options.pinned) {
+    if (!fw.index.contains(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pinned value %", v->name(), " is not a primal or a value the forward outputs need"));
+    }
+  }
   FlowGraph flow(2 + 2 * static_cast<int>(fw.values.size()));
   for (const Value* primal : parts.primals) flow.AddEdge(kSource, fw.In(primal), kInfiniteCapacity);
   for (const Value* v : fw.values) flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes());
   for (const Node* node : fw_nodes) {
+    const bool recompute = options.may_recompute(*node) &&
+                           std::none_of(node->results().begin(), node->results().end(),
+                                        [&](const Value* r) { return options.pinned.contains(r); });
     for (const Value* r : node->results()) {
-      if (!MayRecompute(*node)) flow.AddEdge(kSource, fw.In(r), kInfiniteCapacity);
+      if (!recompute) flow.AddEdge(kSource, fw.In(r), kInfiniteCapacity);
       for (const Value* in : node->inputs()) flow.AddEdge(fw.Out(in), fw.In(r), kInfiniteCapacity);
     }
   }
@@ -105,7 +117,13 @@ absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointL
   for (Value* v : fw.values) {
     if (cut.source_side[fw.In(v)] && !cut.source_side[fw.Out(v)]) saved.push_back(v);
   }
-  return AssemblePartition(joint, layout, saved);
+  return saved;
+}
+
+absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout) {
+  absl::StatusOr<std::vector<Value*>> saved = MinCutSavedValues(joint, layout, MinCutOptions{});
+  if (!saved.ok()) return saved.status();
+  return AssemblePartition(joint, layout, *saved);
 }
 
 }  // namespace tc::partition

@@ -16,9 +16,21 @@
 // for each value a backward node (or a gradient output) reads. A minimum cut
 // then crosses only in->out edges, and the values whose edges it crosses are
 // saved (partition/partition.h's AssemblePartition builds the graphs).
+//
+// Other strategies (partition/strategies.h, or a user's PartitionFn) solve
+// the same cut with their own recompute predicate and pinned values:
+//
+//   MinCutOptions options{.may_recompute = IsRecomputable};
+//   absl::StatusOr<std::vector<Value*>> saved = MinCutSavedValues(joint.graph, joint.layout,
+//                                                                 options);
+//   absl::StatusOr<PartitionResult> part = AssemblePartition(joint.graph, joint.layout, *saved);
 #ifndef TENSORCUT_PARTITION_MIN_CUT_H_
 #define TENSORCUT_PARTITION_MIN_CUT_H_
 
+#include <functional>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "graph/ir.h"
 #include "graph/joint_layout.h"
@@ -39,8 +51,32 @@ inline constexpr int64_t kMaxRecomputedReductionRatio = 4;
 // convolution (kTraitExpensive), pooling, embedding, concat or pad.
 bool MayRecompute(const Node& node);
 
+// Whether recomputing `node` in the backward is correct and not expensive:
+// every op but kTraitExpensive ones (matmul, linear, convolution and their
+// backwards). Every op is a pure function of its operands and attributes
+// (dropout's mask too), so this is MayRecompute without its cost heuristics:
+// pooling, embedding, concat, pad and any reduction may be recomputed.
+bool IsRecomputable(const Node& node);
+
+struct MinCutOptions {
+  // Whether the backward may recompute a forward node instead of the forward
+  // saving its results.
+  std::function<bool(const Node&)> may_recompute = MayRecompute;
+  // Forward values whose producers are never recomputed, whatever
+  // may_recompute says: the backward reads these values (and their
+  // producers' other results), or values computed from them, as saved values.
+  absl::flat_hash_set<const Value*> pinned;
+};
+
+// The values the minimum cut under `options` saves: primals first, then node
+// results in the joint graph's order. InvalidArgument for a bad layout, a
+// forward output that needs a tangent, or a pinned value that is not a
+// forward value of `joint`.
+absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const JointLayout& layout,
+                                                      const MinCutOptions& options);
+
 // A PartitionFn: the same graphs and calling convention as DefaultPartition,
-// with the saved values chosen by a minimum cut.
+// with the saved values chosen by a minimum cut under MinCutOptions{}.
 absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout);
 
 }  // namespace tc::partition

@@ -114,12 +114,17 @@ absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const Join
   }
   result.num_fw_outs_saved_for_bw = static_cast<int>(saved_values.size());
 
+  // One pass in definition order marks every value that depends on a tangent.
+  ValueSet from_tangent(tangents.begin(), tangents.end());
+  for (const Node* node : joint.nodes()) {
+    const bool depends = std::any_of(node->inputs().begin(), node->inputs().end(),
+                                     [&](const Value* in) { return from_tangent.contains(in); });
+    if (depends) from_tangent.insert(node->results().begin(), node->results().end());
+  }
   for (int j = 0; j < layout.num_gradients(); ++j) {
-    ValueSet reached;
-    Ancestors({gradients[j]}, {}, reached);
-    const bool from_tangent = std::any_of(tangents.begin(), tangents.end(),
-                                          [&](const Value* t) { return reached.contains(t); });
-    if (!from_tangent) result.indices_of_inputs_to_detach.push_back(layout.grad_primal_indices[j]);
+    if (!from_tangent.contains(gradients[j])) {
+      result.indices_of_inputs_to_detach.push_back(layout.grad_primal_indices[j]);
+    }
   }
 
   std::vector<Value*> fw_graph_outputs = fw_outputs;

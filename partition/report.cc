@@ -1,0 +1,246 @@
+#include "partition/report.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "partition/accounting.h"
+
+namespace tc::partition {
+namespace {
+
+// The value whose buffer `v` uses: `v` itself, or for a view the buffer of
+// the value it views.
+const Value* Storage(const Value* v) {
+  while (!v->is_placeholder() && v->producer()->def().Has(kTraitView)) v = v->producer()->input(0);
+  return v;
+}
+
+int64_t BackwardPeakBytes(const Graph& backward) {
+  // The caller holds the backward's inputs (saved values, tangents) for the
+  // whole run, so they count throughout.
+  int64_t inputs = 0;
+  for (const Value* p : backward.placeholders()) inputs += p->type().bytes();
+
+  // The step after which each node result's buffer is freed: its last
+  // reader's, through every view of it; never for an output.
+  const std::vector<Node*> nodes = backward.nodes();
+  const int never = static_cast<int>(nodes.size());
+  absl::flat_hash_map<const Value*, int> free_after;
+  for (int i = 0; i < never; ++i) {
+    for (const Value* in : nodes[i]->inputs()) {
+      const Value* s = Storage(in);
+      if (!s->is_placeholder()) free_after[s] = std::max(free_after[s], i);
+    }
+    for (const Value* r : nodes[i]->results()) {
+      if (Storage(r) == r) free_after.try_emplace(r, i);  // unused: freed at once
+    }
+  }
+  for (const Value* out : backward.outputs()) {
+    const Value* s = Storage(out);
+    if (!s->is_placeholder()) free_after[s] = never;
+  }
+  std::vector<std::vector<const Value*>> freed(nodes.size());
+  for (const auto& [value, step] : free_after) {
+    if (step < never) freed[step].push_back(value);
+  }
+
+  int64_t live = 0, peak = 0;
+  for (int i = 0; i < never; ++i) {
+    for (const Value* r : nodes[i]->results()) {
+      if (Storage(r) == r) live += r->type().bytes();
+    }
+    peak = std::max(peak, live);
+    for (const Value* v : freed[i]) live -= v->type().bytes();
+  }
+  return inputs + peak;
+}
+
+// `amount` with an SI prefix: "512 B", "1.31 kB", "9.80 MB"; "32 FLOP", "12.58 MFLOP".
+std::string WithPrefix(double amount, absl::string_view unit) {
+  if (amount < 1000) return absl::StrFormat("%.0f %s", amount, unit);
+  const char* prefixes[] = {"k", "M", "G", "T"};
+  int p = 0;
+  for (amount /= 1e3; amount >= 1000 && p < 3; ++p) amount /= 1e3;
+  return absl::StrFormat("%.2f %s%s", amount, prefixes[p], unit);
+}
+
+// A JSON string literal (RFC 8259): quotes, backslashes and control
+// characters escaped.
+std::string JsonString(absl::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A DOT string literal; line breaks become DOT's centred "\n".
+std::string DotString(absl::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+PartitionReport MakeReport(const Graph& joint, const JointLayout& /*layout*/,
+                           const PartitionResult& part) {
+  PartitionReport report;
+  for (const SavedValue& s : part.saved) {
+    const Value* v = joint.FindValue(s.name);
+    SavedValueReport saved;
+    saved.name = s.name;
+    saved.op =
+        v == nullptr || v->is_placeholder() ? "input" : std::string(OpName(v->producer()->op()));
+    saved.type = s.type;
+    saved.bytes = s.bytes;
+    saved.is_activation = IsActivation(joint, s);
+    report.saved_bytes += s.bytes;
+    if (saved.is_activation) report.saved_activation_bytes += s.bytes;
+    report.saved.push_back(std::move(saved));
+  }
+  const RecomputeStats recomputed = Recomputed(part);
+  report.recomputed_nodes = recomputed.nodes;
+  report.recompute_flops = recomputed.flops;
+  report.fw_nodes = part.forward.num_nodes();
+  report.bw_nodes = part.backward.num_nodes();
+  report.bw_peak_bytes = BackwardPeakBytes(part.backward);
+  return report;
+}
+
+std::string ReportText(const PartitionReport& report) {
+  size_t name_width = 11, op_width = 2, shape_width = 5;
+  for (const SavedValueReport& s : report.saved) {
+    name_width = std::max(name_width, s.name.size() + 1);
+    op_width = std::max(op_width, s.op.size());
+    shape_width = std::max(shape_width, ShapeToString(s.type.shape).size());
+  }
+  std::string out =
+      absl::StrFormat("%-*s  %-*s  %-*s  %-5s  %10s  %s\n", name_width, "saved value", op_width,
+                      "op", shape_width, "shape", "dtype", "bytes", "activation");
+  for (const SavedValueReport& s : report.saved) {
+    absl::StrAppendFormat(&out, "%-*s  %-*s  %-*s  %-5s  %10s  %s\n", name_width,
+                          absl::StrCat("%", s.name), op_width, s.op, shape_width,
+                          ShapeToString(s.type.shape), DTypeName(s.type.dtype),
+                          WithPrefix(s.bytes, "B"), s.is_activation ? "yes" : "no");
+  }
+  absl::StrAppendFormat(&out, "saved: %d values, %s (activations %s)\n", report.saved.size(),
+                        WithPrefix(report.saved_bytes, "B"),
+                        WithPrefix(report.saved_activation_bytes, "B"));
+  absl::StrAppendFormat(&out, "recomputed in the backward: %d nodes, %s\n", report.recomputed_nodes,
+                        WithPrefix(report.recompute_flops, "FLOP"));
+  absl::StrAppendFormat(&out, "forward %d nodes, backward %d nodes, backward peak %s\n",
+                        report.fw_nodes, report.bw_nodes, WithPrefix(report.bw_peak_bytes, "B"));
+  return out;
+}
+
+std::string ReportJson(const PartitionReport& report) {
+  std::vector<std::string> saved;
+  for (const SavedValueReport& s : report.saved) {
+    saved.push_back(absl::StrCat(
+        "{\"name\":", JsonString(s.name), ",\"op\":", JsonString(s.op), ",\"shape\":[",
+        absl::StrJoin(s.type.shape, ","), "],\"dtype\":", JsonString(DTypeName(s.type.dtype)),
+        ",\"bytes\":", s.bytes, ",\"activation\":", s.is_activation ? "true" : "false", "}"));
+  }
+  return absl::StrCat("{\"saved_bytes\":", report.saved_bytes,
+                      ",\"saved_activation_bytes\":", report.saved_activation_bytes,
+                      ",\"saved_values\":[", absl::StrJoin(saved, ","),
+                      "],\"recomputed_nodes\":", report.recomputed_nodes,
+                      ",\"recompute_flops\":", absl::StrFormat("%.17g", report.recompute_flops),
+                      ",\"fw_nodes\":", report.fw_nodes, ",\"bw_nodes\":", report.bw_nodes,
+                      ",\"bw_peak_bytes\":", report.bw_peak_bytes, "}");
+}
+
+std::string JointDot(const Graph& joint, const JointLayout& layout, const PartitionResult& part) {
+  absl::flat_hash_set<std::string> in_forward, in_backward, recomputed, saved;
+  for (const Node* n : part.forward.nodes()) in_forward.insert(n->result(0)->name());
+  for (const Node* n : part.backward.nodes()) in_backward.insert(n->result(0)->name());
+  for (const Node* n : RecomputedNodes(part)) recomputed.insert(n->result(0)->name());
+  for (const SavedValue& s : part.saved) saved.insert(s.name);
+
+  // One DOT node per placeholder (p<i>) and per op (n<i>).
+  absl::flat_hash_map<const Value*, std::string> dot_id;
+  std::string out =
+      "digraph joint {\n"
+      "  node [shape=box, style=filled, fontname=Helvetica, fontsize=10];\n"
+      "  edge [fontname=Helvetica, fontsize=8];\n";
+  // Fill and outline of a DOT node standing for `values`; `label` gains a
+  // "saved" line per saved value (naming it when the node has several).
+  auto attrs = [&](const std::vector<Value*>& values, const char* fill, bool again,
+                   std::string& label) {
+    std::string a = absl::StrCat("fillcolor=", fill);
+    if (again) {
+      absl::StrAppend(&label, "\nrecomputed");
+      absl::StrAppend(&a, ", style=\"filled,dashed\"");
+    }
+    bool outlined = false;
+    for (const Value* v : values) {
+      if (!saved.contains(v->name())) continue;
+      absl::StrAppend(&label, "\nsaved");
+      if (values.size() > 1) absl::StrAppend(&label, " %", v->name());  // which result
+      outlined = true;
+    }
+    if (outlined) absl::StrAppend(&a, ", color=", kDotSavedBorder, ", penwidth=3");
+    return a;
+  };
+  const std::vector<Value*>& placeholders = joint.placeholders();
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    const Value* p = placeholders[i];
+    const char* fill = static_cast<int>(i) < layout.num_primals ? kDotPrimalFill : kDotTangentFill;
+    std::string label = absl::StrCat("%", p->name());
+    const std::string a = attrs({placeholders[i]}, fill, false, label);
+    absl::StrAppendFormat(&out, "  p%d [shape=ellipse, label=%s, %s];\n", i, DotString(label), a);
+    dot_id[p] = absl::StrCat("p", i);
+  }
+  const std::vector<Node*> nodes = joint.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node* n = nodes[i];
+    const std::string& name = n->result(0)->name();
+    const char* fill = in_forward.contains(name)    ? kDotForwardFill
+                       : in_backward.contains(name) ? kDotBackwardFill
+                                                    : kDotUnusedFill;
+    std::string label = absl::StrCat(OpName(n->op()), " %", name);
+    const std::string a = attrs(n->results(), fill, recomputed.contains(name), label);
+    absl::StrAppendFormat(&out, "  n%d [label=%s, %s];\n", i, DotString(label), a);
+    for (const Value* r : n->results()) dot_id[r] = absl::StrCat("n", i);
+    for (const Value* in : n->inputs()) {
+      absl::StrAppendFormat(&out, "  %s -> n%d [label=%s];\n", dot_id.at(in), i,
+                            DotString(in->type().ToString()));
+    }
+  }
+  return out + "}\n";
+}
+
+}  // namespace tc::partition

@@ -1,0 +1,163 @@
+#include "partition/strategies.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "partition/accounting.h"
+#include "partition/min_cut.h"
+
+namespace tc::partition {
+namespace {
+
+using ValueSet = absl::flat_hash_set<const Value*>;
+
+int64_t TotalBytes(absl::Span<Value* const> values) {
+  int64_t bytes = 0;
+  for (const Value* v : values) bytes += v->type().bytes();
+  return bytes;
+}
+
+absl::Status CheckBudget(double budget) {
+  if (budget >= 0 && budget <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("activation_memory_budget must be in [0, 1], got %g", budget));
+}
+
+// The FLOPs of the nodes the backward would run to rebuild `value` from the
+// values in `available` (and graph inputs).
+double RebuildFlops(const Value* value, const ValueSet& available) {
+  double flops = 0;
+  absl::flat_hash_set<const Node*> seen;
+  std::vector<const Value*> stack = {value};
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    if (v->is_placeholder() || available.contains(v) || !seen.insert(v->producer()).second) {
+      continue;
+    }
+    flops += NodeFlops(*v->producer());
+    stack.insert(stack.end(), v->producer()->inputs().begin(), v->producer()->inputs().end());
+  }
+  return flops;
+}
+
+// What BudgetPartition needs at any budget: the cuts at both ends, and the
+// values min-cut saves beyond budget 0's in knapsack order (most recompute
+// FLOPs avoided per byte first), with their running byte totals.
+struct BudgetPlan {
+  std::vector<Value*> at_one, at_zero;
+  std::vector<const Value*> candidates;
+  std::vector<int64_t> prefix_bytes;  // prefix_bytes[k]: bytes of candidates[0, k)
+  int64_t span = 0;                   // TotalBytes(at_one) - TotalBytes(at_zero)
+};
+
+absl::StatusOr<BudgetPlan> MakeBudgetPlan(const Graph& joint, const JointLayout& layout) {
+  BudgetPlan plan;
+  absl::StatusOr<std::vector<Value*>> one = MinCutSavedValues(joint, layout, MinCutOptions{});
+  if (!one.ok()) return one.status();
+  absl::StatusOr<std::vector<Value*>> zero =
+      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable});
+  if (!zero.ok()) return zero.status();
+  plan.at_one = *std::move(one);
+  plan.at_zero = *std::move(zero);
+  plan.span = TotalBytes(plan.at_one) - TotalBytes(plan.at_zero);
+
+  const ValueSet at_zero(plan.at_zero.begin(), plan.at_zero.end());
+  std::vector<std::pair<double, const Value*>> by_ratio;  // (FLOPs per byte, value)
+  for (const Value* v : plan.at_one) {
+    // Pinning a graph input changes nothing: it is never recomputed.
+    if (v->is_placeholder() || at_zero.contains(v)) continue;
+    const int64_t bytes = v->type().bytes();
+    const double flops = RebuildFlops(v, at_zero);
+    by_ratio.push_back({bytes == 0 ? std::numeric_limits<double>::infinity() : flops / bytes, v});
+  }
+  std::stable_sort(by_ratio.begin(), by_ratio.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  plan.prefix_bytes = {0};
+  for (const auto& [ratio, v] : by_ratio) {
+    plan.candidates.push_back(v);
+    plan.prefix_bytes.push_back(plan.prefix_bytes.back() + v->type().bytes());
+  }
+  return plan;
+}
+
+absl::StatusOr<std::vector<Value*>> BudgetSavedValues(const Graph& joint, const JointLayout& layout,
+                                                      const BudgetPlan& plan, double budget) {
+  if (budget == 1) return plan.at_one;
+  if (budget == 0) return plan.at_zero;
+  const double capacity = budget * static_cast<double>(plan.span);
+  MinCutOptions options{.may_recompute = IsRecomputable};
+  for (size_t k = 0; k < plan.candidates.size() && plan.prefix_bytes[k + 1] <= capacity; ++k) {
+    options.pinned.insert(plan.candidates[k]);
+  }
+  return MinCutSavedValues(joint, layout, options);
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionResult> RecomputeAllPartition(const Graph& joint,
+                                                      const JointLayout& layout) {
+  absl::StatusOr<std::vector<Value*>> saved =
+      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable});
+  if (!saved.ok()) return saved.status();
+  return AssemblePartition(joint, layout, *saved);
+}
+
+absl::StatusOr<PartitionResult> BudgetPartition(const Graph& joint, const JointLayout& layout,
+                                                double budget) {
+  if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+  if (budget == 1) return MinCutPartition(joint, layout);
+  if (budget == 0) return RecomputeAllPartition(joint, layout);
+  absl::StatusOr<BudgetPlan> plan = MakeBudgetPlan(joint, layout);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<std::vector<Value*>> saved = BudgetSavedValues(joint, layout, *plan, budget);
+  if (!saved.ok()) return saved.status();
+  return AssemblePartition(joint, layout, *saved);
+}
+
+PartitionFn MemoryBudgetPartitioner(double budget) {
+  return [budget](const Graph& joint, const JointLayout& layout) {
+    return BudgetPartition(joint, layout, budget);
+  };
+}
+
+absl::StatusOr<std::vector<ParetoPoint>> BudgetSweep(const Graph& joint, const JointLayout& layout,
+                                                     absl::Span<const double> budgets) {
+  for (double budget : budgets) {
+    if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+  }
+  absl::StatusOr<BudgetPlan> plan = MakeBudgetPlan(joint, layout);
+  if (!plan.ok()) return plan.status();
+  std::vector<ParetoPoint> points;
+  for (double budget : budgets) {
+    absl::StatusOr<std::vector<Value*>> saved = BudgetSavedValues(joint, layout, *plan, budget);
+    if (!saved.ok()) return saved.status();
+    absl::StatusOr<PartitionResult> part = AssemblePartition(joint, layout, *saved);
+    if (!part.ok()) return part.status();
+    points.push_back(
+        {budget, TotalBytes(*saved), SavedActivationBytes(joint, *part), Recomputed(*part).flops});
+  }
+  return points;
+}
+
+absl::StatusOr<PartitionFn> PartitionerByName(absl::string_view name, double budget) {
+  if (name == "default") return PartitionFn(DefaultPartition);
+  if (name == "min_cut") return PartitionFn(MinCutPartition);
+  if (name == "recompute_all") return PartitionFn(RecomputeAllPartition);
+  if (name == "budget") {
+    if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+    return MemoryBudgetPartitioner(budget);
+  }
+  return absl::InvalidArgumentError(absl::StrFormat("unknown partition strategy \"%s\"; known: %s",
+                                                    name, absl::StrJoin(StrategyNames(), ", ")));
+}
+
+std::vector<std::string> StrategyNames() {
+  return {"default", "min_cut", "budget", "recompute_all"};
+}
+
+}  // namespace tc::partition
