@@ -1,4 +1,6 @@
 // Neural-net primitives over NCHW tensors, and their backward ops.
+#include <algorithm>
+
 #include "absl/status/statusor.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
@@ -280,6 +282,18 @@ OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
   return {8.0 * in[0].numel(), bytes};
 }
 
+// Pooling visits the kernel window once per pooled element: the forward's
+// output, which is the backward ops' input 0 (padding is at most half the
+// kernel, so the pooled side is never the larger one).
+OpCost PoolCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+                const Attrs& attrs) {
+  double window = 1, bytes = 0;
+  for (int64_t k : attrs.Ints("kernel")) window *= k;
+  for (const TensorType& t : in) bytes += t.bytes();
+  for (const TensorType& t : out) bytes += t.bytes();
+  return {window * std::min(in[0].numel(), out[0].numel()), bytes};
+}
+
 }  // namespace
 
 std::vector<OpDef> NnOpDefs() {
@@ -303,10 +317,12 @@ std::vector<OpDef> NnOpDefs() {
        &InferConvBackwardData, &ConvCost},
       {OpKind::kConv2dBackwardWeight, "", OpFamily::kNn, 2, 2, conv_weight, kTraitExpensive | bw,
        &InferConvBackwardWeight, &ConvCost},
-      {OpKind::kMaxPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool},
-      {OpKind::kMaxPool2dBackward, "", OpFamily::kNn, 2, 2, pool, bw, &InferPoolBackward},
-      {OpKind::kAvgPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool},
-      {OpKind::kAvgPool2dBackward, "", OpFamily::kNn, 1, 1, pool_shape, bw, &InferPoolBackward},
+      {OpKind::kMaxPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool, &PoolCost},
+      {OpKind::kMaxPool2dBackward, "", OpFamily::kNn, 2, 2, pool, bw, &InferPoolBackward,
+       &PoolCost},
+      {OpKind::kAvgPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool, &PoolCost},
+      {OpKind::kAvgPool2dBackward, "", OpFamily::kNn, 1, 1, pool_shape, bw, &InferPoolBackward,
+       &PoolCost},
       {OpKind::kBatchNorm, "", OpFamily::kNn, 3, 3, eps, kTraitNone, &InferBatchNorm, &NormCost},
       {OpKind::kBatchNormInference, "", OpFamily::kNn, 5, 5, eps, kTraitNone,
        &InferBatchNormInference, &NormCost},

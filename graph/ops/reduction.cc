@@ -65,6 +65,20 @@ absl::StatusOr<std::vector<TensorType>> InferSoftmax(absl::Span<const TensorType
   return One(in[0].dtype, in[0].shape);
 }
 
+// A reduction reads every input element once (var twice: mean, then the
+// squared deviations).
+OpCost ReduceCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
+  return {static_cast<double>(in[0].numel()), static_cast<double>(in[0].bytes() + out[0].bytes())};
+}
+
+OpCost VarCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
+               const Attrs& attrs) {
+  OpCost cost = ReduceCost(in, out, attrs);
+  cost.flops *= 3;
+  cost.bytes += in[0].bytes();
+  return cost;
+}
+
 OpCost SoftmaxCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
                    const Attrs&) {
   return {5.0 * in[0].numel(), static_cast<double>(in[0].bytes() + out[0].bytes())};
@@ -78,11 +92,16 @@ std::vector<OpDef> ReductionOpDefs() {
       {"correction", AttrKind::kInt}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
   const std::vector<AttrSpec> one_dim = {{"dim", AttrKind::kInt}};
   return {
-      {OpKind::kSum, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferReduce},
-      {OpKind::kMean, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferFloatReduce},
-      {OpKind::kMax, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum},
-      {OpKind::kMin, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum},
-      {OpKind::kVar, "", OpFamily::kReduction, 1, 1, var, kTraitReduction, &InferFloatReduce},
+      {OpKind::kSum, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferReduce,
+       &ReduceCost},
+      {OpKind::kMean, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferFloatReduce,
+       &ReduceCost},
+      {OpKind::kMax, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum,
+       &ReduceCost},
+      {OpKind::kMin, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferExtremum,
+       &ReduceCost},
+      {OpKind::kVar, "", OpFamily::kReduction, 1, 1, var, kTraitReduction, &InferFloatReduce,
+       &VarCost},
       {OpKind::kArgmax,
        "",
        OpFamily::kReduction,
@@ -90,7 +109,8 @@ std::vector<OpDef> ReductionOpDefs() {
        1,
        {{"dim", AttrKind::kInt}, {"keepdim", AttrKind::kBool}},
        kTraitReduction | kTraitNonDifferentiable,
-       &InferArgmax},
+       &InferArgmax,
+       &ReduceCost},
       {OpKind::kSoftmax, "", OpFamily::kReduction, 1, 1, one_dim, kTraitNone, &InferSoftmax,
        &SoftmaxCost},
       {OpKind::kLogSoftmax, "", OpFamily::kReduction, 1, 1, one_dim, kTraitNone, &InferSoftmax,

@@ -64,6 +64,17 @@ TEST_CASE("costs come from the table") {
   CHECK(mm.bytes == 4 * (12 + 15 + 20));
   const OpCost add = EstimateCost(OpKind::kAdd, {y, y}, {y}, {});
   CHECK(add.flops == 20);
+  // A reduction reads each input element; pooling visits its window once per
+  // pooled element, forward and backward alike.
+  const TensorType x{DType::kF32, {2, 3, 8, 8}}, pooled{DType::kF32, {2, 3, 4, 4}};
+  const TensorType total{DType::kF32, {}};
+  CHECK(EstimateCost(OpKind::kSum, {x}, {total}, {}).flops == 2 * 3 * 8 * 8);
+  CHECK(EstimateCost(OpKind::kVar, {x}, {total}, {}).flops == 3 * 2 * 3 * 8 * 8);
+  Attrs pool;
+  pool.Set("kernel", std::vector<int64_t>{2, 2});
+  CHECK(EstimateCost(OpKind::kMaxPool2d, {x}, {pooled}, pool).flops == 4 * 2 * 3 * 4 * 4);
+  CHECK(EstimateCost(OpKind::kMaxPool2dBackward, {pooled, x}, {x}, pool).flops ==
+        4 * 2 * 3 * 4 * 4);
 }
 
 }  // namespace
