@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/graph_runner.h"
 #include "graph/ir.h"
 #include "runtime/tensor.h"
 
@@ -43,22 +44,17 @@ class Interpreter {
   const Graph& graph() const { return graph_; }
 
  private:
-  // One node, with its operands and results as slots of the run's value table.
+  // One node, with the result types its kernel is called with.
   struct Step {
     const Node* node;
-    std::vector<int> inputs;
-    std::vector<int> results;
     std::vector<TensorType> result_types;
-    std::vector<int> release;  // slots last used here (and unused results)
   };
 
-  explicit Interpreter(Graph graph) : graph_(std::move(graph)) {}
-  void Plan();
+  explicit Interpreter(Graph graph);
 
   Graph graph_;
-  int num_slots_ = 0;
   std::vector<Step> steps_;
-  std::vector<int> outputs_;
+  SlotPlan slots_;  // one step per node
 };
 
 // The interpreter as an Executable (the graph is copied).

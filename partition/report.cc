@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "graph/dot.h"
 #include "partition/accounting.h"
 
 namespace tc::partition {
@@ -99,20 +100,6 @@ std::string JsonString(absl::string_view s) {
   return out + "\"";
 }
 
-// A DOT string literal; line breaks become DOT's centred "\n".
-std::string DotString(absl::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 PartitionReport MakeReport(const Graph& joint, const JointLayout& /*layout*/,
@@ -190,57 +177,35 @@ std::string JointDot(const Graph& joint, const JointLayout& layout, const Partit
   for (const Node* n : RecomputedNodes(part)) recomputed.insert(n->result(0)->name());
   for (const SavedValue& s : part.saved) saved.insert(s.name);
 
-  // One DOT node per placeholder (p<i>) and per op (n<i>).
-  absl::flat_hash_map<const Value*, std::string> dot_id;
-  std::string out =
-      "digraph joint {\n"
-      "  node [shape=box, style=filled, fontname=Helvetica, fontsize=10];\n"
-      "  edge [fontname=Helvetica, fontsize=8];\n";
-  // Fill and outline of a DOT node standing for `values`; `label` gains a
-  // "saved" line per saved value (naming it when the node has several).
-  auto attrs = [&](const std::vector<Value*>& values, const char* fill, bool again,
-                   std::string& label) {
-    std::string a = absl::StrCat("fillcolor=", fill);
-    if (again) {
-      absl::StrAppend(&label, "\nrecomputed");
-      absl::StrAppend(&a, ", style=\"filled,dashed\"");
-    }
+  // A line per saved value, and an outline when there is one.
+  auto mark_saved = [&](const std::vector<const Value*>& values, DotItem& item) {
     bool outlined = false;
     for (const Value* v : values) {
       if (!saved.contains(v->name())) continue;
-      absl::StrAppend(&label, "\nsaved");
-      if (values.size() > 1) absl::StrAppend(&label, " %", v->name());  // which result
+      absl::StrAppend(&item.label, "\nsaved");
+      if (values.size() > 1) absl::StrAppend(&item.label, " %", v->name());  // which result
       outlined = true;
     }
-    if (outlined) absl::StrAppend(&a, ", color=", kDotSavedBorder, ", penwidth=3");
-    return a;
+    if (outlined) absl::StrAppend(&item.attrs, ", color=", kDotSavedBorder, ", penwidth=3");
   };
-  const std::vector<Value*>& placeholders = joint.placeholders();
-  for (size_t i = 0; i < placeholders.size(); ++i) {
-    const Value* p = placeholders[i];
-    const char* fill = static_cast<int>(i) < layout.num_primals ? kDotPrimalFill : kDotTangentFill;
-    std::string label = absl::StrCat("%", p->name());
-    const std::string a = attrs({placeholders[i]}, fill, false, label);
-    absl::StrAppendFormat(&out, "  p%d [shape=ellipse, label=%s, %s];\n", i, DotString(label), a);
-    dot_id[p] = absl::StrCat("p", i);
-  }
-  const std::vector<Node*> nodes = joint.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node* n = nodes[i];
-    const std::string& name = n->result(0)->name();
-    const char* fill = in_forward.contains(name)    ? kDotForwardFill
-                       : in_backward.contains(name) ? kDotBackwardFill
-                                                    : kDotUnusedFill;
-    std::string label = absl::StrCat(OpName(n->op()), " %", name);
-    const std::string a = attrs(n->results(), fill, recomputed.contains(name), label);
-    absl::StrAppendFormat(&out, "  n%d [label=%s, %s];\n", i, DotString(label), a);
-    for (const Value* r : n->results()) dot_id[r] = absl::StrCat("n", i);
-    for (const Value* in : n->inputs()) {
-      absl::StrAppendFormat(&out, "  %s -> n%d [label=%s];\n", dot_id.at(in), i,
-                            DotString(in->type().ToString()));
+  DotStyle style;
+  style.placeholder = [&](const Value& p, int index, DotItem& item) {
+    item.attrs =
+        absl::StrCat("fillcolor=", index < layout.num_primals ? kDotPrimalFill : kDotTangentFill);
+    mark_saved({&p}, item);
+  };
+  style.node = [&](const Node& n, DotItem& item) {
+    const std::string& name = n.result(0)->name();
+    item.attrs = absl::StrCat("fillcolor=", in_forward.contains(name)    ? kDotForwardFill
+                                            : in_backward.contains(name) ? kDotBackwardFill
+                                                                         : kDotUnusedFill);
+    if (recomputed.contains(name)) {
+      absl::StrAppend(&item.label, "\nrecomputed");
+      absl::StrAppend(&item.attrs, ", style=\"filled,dashed\"");
     }
-  }
-  return out + "}\n";
+    mark_saved({n.results().begin(), n.results().end()}, item);
+  };
+  return GraphDot(joint, style, "joint");
 }
 
 }  // namespace tc::partition

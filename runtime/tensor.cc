@@ -4,8 +4,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/ops.h"
 
@@ -13,30 +16,91 @@ namespace tc {
 
 namespace {
 constexpr int64_t kAlignment = 64;
+
+// Large buffers freed by one Storage are kept for the next of the same size:
+// a training step allocates the same activation sizes every time, and fresh
+// large allocations come from mmap, whose pages fault in on first touch.
+class BufferCache {
+ public:
+  static constexpr int64_t kMinBytes = 64 << 10;   // smaller ones malloc serves well
+  static constexpr int64_t kMaxBytes = 256 << 20;  // cached in total
+
+  static BufferCache& Get() {
+    static BufferCache* cache = new BufferCache;
+    return *cache;
+  }
+
+  void* Take(int64_t bytes) {
+    if (bytes < kMinBytes) return nullptr;
+    absl::MutexLock lock(&mu_);
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= bytes;
+    return p;
+  }
+
+  // Keeps `p` (of `bytes`) or frees it when the cache is full.
+  void Give(void* p, int64_t bytes) {
+    if (bytes >= kMinBytes) {
+      absl::MutexLock lock(&mu_);
+      if (cached_ + bytes <= kMaxBytes) {
+        free_[bytes].push_back(p);
+        cached_ += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<int64_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
+  int64_t cached_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+int64_t Rounded(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
 }  // namespace
 
-Storage::Storage(int64_t bytes) : bytes_(bytes) {
+Storage::Storage(int64_t bytes, bool zeroed) : bytes_(bytes) {
   if (bytes > 0) {
-    const int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = std::aligned_alloc(kAlignment, rounded);
+    const int64_t rounded = Rounded(bytes);
+    data_ = BufferCache::Get().Take(rounded);
+    if (data_ == nullptr) data_ = std::aligned_alloc(kAlignment, rounded);
     if (data_ == nullptr) {
       std::fprintf(stderr, "tensorcut: out of memory allocating %lld bytes\n",
                    static_cast<long long>(bytes));
       std::abort();
     }
-    std::memset(data_, 0, rounded);
+    if (zeroed) std::memset(data_, 0, rounded);
   }
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  if (data_ != nullptr) BufferCache::Get().Give(data_, Rounded(bytes_));
+}
 
-Tensor Tensor::Empty(absl::Span<const int64_t> shape, DType dtype) {
+namespace {
+
+Tensor NewContiguous(absl::Span<const int64_t> shape, DType dtype, bool zeroed) {
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->shape.assign(shape.begin(), shape.end());
   impl->strides = ContiguousStrides(shape);
-  impl->storage = std::make_shared<Storage>(NumElements(shape) * ItemSize(dtype));
+  impl->storage = std::make_shared<Storage>(NumElements(shape) * ItemSize(dtype), zeroed);
   return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+Tensor Tensor::Empty(absl::Span<const int64_t> shape, DType dtype) {
+  return NewContiguous(shape, dtype, /*zeroed=*/true);
+}
+
+Tensor Tensor::Uninitialized(absl::Span<const int64_t> shape, DType dtype) {
+  return NewContiguous(shape, dtype, /*zeroed=*/false);
 }
 
 Tensor Tensor::View(std::shared_ptr<Storage> storage, DType dtype, Shape shape,

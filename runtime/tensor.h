@@ -24,10 +24,10 @@
 
 namespace tc {
 
-// An owned, 64-byte-aligned, zero-initialised byte buffer.
+// An owned, 64-byte-aligned byte buffer, zero-initialised unless `zeroed` is false.
 class Storage {
  public:
-  explicit Storage(int64_t bytes);
+  explicit Storage(int64_t bytes, bool zeroed = true);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -60,6 +60,9 @@ class Tensor {
 
   // A new contiguous, zero-filled tensor.
   static Tensor Empty(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
+  // A new contiguous tensor whose elements are unspecified: for kernel outputs
+  // that are written in full, where zero-filling would be wasted.
+  static Tensor Uninitialized(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
   // A view over `storage`; the caller guarantees the bounds.
   static Tensor View(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
                      std::vector<int64_t> strides, int64_t offset);

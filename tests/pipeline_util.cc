@@ -1,6 +1,7 @@
 #include "tests/pipeline_util.h"
 
 #include "catch2/catch.hpp"
+#include "codegen/fusing_compiler.h"
 #include "codegen/interpreter.h"
 #include "graph/decompositions.h"
 #include "tests/test_util.h"
@@ -18,17 +19,22 @@ std::vector<Tensor> RunGraph(const Graph& graph, const std::vector<Tensor>& args
 }
 
 Function CompileStages(CompilerPipeline& pipeline, const partition::PartitionFn& partition_fn,
-                       partition::PartitionResult* partition_out) {
+                       partition::PartitionResult* partition_out,
+                       const codegen::Compiler& compiler) {
   REQUIRE(pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}).ok());
   absl::StatusOr<partition::PartitionResult> part =
       pipeline.partition(partition_fn, *pipeline.joint_graph().value());
   INFO(part.status().message());
   REQUIRE(part.ok());
-  CompiledForward fw = pipeline.fw_compile(codegen::interpreter(), *part).value();
-  CompiledBackward bw = pipeline.bw_compile(codegen::interpreter(), *part, fw).value();
+  CompiledForward fw = pipeline.fw_compile(compiler, *part).value();
+  CompiledBackward bw = pipeline.bw_compile(compiler, *part, fw).value();
   Function fn = pipeline.make_autograd_function(fw, bw, *part).value();
   if (partition_out != nullptr) *partition_out = *std::move(part);
   return fn;
+}
+
+std::vector<NamedCompiler> AllCompilers() {
+  return {{"interpreter", codegen::interpreter()}, {"fusing", codegen::fusing()}};
 }
 
 void RequireSameState(const nn::Module& a, const nn::Module& b, double tol, bool grads) {

@@ -17,11 +17,19 @@ namespace tc::testing {
 std::vector<Tensor> RunGraph(const Graph& graph, const std::vector<Tensor>& args);
 
 // The seed's path on a captured pipeline: default decompositions, the given
-// partition function, the interpreter for both graphs. `partition_out`, when
-// given, receives the partition.
+// partition function, `compiler` for both graphs. `partition_out`, when given,
+// receives the partition.
 Function CompileStages(CompilerPipeline& pipeline,
                        const partition::PartitionFn& partition_fn = partition::DefaultPartition,
-                       partition::PartitionResult* partition_out = nullptr);
+                       partition::PartitionResult* partition_out = nullptr,
+                       const codegen::Compiler& compiler = codegen::interpreter());
+
+// Every compiler, by name, for tests that check each gives the same results.
+struct NamedCompiler {
+  const char* name;
+  codegen::Compiler compiler;
+};
+std::vector<NamedCompiler> AllCompilers();
 
 // REQUIREs equal parameter names, values (and with `grads`, gradients) and
 // buffers, within `tol`.

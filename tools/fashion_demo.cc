@@ -2,15 +2,11 @@
 // the compiled pipeline with the min-cut partitioner, then reports test
 // accuracy, time, saved bytes against the default partition, and writes a
 // checkpoint.
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/str_cat.h"
+#include "codegen/fusing_compiler.h"
 #include "nn/checkpoint.h"
 #include "nn/data/idx.h"
 #include "nn/layers.h"
@@ -18,23 +14,12 @@
 #include "nn/optim.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
 #include "tools/subcommands.h"
-
-ABSL_FLAG(std::string, data, tc::nn::kFashionMnistDir,
-          "folder with the Fashion-MNIST IDX files (.gz or plain)");
-ABSL_FLAG(std::string, checkpoint, "tensorcut_demo.safetensors",
-          "where the demo writes the trained model (relative paths: the current folder)");
-ABSL_FLAG(int, batch, 100, "images per training step");
-ABSL_FLAG(double, lr, 2e-3, "Adam learning rate");
 
 namespace tc {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 // Conv(1,16)-BN-ReLU-MaxPool-Conv(16,32)-BN-ReLU-MaxPool-Flatten-Linear(1568,10):
 // the reference `cnn` sized for 28x28 single-channel images.
@@ -49,47 +34,10 @@ std::shared_ptr<nn::Sequential> MakeModel(Generator* gen) {
       std::make_shared<nn::Linear>(32 * 7 * 7, 10, true, gen)});
 }
 
-// Rows `order[first..first+n)` of `images`/`labels` copied into `x`/`y`.
-void Gather(const nn::Dataset& data, const std::vector<int64_t>& order, int64_t first,
-            const Tensor& x, const Tensor& y) {
-  const int64_t n = x.size(0), row = x.numel() / n;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t src = order[first + i];
-    std::memcpy(x.data<float>() + i * row, data.images.data<float>() + src * row,
-                row * sizeof(float));
-    y.data<int64_t>()[i] = data.labels.data<int64_t>()[src];
-  }
-}
-
-// A progress line: a bar on a terminal, a plain line every `every` steps
-// otherwise (logs, CI).
-void Progress(int64_t step, int64_t steps, double loss, double accuracy, double images_per_s,
-              bool terminal) {
-  const double eta =
-      (steps - step) * (images_per_s > 0 ? absl::GetFlag(FLAGS_batch) / images_per_s : 0);
-  if (terminal) {
-    const int width = 30, filled = static_cast<int>(width * step / steps);
-    std::printf("\r[%s%s] %5lld/%lld loss %.4f acc %5.1f%% %6.0f img/s ETA %3.0fs",
-                std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
-                static_cast<long long>(step), static_cast<long long>(steps), loss, 100 * accuracy,
-                images_per_s, eta);
-    if (step == steps) std::printf("\n");
-  } else if (step % 100 == 0 || step == steps) {
-    std::printf("step %lld/%lld loss %.4f acc %.1f%% %.0f img/s ETA %.0fs\n",
-                static_cast<long long>(step), static_cast<long long>(steps), loss, 100 * accuracy,
-                images_per_s, eta);
-  }
-  std::fflush(stdout);
-}
-
 int64_t SavedBytes(const partition::PartitionResult& part) {
   int64_t bytes = 0;
   for (const partition::SavedValue& v : part.saved) bytes += v.bytes;
   return bytes;
-}
-
-double Accuracy(const Tensor& logits, const Tensor& labels) {
-  return mean(cast(eq(argmax(logits, 1), labels), DType::kF32)).item<float>();
 }
 
 absl::Status Run() {
@@ -122,9 +70,9 @@ absl::Status Run() {
   absl::StatusOr<partition::PartitionResult> save_all =
       pipeline->partition(partition::DefaultPartition, joint);
   if (!save_all.ok()) return save_all.status();
-  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(codegen::interpreter(), *part);
+  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(codegen::fusing(), *part);
   if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(codegen::interpreter(), *part, *fw);
+  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(codegen::fusing(), *part, *fw);
   if (!bw.ok()) return bw.status();
   absl::StatusOr<Function> step_fn = pipeline->make_autograd_function(*fw, *bw, *part);
   if (!step_fn.ok()) return step_fn.status();
@@ -142,9 +90,8 @@ absl::Status Run() {
   for (size_t i = order.size() - 1; i > 0; --i) {  // Fisher-Yates from the counter RNG
     std::swap(order[i], order[RandomBits(1, i) % (i + 1)]);
   }
-  const bool terminal = isatty(fileno(stdout));
+  ProgressBar progress(0, steps, batch, /*every=*/100);
   const Clock::time_point train_start = Clock::now();
-  double loss_avg = 0, acc_avg = 0;
   for (int64_t step = 1; step <= steps; ++step) {
     Gather(*train, order, (step - 1) * batch, x, y);
     absl::StatusOr<TensorTree> out = (*step_fn)(inputs);
@@ -154,10 +101,7 @@ absl::Status Run() {
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();
-    const double k = step < 20 ? 1.0 / step : 0.05;  // running averages
-    loss_avg += k * (loss.item<float>() - loss_avg);
-    acc_avg += k * (Accuracy(logits.detach(), y) - acc_avg);
-    Progress(step, steps, loss_avg, acc_avg, step * batch / Seconds(train_start), terminal);
+    progress.Update(step, loss.item<float>(), Accuracy(logits.detach(), y));
   }
   const double epoch_s = Seconds(train_start);
 
@@ -177,9 +121,8 @@ absl::Status Run() {
   }
   const double test_accuracy = correct / (test_steps * batch);
 
-  std::string path = absl::GetFlag(FLAGS_checkpoint);
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");  // set by `bazel run`
-  if (cwd != nullptr && !path.empty() && path[0] != '/') path = absl::StrCat(cwd, "/", path);
+  const std::string flag = absl::GetFlag(FLAGS_checkpoint);
+  const std::string path = OutputPath(flag.empty() ? "tensorcut_demo.safetensors" : flag);
   if (absl::Status s = nn::save(*model, path, &optimizer); !s.ok()) return s;
 
   std::printf("\ntest accuracy %.2f%% after one epoch (%lld steps of %lld)\n", 100 * test_accuracy,
@@ -194,13 +137,6 @@ absl::Status Run() {
 
 }  // namespace
 
-int FashionDemo() {
-  const absl::Status status = Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "tensorcut demo: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
-}
+int FashionDemo() { return ExitCode("demo", Run()); }
 
 }  // namespace tc

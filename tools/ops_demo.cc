@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,30 +13,14 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/kernels/onednn.h"
 #include "runtime/ops.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
 #include "tools/subcommands.h"
-
-ABSL_FLAG(int, runs, 20, "timed runs of each op in `demo`; the median is printed");
 
 namespace tc {
 namespace {
 
 int Runs() { return std::max(1, absl::GetFlag(FLAGS_runs)); }
-
-// Median wall time of `fn` in milliseconds over Runs() runs, after one warm-up
-// run (which also creates and caches the oneDNN primitive).
-template <typename Fn>
-double MedianMs(Fn fn) {
-  fn();
-  std::vector<double> ms;
-  for (int i = 0; i < Runs(); ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
-}
 
 double MaxAbsDiff(const Tensor& f32, const Tensor& f64) {
   return max(abs(f32.to(DType::kF64) - f64)).item<double>();
@@ -60,7 +43,7 @@ void DemoMatmul(Generator& gen) {
   const Tensor a = randn({512, 784}, DType::kF32, &gen);
   const Tensor b = randn({784, 512}, DType::kF32, &gen);
   Tensor c;
-  const double ms = MedianMs([&] { c = matmul(a, b); });
+  const double ms = MedianMs(Runs(), [&] { c = matmul(a, b); });
   const double gflops = 2.0 * 512 * 784 * 512 / (ms * 1e6);
   PrintRow("matmul", absl::StrCat(ShapeText(a), " x ", ShapeText(b)), ms, gflops, "GFLOP/s",
            MaxAbsDiff(c, matmul(F64(a), F64(b))));
@@ -72,7 +55,7 @@ void DemoConv2d(Generator& gen) {
   Conv2dOptions options;
   options.padding = {1, 1};
   Tensor y;
-  const double ms = MedianMs([&] { y = conv2d(x, w, options); });
+  const double ms = MedianMs(Runs(), [&] { y = conv2d(x, w, options); });
   const double gflops = 2.0 * y.numel() * 3 * 3 * 3 / (ms * 1e6);  // per output: C*KH*KW MACs
   PrintRow("conv2d", absl::StrCat(ShapeText(x), " * ", ShapeText(w), " pad 1"), ms, gflops,
            "GFLOP/s", MaxAbsDiff(y, conv2d(F64(x), F64(w), options)));
@@ -84,7 +67,7 @@ void DemoBatchNorm(Generator& gen) {
   const Tensor bias = randn({32}, DType::kF32, &gen);
   constexpr double kEps = 1e-5;
   NormResult r;
-  const double ms = MedianMs([&] { r = batch_norm(x, weight, bias, kEps); });
+  const double ms = MedianMs(Runs(), [&] { r = batch_norm(x, weight, bias, kEps); });
   const double gbs = 2.0 * x.bytes() / (ms * 1e6);
   PrintRow("batch_norm", absl::StrCat(ShapeText(x), " training"), ms, gbs, "GB/s",
            MaxAbsDiff(r.y, batch_norm(F64(x), F64(weight), F64(bias), kEps).y));
@@ -93,7 +76,7 @@ void DemoBatchNorm(Generator& gen) {
 void DemoSoftmax(Generator& gen) {
   const Tensor x = randn({512, 1000}, DType::kF32, &gen);
   Tensor y;
-  const double ms = MedianMs([&] { y = softmax(x, 1); });
+  const double ms = MedianMs(Runs(), [&] { y = softmax(x, 1); });
   const double gbs = 2.0 * x.bytes() / (ms * 1e6);
   PrintRow("softmax", absl::StrCat(ShapeText(x), " dim 1"), ms, gbs, "GB/s",
            MaxAbsDiff(y, softmax(F64(x), 1)));

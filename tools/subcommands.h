@@ -5,8 +5,13 @@
 
 namespace tc {
 
-int FashionDemo();  // fashion_demo.cc
-int OpsDemo();      // ops_demo.cc
+int FashionDemo();       // fashion_demo.cc
+int OpsDemo();           // ops_demo.cc
+int TrainCommand();      // train_command.cc
+int PartitionCommand();  // partition_command.cc
+int CompareCommand();    // compare_command.cc
+int GraphCommand();      // graph_command.cc
+int BenchCommand();      // bench_command.cc
 
 }  // namespace tc
 

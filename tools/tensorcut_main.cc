@@ -1,17 +1,27 @@
 // tensorcut: the command-line program. Subcommands are rows of kSubcommands;
 // with none given it runs `demo`.
 //
-//   tensorcut                 # same as `tensorcut demo`: Fashion-MNIST, one epoch
-//   tensorcut ops --runs=50   # each op timed as the median of 50 runs
-//   tensorcut --help
+//   tensorcut                   # same as `tensorcut demo`: Fashion-MNIST, one epoch
+//   tensorcut ops --runs=50     # each op timed as the median of 50 runs
+//   tensorcut train --model linear --steps 20
+//   tensorcut --help            # the subcommands
+//   tensorcut partition --help  # one subcommand's flags (or: tensorcut help partition)
+#include <omp.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "runtime/error.h"
+#include "tools/flags.h"
 #include "tools/subcommands.h"
 
 namespace tc {
@@ -23,19 +33,78 @@ struct Subcommand {
   const char* name;
   const char* help;
   int (*run)();
+  // The flags it reads, space-separated: `tensorcut NAME --help` lists them
+  // with their help text and defaults (tools/flags.h).
+  const char* flags = "";
 };
 
 constexpr Subcommand kSubcommands[] = {
     {"demo", "train a CNN on Fashion-MNIST for one epoch through the compiled pipeline",
-     FashionDemo},
-    {"ops", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", OpsDemo},
+     FashionDemo, "data checkpoint batch lr threads"},
+    {"ops", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", OpsDemo,
+     "runs threads"},
+    {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
+     TrainCommand,
+     "model epochs steps batch lr optimizer partition budget checkpoint resume seed data threads"},
+    {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
+     PartitionCommand, "model strategy budget json dot seed"},
+    {"compare", "every partition strategy on one model in a table; --sweep: the budget curve",
+     CompareCommand, "model steps budget sweep csv plot seed threads"},
+    {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
+     GraphCommand, "model stage decompose strategy budget dot seed"},
+    {"bench", "time a model's training and inference steps compiled and eager (--model all)",
+     BenchCommand, "model runs threads json"},
 };
 
+const Subcommand* Find(absl::string_view name) {
+  for (const Subcommand& s : kSubcommands) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
 std::string Usage() {
-  std::string usage = "tensorcut [subcommand] [flags]\n\nsubcommands (default: demo):\n";
-  for (const Subcommand& s : kSubcommands)
-    absl::StrAppend(&usage, "  ", s.name, "  ", s.help, "\n");
+  std::string usage = "usage: tensorcut [subcommand] [flags]\n\nsubcommands (default: demo):\n";
+  for (const Subcommand& s : kSubcommands) {
+    absl::StrAppend(&usage, "  ", absl::StrFormat("%-11s", s.name), s.help, "\n");
+  }
+  absl::StrAppend(&usage,
+                  "\n`tensorcut SUBCOMMAND --help` (or `tensorcut help SUBCOMMAND`) lists its "
+                  "flags; --helpfull lists every flag.\n");
   return usage;
+}
+
+// The subcommand's line and each of its flags with its default and help.
+std::string Usage(const Subcommand& s) {
+  std::string usage =
+      absl::StrCat("usage: tensorcut ", s.name, " [flags]\n\n", s.help, "\n\nflags:\n");
+  for (absl::string_view name : absl::StrSplit(s.flags, ' ', absl::SkipEmpty())) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;  // not linked in: a row naming a flag nobody defines
+    const std::string value = flag->DefaultValue();
+    absl::StrAppend(&usage, "  --", name, "=", value.empty() ? "\"\"" : value, "\n      ",
+                    flag->Help(), "\n");
+  }
+  return usage;
+}
+
+int UnknownSubcommand(absl::string_view name) {
+  std::fprintf(stderr, "tensorcut: unknown subcommand '%s'\n\n%s", std::string(name).c_str(),
+               Usage().c_str());
+  return 2;
+}
+
+// `tensorcut [SUB] --help` and `tensorcut help [SUB]`: the usage on stdout,
+// exit code 0; an unknown SUB is an error.
+int Help(absl::string_view name) {
+  if (name.empty()) {
+    std::printf("%s", Usage().c_str());
+    return 0;
+  }
+  const Subcommand* s = Find(name);
+  if (s == nullptr) return UnknownSubcommand(name);
+  std::printf("%s", Usage(*s).c_str());
+  return 0;
 }
 
 }  // namespace
@@ -43,22 +112,35 @@ std::string Usage() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(tc::Usage());
-  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  // --help is ours, so that it can describe one subcommand: Abseil's would
+  // print every flag of the program and exit before the subcommand is known.
+  bool help = false;
+  std::vector<char*> kept;
+  for (int i = 0; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    const bool is_help = i > 0 && (arg == "--help" || arg == "-help" || arg == "-h");
+    help = help || is_help;
+    if (!is_help) kept.push_back(argv[i]);
+  }
+  std::vector<char*> args = absl::ParseCommandLine(static_cast<int>(kept.size()), kept.data());
+  if (args.size() >= 2 && absl::string_view(args[1]) == "help") {
+    help = true;
+    args.erase(args.begin() + 1);
+  }
   if (args.size() > 2) {
     std::fprintf(stderr, "tensorcut: expected at most one subcommand\n\n%s", tc::Usage().c_str());
     return 2;
   }
+  if (help) return tc::Help(args.size() == 2 ? args[1] : "");
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) omp_set_num_threads(threads);
+
   const absl::string_view name = args.size() == 2 ? args[1] : "demo";
-  for (const tc::Subcommand& s : tc::kSubcommands) {
-    if (name != s.name) continue;
-    try {
-      return s.run();
-    } catch (const tc::Error& e) {
-      std::fprintf(stderr, "tensorcut %s: %s\n", s.name, e.what());
-      return 1;
-    }
+  const tc::Subcommand* s = tc::Find(name);
+  if (s == nullptr) return tc::UnknownSubcommand(name);
+  try {
+    return s->run();
+  } catch (const tc::Error& e) {
+    std::fprintf(stderr, "tensorcut %s: %s\n", s->name, e.what());
+    return 1;
   }
-  std::fprintf(stderr, "tensorcut: unknown subcommand '%s'\n\n%s", std::string(name).c_str(),
-               tc::Usage().c_str());
-  return 2;
 }

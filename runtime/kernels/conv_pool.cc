@@ -10,9 +10,11 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
 #include "runtime/kernels/registry.h"
@@ -41,18 +43,40 @@ bool UseOneDnn(std::initializer_list<const Tensor*> operands) {
   return true;
 }
 
+// A new output of type `t` computed from `inputs`: uninitialised when oneDNN
+// runs the call and writes every element, zeros for the reference loops, which
+// accumulate.
+Tensor NewOutput(const TensorType& t, std::initializer_list<const Tensor*> inputs) {
+  const bool onednn = UseOneDnn(inputs) && NumElements(t.shape) > 0;
+  return onednn ? Tensor::Uninitialized(t.shape, t.dtype) : Tensor::Empty(t.shape, t.dtype);
+}
+
 memory::dims Dims(const Pair& p) { return {p[0], p[1]}; }
 
 memory::desc AnyLayout(const memory::desc& plain) {
   return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
 }
 
+// A memory of `desc` over this thread's scratch buffer for execution argument
+// `arg`, grown as needed and kept between calls (a fresh buffer per call costs
+// page faults on every first touch). Every primitive here has finished when
+// its kernel returns, so the buffer is free for the next call.
+memory Scratch(int arg, const memory::desc& desc) {
+  thread_local absl::flat_hash_map<int, std::unique_ptr<Storage>> buffers;
+  std::unique_ptr<Storage>& buffer = buffers[arg];
+  const int64_t bytes = static_cast<int64_t>(desc.get_size());
+  if (buffer == nullptr || buffer->bytes() < bytes) {
+    buffer = std::make_unique<Storage>(bytes, /*zeroed=*/false);
+  }
+  return memory(desc, Engine(), buffer->data());
+}
+
 // `t`'s data as a memory in the layout `want`: the tensor itself when its own
-// layout already is `want`, else a reordered copy.
-memory InLayout(const Tensor& t, const memory::desc& plain, const memory::desc& want) {
+// layout already is `want`, else a reordered copy in `arg`'s scratch buffer.
+memory InLayout(int arg, const Tensor& t, const memory::desc& plain, const memory::desc& want) {
   memory own = Memory(plain, t);
   if (plain == want) return own;
-  memory copy(want, Engine());
+  memory copy = Scratch(arg, want);
   dnnl::reorder(own, copy).execute(Stream(), own, copy);
   return copy;
 }
@@ -72,11 +96,11 @@ void Execute(const dnnl::primitive_desc& pd, const dnnl::primitive& prim,
              std::initializer_list<PlainArg> inputs, const PlainArg& out,
              std::unordered_map<int, memory> extra = {}) {
   for (const PlainArg& in : inputs) {
-    extra[in.arg] = InLayout(in.t, in.plain, pd.query_md(dnnl::query::exec_arg_md, in.arg));
+    extra[in.arg] = InLayout(in.arg, in.t, in.plain, pd.query_md(dnnl::query::exec_arg_md, in.arg));
   }
   const memory::desc out_want = pd.query_md(dnnl::query::exec_arg_md, out.arg);
   memory out_plain = Memory(out.plain, out.t);
-  memory out_mem = out.plain == out_want ? out_plain : memory(out_want, Engine());
+  memory out_mem = out.plain == out_want ? out_plain : Scratch(out.arg, out_want);
   extra[out.arg] = out_mem;
   prim.execute(Stream(), extra);
   if (out_mem != out_plain) dnnl::reorder(out_mem, out_plain).execute(Stream(), out_mem, out_plain);
@@ -201,7 +225,7 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
 
 absl::StatusOr<TensorList> Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                         absl::Span<const TensorType> out_types) {
-  Tensor y = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor y = NewOutput(out_types[0], {&in[0], &in[1]});
   Conv(ConvPass::kForward, in[0], in[1], y, ReadConv(attrs));
   return TensorList{y};
 }
@@ -209,7 +233,7 @@ absl::StatusOr<TensorList> Conv2dKernel(absl::Span<const Tensor> in, const Attrs
 // conv2d_backward_data(grad, w){input_shape} -> dL/dx.
 absl::StatusOr<TensorList> Conv2dBackwardDataKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                                     absl::Span<const TensorType> out_types) {
-  Tensor dx = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor dx = NewOutput(out_types[0], {&in[0], &in[1]});
   Conv(ConvPass::kBackwardData, dx, in[1], in[0], ReadConv(attrs));
   return TensorList{dx};
 }
@@ -218,7 +242,7 @@ absl::StatusOr<TensorList> Conv2dBackwardDataKernel(absl::Span<const Tensor> in,
 absl::StatusOr<TensorList> Conv2dBackwardWeightKernel(absl::Span<const Tensor> in,
                                                       const Attrs& attrs,
                                                       absl::Span<const TensorType> out_types) {
-  Tensor dw = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor dw = NewOutput(out_types[0], {&in[0], &in[1]});
   Conv(ConvPass::kBackwardWeight, in[1], dw, in[0], ReadConv(attrs));
   return TensorList{dw};
 }
@@ -362,7 +386,7 @@ void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const Poo
 absl::StatusOr<TensorList> MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                            absl::Span<const TensorType> out_types) {
   const PoolParams p = ReadPool(attrs);
-  Tensor y = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor y = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // all written
   if (UseOneDnn({&in[0], &y})) {
     OneDnnPool(dnnl::algorithm::pooling_max, in[0].contiguous(), y, p);
   } else {
@@ -376,7 +400,7 @@ absl::StatusOr<TensorList> MaxPool2dKernel(absl::Span<const Tensor> in, const At
 absl::StatusOr<TensorList> MaxPool2dBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                                    absl::Span<const TensorType> out_types) {
   const PoolParams p = ReadPool(attrs);
-  Tensor dx = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor dx = NewOutput(out_types[0], {&in[0], &in[1]});
   if (!UseOneDnn({&in[0], &in[1]})) {
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { RefMaxPoolBackward<decltype(zero)>(in[0], in[1], dx, p); });
@@ -385,7 +409,8 @@ absl::StatusOr<TensorList> MaxPool2dBackwardKernel(absl::Span<const Tensor> in, 
   const Tensor grad = in[0].contiguous(), x = in[1].contiguous();
   const dnnl::algorithm alg = dnnl::algorithm::pooling_max;
   const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, x, grad, p);
-  memory y(fwd.dst_desc(), Engine()), workspace(fwd.workspace_desc(), Engine());
+  memory y = Scratch(DNNL_ARG_DST, fwd.dst_desc());
+  memory workspace = Scratch(DNNL_ARG_WORKSPACE, fwd.workspace_desc());
   dnnl::pooling_forward(fwd).execute(Stream(), {{DNNL_ARG_SRC, Memory(PlainDesc(x), x)},
                                                 {DNNL_ARG_DST, y},
                                                 {DNNL_ARG_WORKSPACE, workspace}});
@@ -398,7 +423,7 @@ absl::StatusOr<TensorList> MaxPool2dBackwardKernel(absl::Span<const Tensor> in, 
 absl::StatusOr<TensorList> AvgPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                            absl::Span<const TensorType> out_types) {
   const PoolParams p = ReadPool(attrs);
-  Tensor y = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor y = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // all written
   if (UseOneDnn({&in[0], &y})) {
     OneDnnPool(dnnl::algorithm::pooling_avg_include_padding, in[0].contiguous(), y, p);
   } else {
@@ -411,7 +436,7 @@ absl::StatusOr<TensorList> AvgPool2dKernel(absl::Span<const Tensor> in, const At
 absl::StatusOr<TensorList> AvgPool2dBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                                    absl::Span<const TensorType> out_types) {
   const PoolParams p = ReadPool(attrs);
-  Tensor dx = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor dx = NewOutput(out_types[0], {&in[0]});
   if (!UseOneDnn({&in[0], &dx})) {
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { RefAvgPoolBackward<decltype(zero)>(in[0], dx, p); });

@@ -83,7 +83,7 @@ absl::StatusOr<TensorList> ReshapeKernel(absl::Span<const Tensor> in, const Attr
   }
   // Copied here rather than with x.contiguous(), which would dispatch a cast
   // through the hooks (tape, tracer) in the middle of this kernel.
-  Tensor copy = Tensor::Empty(x.shape(), x.dtype());
+  Tensor copy = Tensor::Uninitialized(x.shape(), x.dtype());
   CopyStrided(x, copy);
   return TensorList{ViewOf(copy, shape, ContiguousStrides(shape), 0)};
 }
@@ -115,7 +115,7 @@ absl::StatusOr<TensorList> SliceBackwardKernel(absl::Span<const Tensor> in, cons
 
 absl::StatusOr<TensorList> ConcatKernel(absl::Span<const Tensor> in, const Attrs& attrs,
                                         absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // inputs tile it
   const int64_t dim = *WrapDim(attrs.Int("dim"), out.dim());
   int64_t at = 0;  // where the next input starts along `dim`
   for (const Tensor& x : in) {

@@ -3,6 +3,7 @@
 // place with their own strides (a transposed view is not copied), broadcast
 // batch dims being size-1 dims. f32 runs on dnnl::matmul, f64 on Eigen.
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 #include <unordered_map>
 
@@ -56,7 +57,7 @@ std::vector<int64_t> BatchStrides(const Operand& a) {
 // in the middle of a kernel.
 Tensor Dense(const Tensor& t) {
   if (t.is_contiguous()) return t;
-  Tensor copy = Tensor::Empty(t.shape(), t.dtype());
+  Tensor copy = Tensor::Uninitialized(t.shape(), t.dtype());
   CopyStrided(t, copy);
   return copy;
 }
@@ -111,10 +112,12 @@ void EigenMatmul(const Operand& a, const Operand& b, const Operand* bias, const 
                    });
 }
 
-// y = a b (+ bias), all four aligned to y's rank; y is contiguous.
+// y = a b (+ bias), all four aligned to y's rank; y is contiguous, its elements
+// unspecified before the call.
 void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
   if (y.t.numel() == 0) return;
-  if (a.shape.back() == 0) {  // an empty sum: y is zero (as allocated) plus bias
+  if (a.shape.back() == 0) {  // an empty sum: y is zero plus bias
+    std::memset(y.t.raw_data(), 0, y.t.bytes());
     if (bias != nullptr) CopyStrided(bias->t, y.t);
     return;
   }
@@ -130,7 +133,7 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
 
 absl::StatusOr<TensorList> MatmulKernel(absl::Span<const Tensor> in, const Attrs&,
                                         absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
   const int64_t rank = out.dim();
   Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out, rank));
   return TensorList{out};
@@ -141,7 +144,7 @@ absl::StatusOr<TensorList> MatmulKernel(absl::Span<const Tensor> in, const Attrs
 absl::StatusOr<TensorList> LinearKernel(absl::Span<const Tensor> in, const Attrs&,
                                         absl::Span<const TensorType> out_types) {
   const Tensor &x = in[0], &w = in[1], &b = in[2];
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
   const Tensor wt = Tensor::View(w.storage(), w.dtype(), {w.shape()[1], w.shape()[0]},
                                  {w.strides()[1], w.strides()[0]}, w.offset());
   const int64_t rank = std::max<int64_t>(x.dim(), 2);  // x [in] is one row

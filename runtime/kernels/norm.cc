@@ -4,14 +4,14 @@
 // Normalisation sees its input as a 3-D [N, C, S] (batch norm: statistics per
 // channel C over N and S = H*W*...) or a 2-D [R, D] (layer norm: statistics per
 // row R over the D = prod(x.shape[axis:]) normalised elements) contiguous
-// array. f32 runs on oneDNN's normalisation primitives (batch norm as a 4-D
-// [N, C, S, 1], for which oneDNN has an optimised plain-layout kernel where a
-// 3-D view falls back to its reference one); f64, and tensors with no elements
-// (where only the conventions for empty statistics matter), run on the
-// reference loops here.
+// array. Batch norm runs on vectorised loops here for every dtype. Layer norm
+// in f32 runs on oneDNN's layer normalisation primitives; in f64, and on
+// tensors with no elements (where only the conventions for empty statistics
+// matter), on the reference loops here.
 #include <cmath>
 #include <unordered_map>
 
+#include "Eigen/Core"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
 #include "runtime/kernels/registry.h"
@@ -30,7 +30,7 @@ dnnl::normalization_flags ScaleShift() {
 // a kernel and show it to the installed hooks (tape, tracer).
 Tensor Dense(const Tensor& t) {
   if (t.is_contiguous()) return t;
-  Tensor out = Tensor::Empty(t.shape(), t.dtype());
+  Tensor out = Tensor::Uninitialized(t.shape(), t.dtype());
   CopyStrided(t, out);
   return out;
 }
@@ -38,6 +38,13 @@ Tensor Dense(const Tensor& t) {
 TensorList EmptyOutputs(absl::Span<const TensorType> out_types) {
   TensorList out;
   for (const TensorType& t : out_types) out.push_back(Tensor::Empty(t.shape, t.dtype));
+  return out;
+}
+
+// For kernels that write every output element.
+TensorList UninitializedOutputs(absl::Span<const TensorType> out_types) {
+  TensorList out;
+  for (const TensorType& t : out_types) out.push_back(Tensor::Uninitialized(t.shape, t.dtype));
   return out;
 }
 
@@ -65,60 +72,66 @@ BnDims BatchNormDims(const Shape& x) {
   return {x[0], x[1], NumElements(absl::MakeConstSpan(x).subspan(2))};
 }
 
+// Batch norm runs on the loops below for every dtype: each (sample, channel)
+// plane is a contiguous row of S elements, which Eigen reduces and maps with
+// vector instructions. (oneDNN's batch norm for plain NCHW data, the only
+// layout tensors have here, is a scalar loop several times slower.)
 template <typename T>
-void BatchNormStatsRef(const T* x, const BnDims& d, T* mean, T* var) {
+using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using MutableRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <typename T>
+void BatchNormStats(const T* x, const BnDims& d, T* mean, T* var) {
   for (int64_t ch = 0; ch < d.c; ++ch) {
     T sum = 0, sq = 0;
-    for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t j = 0; j < d.s; ++j) sum += x[d.at(i, ch, j)];
-    }
+    for (int64_t i = 0; i < d.n; ++i) sum += Row<T>(x + d.at(i, ch, 0), d.s).sum();
     mean[ch] = sum / static_cast<T>(d.count());
     for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t j = 0; j < d.s; ++j)
-        sq += (x[d.at(i, ch, j)] - mean[ch]) * (x[d.at(i, ch, j)] - mean[ch]);
+      sq += (Row<T>(x + d.at(i, ch, 0), d.s) - mean[ch]).square().sum();
     }
     var[ch] = sq / static_cast<T>(d.count());
   }
 }
 
+// y = (x - mean) * invstd * w + b, as x * scale + shift.
 template <typename T>
-void BatchNormApplyRef(const T* x, const T* w, const T* b, const T* mean, const T* var,
-                       const BnDims& d, double eps, T* y) {
+void BatchNormApply(const T* x, const T* w, const T* b, const T* mean, const T* var,
+                    const BnDims& d, double eps, T* y) {
   for (int64_t ch = 0; ch < d.c; ++ch) {
-    const T invstd = T(1) / std::sqrt(var[ch] + static_cast<T>(eps));
+    const T scale = w[ch] / std::sqrt(var[ch] + static_cast<T>(eps));
+    const T shift = b[ch] - mean[ch] * scale;
     for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t j = 0; j < d.s; ++j) {
-        const int64_t k = d.at(i, ch, j);
-        y[k] = (x[k] - mean[ch]) * invstd * w[ch] + b[ch];
-      }
+      const int64_t k = d.at(i, ch, 0);
+      MutableRow<T>(y + k, d.s) = Row<T>(x + k, d.s) * scale + shift;
     }
   }
 }
 
 // The training-mode gradient, through the batch statistics:
-//   dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat)).
+//   dx = w * invstd / M * (M * g - sum(g) - xhat * sum(g * xhat)),
+// computed as dx = a * g - c * x + (c * mean - a * sum(g) / M), with
+// a = w * invstd and c = a * invstd * sum(g * xhat) / M.
 template <typename T>
-void BatchNormBackwardRef(const T* g, const T* x, const T* w, const T* mean, const T* var,
-                          const BnDims& d, double eps, T* dx, T* dw, T* db) {
+void BatchNormBackward(const T* g, const T* x, const T* w, const T* mean, const T* var,
+                       const BnDims& d, double eps, T* dx, T* dw, T* db) {
   const T m = static_cast<T>(d.count());
   for (int64_t ch = 0; ch < d.c; ++ch) {
     const T invstd = T(1) / std::sqrt(var[ch] + static_cast<T>(eps));
-    T sum_g = 0, sum_gx = 0;
+    T sum_g = 0, sum_gxm = 0;  // sum(g), sum(g * (x - mean))
     for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t j = 0; j < d.s; ++j) {
-        const int64_t k = d.at(i, ch, j);
-        sum_g += g[k];
-        sum_gx += g[k] * (x[k] - mean[ch]) * invstd;
-      }
+      const int64_t k = d.at(i, ch, 0);
+      sum_g += Row<T>(g + k, d.s).sum();
+      sum_gxm += (Row<T>(g + k, d.s) * (Row<T>(x + k, d.s) - mean[ch])).sum();
     }
+    const T sum_gx = sum_gxm * invstd;
     db[ch] = sum_g;
     dw[ch] = sum_gx;
+    const T a = w[ch] * invstd, c = a * invstd * sum_gx / m;
+    const T shift = c * mean[ch] - a * sum_g / m;
     for (int64_t i = 0; i < d.n; ++i) {
-      for (int64_t j = 0; j < d.s; ++j) {
-        const int64_t k = d.at(i, ch, j);
-        const T xhat = (x[k] - mean[ch]) * invstd;
-        dx[k] = w[ch] * invstd / m * (m * g[k] - sum_g - xhat * sum_gx);
-      }
+      const int64_t k = d.at(i, ch, 0);
+      MutableRow<T>(dx + k, d.s) = Row<T>(g + k, d.s) * a - Row<T>(x + k, d.s) * c + shift;
     }
   }
 }
@@ -127,26 +140,14 @@ absl::StatusOr<TensorList> BatchNormKernel(absl::Span<const Tensor> in, const At
                                            absl::Span<const TensorType> out_types) {
   const double eps = attrs.Float("eps");
   const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]);
-  TensorList out = EmptyOutputs(out_types);  // y, mean, var
+  TensorList out = UninitializedOutputs(out_types);  // y, mean, var
   const BnDims d = BatchNormDims(x.shape());
-  if (UseOneDnn(x)) {
-    const dnnl::memory::desc data = DenseDesc({d.n, d.c, d.s, 1}), chan = DenseDesc({d.c});
-    dnnl::batch_normalization_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_training, data, static_cast<float>(eps), ScaleShift()}, Engine());
-    Execute(dnnl::batch_normalization_forward(pd), {{DNNL_ARG_SRC, Memory(data, x)},
-                                                    {DNNL_ARG_SCALE, Memory(chan, w)},
-                                                    {DNNL_ARG_SHIFT, Memory(chan, b)},
-                                                    {DNNL_ARG_DST, Memory(data, out[0])},
-                                                    {DNNL_ARG_MEAN, Memory(chan, out[1])},
-                                                    {DNNL_ARG_VARIANCE, Memory(chan, out[2])}});
-    return out;
-  }
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* mean = out[1].data<T>();
     T* var = out[2].data<T>();
-    BatchNormStatsRef(x.data<T>(), d, mean, var);
-    BatchNormApplyRef(x.data<T>(), w.data<T>(), b.data<T>(), mean, var, d, eps, out[0].data<T>());
+    BatchNormStats(x.data<T>(), d, mean, var);
+    BatchNormApply(x.data<T>(), w.data<T>(), b.data<T>(), mean, var, d, eps, out[0].data<T>());
   });
   return out;
 }
@@ -156,31 +157,17 @@ absl::StatusOr<TensorList> BatchNormInferenceKernel(absl::Span<const Tensor> in,
   const double eps = attrs.Float("eps");
   const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]), mean = Dense(in[3]),
                var = Dense(in[4]);
-  TensorList out = EmptyOutputs(out_types);
+  TensorList out = UninitializedOutputs(out_types);
   const BnDims d = BatchNormDims(x.shape());
-  if (UseOneDnn(x)) {
-    const dnnl::memory::desc data = DenseDesc({d.n, d.c, d.s, 1}), chan = DenseDesc({d.c});
-    dnnl::batch_normalization_forward::primitive_desc pd(
-        {dnnl::prop_kind::forward_inference, data, static_cast<float>(eps),
-         ScaleShift() | dnnl::normalization_flags::use_global_stats},
-        Engine());
-    Execute(dnnl::batch_normalization_forward(pd), {{DNNL_ARG_SRC, Memory(data, x)},
-                                                    {DNNL_ARG_SCALE, Memory(chan, w)},
-                                                    {DNNL_ARG_SHIFT, Memory(chan, b)},
-                                                    {DNNL_ARG_MEAN, Memory(chan, mean)},
-                                                    {DNNL_ARG_VARIANCE, Memory(chan, var)},
-                                                    {DNNL_ARG_DST, Memory(data, out[0])}});
-    return out;
-  }
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BatchNormApplyRef(x.data<T>(), w.data<T>(), b.data<T>(), mean.data<T>(), var.data<T>(), d, eps,
-                      out[0].data<T>());
+    BatchNormApply(x.data<T>(), w.data<T>(), b.data<T>(), mean.data<T>(), var.data<T>(), d, eps,
+                   out[0].data<T>());
   });
   return out;
 }
 
-// Runs a oneDNN normalisation backward (batch or layer) on prepared descriptors:
+// Runs oneDNN's layer normalisation backward on prepared descriptors:
 // inputs grad, x, w, mean, var; outputs dx, dw, db.
 template <typename Backward>
 void NormBackwardOneDnn(const typename Backward::primitive_desc& pd, const dnnl::memory::desc& data,
@@ -209,24 +196,14 @@ absl::StatusOr<TensorList> BatchNormBackwardKernel(absl::Span<const Tensor> inpu
                                                    const Attrs& attrs,
                                                    absl::Span<const TensorType> out_types) {
   const double eps = attrs.Float("eps");
-  const std::vector<Tensor> in = DenseAll(inputs);  // grad, x, w, mean, var
-  TensorList out = EmptyOutputs(out_types);         // dx, dw, db
+  const std::vector<Tensor> in = DenseAll(inputs);   // grad, x, w, mean, var
+  TensorList out = UninitializedOutputs(out_types);  // dx, dw, db
   const BnDims d = BatchNormDims(in[1].shape());
-  if (UseOneDnn(in[1])) {
-    const dnnl::memory::desc data = DenseDesc({d.n, d.c, d.s, 1}), chan = DenseDesc({d.c});
-    const float feps = static_cast<float>(eps);
-    dnnl::batch_normalization_forward::primitive_desc hint(
-        {dnnl::prop_kind::forward_training, data, feps, ScaleShift()}, Engine());
-    dnnl::batch_normalization_backward::primitive_desc pd(
-        {dnnl::prop_kind::backward, data, data, feps, ScaleShift()}, Engine(), hint);
-    NormBackwardOneDnn<dnnl::batch_normalization_backward>(pd, data, chan, chan, in, out);
-    return out;
-  }
   VisitFloatDType(in[1].dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BatchNormBackwardRef(in[0].data<T>(), in[1].data<T>(), in[2].data<T>(), in[3].data<T>(),
-                         in[4].data<T>(), d, eps, out[0].data<T>(), out[1].data<T>(),
-                         out[2].data<T>());
+    BatchNormBackward(in[0].data<T>(), in[1].data<T>(), in[2].data<T>(), in[3].data<T>(),
+                      in[4].data<T>(), d, eps, out[0].data<T>(), out[1].data<T>(),
+                      out[2].data<T>());
   });
   return out;
 }
@@ -287,7 +264,7 @@ absl::StatusOr<TensorList> LayerNormKernel(absl::Span<const Tensor> in, const At
                                            absl::Span<const TensorType> out_types) {
   const double eps = attrs.Float("eps");
   const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]);
-  TensorList out = EmptyOutputs(out_types);  // y, mean, var
+  TensorList out = UninitializedOutputs(out_types);  // y, mean, var
   const LnDims ln = LayerNormDims(x.shape(), attrs.Int("axis"));
   if (UseOneDnn(x)) {
     const dnnl::memory::desc data = DenseDesc({ln.r, ln.d}), param = DenseDesc({ln.d}),

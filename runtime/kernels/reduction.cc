@@ -60,29 +60,60 @@ void Fold(const Tensor& x, const Reduction& r, Acc* acc, F f) {
 // `t` itself when dense, else a dense copy (made directly, not through dispatch).
 Tensor Dense(const Tensor& t) {
   if (t.is_contiguous()) return t;
-  Tensor dense = Tensor::Empty(t.shape(), t.dtype());
+  Tensor dense = Tensor::Uninitialized(t.shape(), t.dtype());
   CopyStrided(t, dense);
   return dense;
 }
 
-// oneDNN's vectorised reduction wants the folded elements innermost and dense;
-// other layouts fall to its slow reference loop. So x is seen as a 2-D
-// [kept elements, folded elements] matrix, copied when not dense that way.
-void OneDnnReduce(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
-  if (r.count == 1) {  // only size-1 dims reduced: a copy, which oneDNN rejects
-    CopyStrided(x, Tensor::View(out.storage(), out.dtype(), r.kept, ContiguousStrides(r.kept), 0));
-    return;
-  }
+// x's data seen with its folded dims first (`folded_first`) or last.
+Tensor FoldedView(const Tensor& x, const Reduction& r, bool folded_first) {
   Shape shape;
   std::vector<int64_t> strides;
-  for (bool folded : {false, true}) {
+  for (bool folded : {folded_first, !folded_first}) {
     for (int64_t d = 0; d < x.dim(); ++d) {
       if (r.reduced[d] != folded) continue;
       shape.push_back(x.shape()[d]);
       strides.push_back(x.strides()[d]);
     }
   }
-  const Tensor src = Dense(Tensor::View(x.storage(), x.dtype(), shape, strides, x.offset()));
+  return Tensor::View(x.storage(), x.dtype(), shape, strides, x.offset());
+}
+
+// f32 sum or mean of x read as dense rows [folded elements, kept elements]
+// (a bias gradient: the sum over a batch), added row by row with vector adds
+// rather than transposed for oneDNN. False when x is not dense that way, or
+// already dense as oneDNN reads it (one kept element: a full sum).
+bool ReduceDenseRows(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
+  if (!FoldedView(x, r, /*folded_first=*/true).is_contiguous() ||
+      FoldedView(x, r, /*folded_first=*/false).is_contiguous()) {
+    return false;
+  }
+  const int64_t m = out.numel(), k = r.count;
+  const float* xp = static_cast<const float*>(x.raw_data());
+  float* op = out.data<float>();
+  std::copy_n(xp, m, op);
+  for (int64_t i = 1; i < k; ++i) {
+    const float* row = xp + i * m;
+    for (int64_t j = 0; j < m; ++j) op[j] += row[j];
+  }
+  if (alg == dnnl::algorithm::reduction_mean) {
+    for (int64_t j = 0; j < m; ++j) op[j] /= static_cast<float>(k);
+  }
+  return true;
+}
+
+// oneDNN's vectorised reduction wants the folded elements innermost and dense;
+// other layouts fall to its slow reference loop. So x is seen as a 2-D
+// [kept elements, folded elements] matrix, copied when not dense that way,
+// unless a sum or mean can add dense rows instead.
+void OneDnnReduce(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
+  if (r.count == 1) {  // only size-1 dims reduced: a copy, which oneDNN rejects
+    CopyStrided(x, Tensor::View(out.storage(), out.dtype(), r.kept, ContiguousStrides(r.kept), 0));
+    return;
+  }
+  const bool adds = alg == dnnl::algorithm::reduction_sum || alg == dnnl::algorithm::reduction_mean;
+  if (adds && ReduceDenseRows(alg, x, r, out)) return;
+  const Tensor src = Dense(FoldedView(x, r, /*folded_first=*/false));
   const int64_t m = out.numel(), k = r.count;
   const dnnl::memory::desc src_desc = PlainDesc(x.dtype(), {m, k}, {k, 1});
   const dnnl::memory::desc dst_desc = PlainDesc(out.dtype(), {m, 1}, {1, 1});
@@ -307,7 +338,7 @@ absl::StatusOr<TensorList> SoftmaxKernel(absl::Span<const Tensor> in, const Attr
                                          absl::Span<const TensorType> out_types) {
   const Tensor& x = in[0];
   const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
   if (x.numel() == 0) return TensorList{out};
   if (OneDnnSupports(x.dtype())) {
     if constexpr (kLog) {

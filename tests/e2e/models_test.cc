@@ -37,15 +37,16 @@ Pair MakePair(const std::string& name, DType dtype, int64_t batch) {
   return p;
 }
 
-Function Compile(nn::ModelSpec& spec) {
+Function Compile(nn::ModelSpec& spec, const codegen::Compiler& compiler = codegen::interpreter()) {
   CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
-  return testing::CompileStages(pipeline);
+  return testing::CompileStages(pipeline, partition::DefaultPartition, nullptr, compiler);
 }
 
-void CheckModel(const std::string& name, DType dtype, int64_t batch, double tol) {
-  INFO(name << " " << DTypeName(dtype));
+void CheckModel(const std::string& name, DType dtype, int64_t batch, double tol,
+                const testing::NamedCompiler& compiler) {
+  INFO(name << " " << DTypeName(dtype) << " " << compiler.name);
   Pair p = MakePair(name, dtype, batch);
-  Function fn = Compile(p.compiled);
+  Function fn = Compile(p.compiled, compiler.compiler);
   const TensorTree out_c = fn(p.compiled.inputs).value();
   const TensorTree out_e = (*p.eager.module)(p.eager.inputs);
   const std::vector<Tensor> lc = Flatten(out_c).first, le = Flatten(out_e).first;
@@ -56,10 +57,12 @@ void CheckModel(const std::string& name, DType dtype, int64_t batch, double tol)
   testing::RequireSameState(*p.compiled.module, *p.eager.module, tol, /*grads=*/true);
 }
 
-TEST_CASE("mlp, cnn and transformer stage by stage match eager") {
-  for (const std::string name : {"mlp", "cnn", "transformer"}) {
-    CheckModel(name, DType::kF64, 2, 1e-10);
-    CheckModel(name, DType::kF32, 8, 2e-4);
+TEST_CASE("mlp, cnn and transformer stage by stage match eager, with every compiler") {
+  for (const testing::NamedCompiler& compiler : testing::AllCompilers()) {
+    for (const std::string name : {"mlp", "cnn", "transformer"}) {
+      CheckModel(name, DType::kF64, 2, 1e-10, compiler);
+      CheckModel(name, DType::kF32, 8, 2e-4, compiler);
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "autodiff/joint_graph.h"
 #include "catch2/catch.hpp"
+#include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
 #include "graph/printer.h"
 #include "nn/layers.h"
@@ -107,7 +108,9 @@ nn::ModelSpec MakeF64Model(const std::string& name) {
   return s;
 }
 
-// One eager step of `name` in f64, then one compiled step per strategy on a
+// One eager step of `name` in f64, then one step compiled by the fusing
+// compiler (which min_cut_test and the e2e tests hold to the interpreter's
+// results) per strategy on a
 // fresh copy: outputs, parameter gradients and buffers (batch-norm running
 // statistics) must match eager's. A strategy whose forward and backward
 // graphs print exactly like those of a strategy already run (budget 1 is
@@ -131,7 +134,7 @@ void CheckAllStrategiesAgainstEager(const std::string& name) {
     if (!graphs_run.insert(ToString(part->forward) + ToString(part->backward)).second) continue;
     nn::ModelSpec compiled = MakeF64Model(name);
     CompilerPipeline pipeline = CompilerPipeline::Create(*compiled.module, compiled.inputs).value();
-    const Function fn = testing::CompileStages(pipeline, strategy.fn);
+    const Function fn = testing::CompileStages(pipeline, strategy.fn, nullptr, codegen::fusing());
     const TensorTree out_c = fn(compiled.inputs).value();
     const std::vector<Tensor> lc = Flatten(out_c).first;
     REQUIRE(lc.size() == le.size());

@@ -1,0 +1,48 @@
+// The model benchmark (bench/model_bench.h) as a program:
+//
+//   bazel run -c opt --config=opt //bench:bench -- --model mlp --threads 2
+//   bazel run -c opt --config=opt //bench:bench -- --model all --json
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "bench/model_bench.h"
+#include "codegen/fusing_compiler.h"
+#include "runtime/error.h"
+
+ABSL_FLAG(std::string, model, "mlp", "linear, mlp, cnn, transformer, or all");
+ABSL_FLAG(int, runs, 30, "timed runs per measurement; the median is reported");
+ABSL_FLAG(int, threads, 0, "OpenMP threads for oneDNN and the kernels; 0: OpenMP's default");
+ABSL_FLAG(bool, json, false, "print one JSON object per model instead of the table");
+ABSL_FLAG(bool, decompose, false, "apply the default decompositions before compiling");
+ABSL_FLAG(std::string, compiler, "fusing", "the compiled columns' compiler: fusing or interpreter");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "bench --model NAME [--runs N] [--threads T] [--json] [--decompose] [--compiler "
+      "fusing|interpreter]");
+  absl::ParseCommandLine(argc, argv);
+  tc::bench::BenchOptions options;
+  options.runs = absl::GetFlag(FLAGS_runs);
+  options.threads = absl::GetFlag(FLAGS_threads);
+  if (!absl::GetFlag(FLAGS_decompose)) options.decompositions = nullptr;
+  const std::string compiler = absl::GetFlag(FLAGS_compiler);
+  if (compiler == "fusing") {
+    options.compiler = tc::codegen::fusing();
+  } else if (compiler != "interpreter") {
+    std::fprintf(stderr, "bench: --compiler must be fusing or interpreter, got '%s'\n",
+                 compiler.c_str());
+    return 2;
+  }
+  try {
+    const absl::Status status = tc::bench::RunAndPrint(absl::GetFlag(FLAGS_model), options,
+                                                       absl::GetFlag(FLAGS_json), stdout);
+    if (status.ok()) return 0;
+    std::fprintf(stderr, "bench: %s\n", std::string(status.message()).c_str());
+  } catch (const tc::Error& e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+  }
+  return 1;
+}

@@ -1,0 +1,250 @@
+#include "bench/model_bench.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
+#include "partition/accounting.h"
+#include "partition/min_cut.h"
+#include "pipeline/compiler_pipeline.h"
+#include "runtime/autograd_meta.h"
+#include "runtime/ops.h"
+
+namespace tc::bench {
+namespace {
+
+// A compiled training function and the FLOPs of the joint graph it came from.
+struct CompiledStep {
+  Function fn;
+  double joint_flops = 0;
+};
+
+absl::StatusOr<CompiledStep> CompileStep(nn::ModelSpec& spec, const codegen::Compiler& compiler,
+                                         const partition::PartitionFn& partition_fn,
+                                         const DecompositionTable* decompositions) {
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*spec.module, spec.inputs);
+  if (!pipeline.ok()) return pipeline.status();
+  absl::Status s = pipeline->generate_ir_for_training({.decompositions = decompositions});
+  if (!s.ok()) return s;
+  const JointGraph& joint = **pipeline->joint_graph();
+  absl::StatusOr<partition::PartitionResult> part = pipeline->partition(partition_fn, joint);
+  if (!part.ok()) return part.status();
+  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(compiler, *part);
+  if (!fw.ok()) return fw.status();
+  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(compiler, *part, *fw);
+  if (!bw.ok()) return bw.status();
+  absl::StatusOr<Function> fn = pipeline->make_autograd_function(*fw, *bw, *part);
+  if (!fn.ok()) return fn.status();
+  CompiledStep step{*std::move(fn)};
+  for (const Node* node : joint.graph.nodes()) step.joint_flops += partition::NodeFlops(*node);
+  return step;
+}
+
+// One training step: `forward` (compiled or the module), the loss, backward, SGD.
+absl::Status TrainStep(const nn::ModelSpec& spec, const Function& forward, nn::SGD& sgd) {
+  absl::StatusOr<TensorTree> out = forward(spec.inputs);
+  if (!out.ok()) return out.status();
+  const Tensor loss = spec.loss(*out, spec.targets);
+  sgd.zero_grad();
+  loss.backward();
+  sgd.step();
+  return absl::OkStatus();
+}
+
+// The training step timed on a fresh copy of the model (same seed, so every
+// variant runs the same numbers); `compiler` empty: eager.
+absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
+                                    const partition::PartitionFn& partition_fn,
+                                    const codegen::Compiler& compiler, double* joint_flops) {
+  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
+  if (!spec.ok()) return spec.status();
+  Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
+    return (*spec->module)(in);
+  };
+  if (compiler) {
+    absl::StatusOr<CompiledStep> step =
+        CompileStep(*spec, compiler, partition_fn, options.decompositions);
+    if (!step.ok()) return step.status();
+    forward = std::move(step->fn);
+    if (joint_flops != nullptr) *joint_flops = step->joint_flops;
+  }
+  nn::SGD sgd(spec->module->named_parameters(), options.lr);
+  return TimeCalls(options.warmup, options.runs, [&] { return TrainStep(*spec, forward, sgd); });
+}
+
+// The inference step (eval mode, no autograd): compiled with `compiler`, or
+// eager when it is empty.
+absl::StatusOr<Timing> TimeInference(const BenchOptions& options,
+                                     const codegen::Compiler& compiler) {
+  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
+  if (!spec.ok()) return spec.status();
+  spec->module->eval();
+  NoGradGuard no_grad;
+  Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
+    return (*spec->module)(in);
+  };
+  if (compiler) {
+    absl::StatusOr<Function> fn = compile(
+        *spec->module, spec->inputs,
+        {.training = false, .decompositions = options.decompositions, .compiler = compiler});
+    if (!fn.ok()) return fn.status();
+    forward = *std::move(fn);
+  }
+  return TimeCalls(options.warmup, options.runs, [&] { return forward(spec->inputs).status(); });
+}
+
+double Gflops(double flops, double ms) { return flops / (ms * 1e6); }
+
+double Ratio(double num, double den) { return den > 0 ? num / den : 0; }
+
+}  // namespace
+
+const std::vector<std::string>& BenchModelNames() {
+  static const auto* names = new std::vector<std::string>{"linear", "mlp", "cnn", "transformer"};
+  return *names;
+}
+
+absl::StatusOr<Timing> TimeCalls(int warmup, int runs, const std::function<absl::Status()>& fn) {
+  if (runs < 1 || warmup < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "timing: expected runs >= 1 and warmup >= 0, got runs ", runs, ", warmup ", warmup));
+  }
+  for (int i = 0; i < warmup; ++i) {
+    if (absl::Status s = fn(); !s.ok()) return s;
+  }
+  std::vector<double> ms(runs);
+  for (double& t : ms) {
+    const auto start = std::chrono::steady_clock::now();
+    if (absl::Status s = fn(); !s.ok()) return s;
+    t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::sort(ms.begin(), ms.end());
+  // The median of an even count is the mean of the middle two; p90 is the
+  // smallest time at least 90% of the runs do not exceed.
+  const double median = (ms[(runs - 1) / 2] + ms[runs / 2]) / 2;
+  const int p90 = static_cast<int>(std::ceil(0.9 * runs)) - 1;
+  return Timing{median, ms.front(), ms[p90]};
+}
+
+absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
+  if (options.threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bench: expected threads >= 0, got ", options.threads));
+  }
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const partition::PartitionFn partition_fn =
+      options.partition_fn ? options.partition_fn : partition::MinCutPartition;
+
+  ModelBenchResult r;
+  r.model = options.model;
+  r.threads = omp_get_max_threads();
+  r.runs = options.runs;
+  r.matmul_size = options.matmul_size;
+  double joint_flops = 0;
+  absl::StatusOr<Timing> t = TimeTraining(options, partition_fn, options.compiler, &joint_flops);
+  if (!t.ok()) return t.status();
+  r.compiled_step = *t;
+  if (t = TimeTraining(options, partition_fn, codegen::interpreter(), nullptr); !t.ok()) {
+    return t.status();
+  }
+  r.interpreter_step = *t;
+  if (t = TimeTraining(options, partition_fn, nullptr, nullptr); !t.ok()) return t.status();
+  r.eager_step = *t;
+  if (t = TimeInference(options, options.compiler); !t.ok()) return t.status();
+  r.compiled_inference = *t;
+  if (t = TimeInference(options, nullptr); !t.ok()) return t.status();
+  r.eager_inference = *t;
+
+  Generator gen(options.seed);
+  const int64_t n = options.matmul_size;
+  const Tensor a = randn({n, n}, DType::kF32, &gen), b = randn({n, n}, DType::kF32, &gen);
+  t = TimeCalls(options.warmup, options.runs, [&] {
+    matmul(a, b);
+    return absl::OkStatus();
+  });
+  if (!t.ok()) return t.status();
+  r.matmul = *t;
+
+  r.step_gflop = joint_flops / 1e9;
+  r.gflops = Gflops(joint_flops, r.compiled_step.median_ms);
+  r.matmul_peak_gflops = Gflops(2.0 * n * n * n, r.matmul.median_ms);
+  r.peak_fraction = Ratio(r.gflops, r.matmul_peak_gflops);
+  return r;
+}
+
+std::string FormatJson(const ModelBenchResult& r) {
+  std::string json =
+      absl::StrFormat(R"({"model": "%s", "threads": %d, "runs": %d)", r.model, r.threads, r.runs);
+  const std::pair<const char*, const Timing*> timings[] = {
+      {"compiled_step", &r.compiled_step},     {"interpreter_step", &r.interpreter_step},
+      {"eager_step", &r.eager_step},           {"compiled_inference", &r.compiled_inference},
+      {"eager_inference", &r.eager_inference}, {"matmul", &r.matmul},
+  };
+  for (const auto& [name, timing] : timings) {
+    absl::StrAppendFormat(&json, R"(, "%s_ms": %.6g, "%s_min_ms": %.6g, "%s_p90_ms": %.6g)", name,
+                          timing->median_ms, name, timing->min_ms, name, timing->p90_ms);
+  }
+  absl::StrAppendFormat(&json,
+                        R"(, "matmul_size": %d, "step_gflop": %.6g, "gflops": %.6g, )"
+                        R"("matmul_peak_gflops": %.6g, "peak_fraction": %.6g})",
+                        r.matmul_size, r.step_gflop, r.gflops, r.matmul_peak_gflops,
+                        r.peak_fraction);
+  return json;
+}
+
+std::string FormatTable(absl::Span<const ModelBenchResult> results) {
+  std::string table;
+  if (!results.empty()) {
+    const ModelBenchResult& r = results[0];
+    absl::StrAppendFormat(&table,
+                          "median ms of %d runs on %d threads; x/c: x's time over compiled's; "
+                          "peak: a %lld^3 f32 matmul\n",
+                          r.runs, r.threads, static_cast<long long>(r.matmul_size));
+  }
+  absl::StrAppendFormat(&table, "%-12s %-43s | %-26s | %s\n", "", "training step", "inference",
+                        "per training step");
+  absl::StrAppendFormat(&table, "%-12s %9s %9s %9s %6s %6s | %9s %9s %6s | %8s %8s %8s %6s\n",
+                        "model", "compiled", "interp", "eager", "e/c", "i/c", "compiled", "eager",
+                        "e/c", "GFLOP", "GFLOP/s", "peak", "%peak");
+  for (const ModelBenchResult& r : results) {
+    absl::StrAppendFormat(
+        &table,
+        "%-12s %9.3f %9.3f %9.3f %6.2f %6.2f | %9.3f %9.3f %6.2f | %8.3g %8.3g %8.1f %5.3g%%\n",
+        r.model, r.compiled_step.median_ms, r.interpreter_step.median_ms, r.eager_step.median_ms,
+        Ratio(r.eager_step.median_ms, r.compiled_step.median_ms),
+        Ratio(r.interpreter_step.median_ms, r.compiled_step.median_ms),
+        r.compiled_inference.median_ms, r.eager_inference.median_ms,
+        Ratio(r.eager_inference.median_ms, r.compiled_inference.median_ms), r.step_gflop, r.gflops,
+        r.matmul_peak_gflops, 100 * r.peak_fraction);
+  }
+  return table;
+}
+
+absl::Status RunAndPrint(absl::string_view model, const BenchOptions& options, bool json,
+                         std::FILE* out) {
+  std::vector<std::string> models = {std::string(model)};
+  if (model == "all") models = BenchModelNames();
+  std::vector<ModelBenchResult> results;
+  for (const std::string& name : models) {
+    BenchOptions one = options;
+    one.model = name;
+    absl::StatusOr<ModelBenchResult> r = RunModelBench(one);
+    if (!r.ok()) return r.status();
+    if (json) {
+      std::fprintf(out, "%s\n", FormatJson(*r).c_str());
+      std::fflush(out);
+    }
+    results.push_back(*std::move(r));
+  }
+  if (!json) std::fprintf(out, "%s", FormatTable(results).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace tc::bench

@@ -1,0 +1,102 @@
+#include "codegen/fused_ops.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/elementwise_math.h"
+
+namespace tc::codegen {
+namespace {
+
+namespace math = kernels::math;
+
+template <typename T>
+T* Reg(void* const* registers, int r) {
+  return static_cast<T*>(registers[r]);
+}
+
+template <typename In, typename Out, typename F>
+void Map1(void* const* regs, const FusedInstr& ins, int64_t n, F f) {
+  const In* x = Reg<In>(regs, ins.src[0]);
+  Out* o = Reg<Out>(regs, ins.dst);
+  for (int64_t i = 0; i < n; ++i) o[i] = f(x[i]);
+}
+
+template <typename In, typename Out, typename F>
+void Map2(void* const* regs, const FusedInstr& ins, int64_t n, F f) {
+  const In* a = Reg<In>(regs, ins.src[0]);
+  const In* b = Reg<In>(regs, ins.src[1]);
+  Out* o = Reg<Out>(regs, ins.dst);
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+}
+
+[[noreturn]] void Unsupported(const FusedInstr& ins) {
+  std::fprintf(stderr, "tensorcut: fused kernel has no %s on %s\n",
+               std::string(OpName(ins.op)).c_str(), std::string(DTypeName(ins.dtype)).c_str());
+  std::abort();
+}
+
+// Comparisons on every dtype; the other ops without attributes on floats.
+template <typename T>
+bool EvalPlain(const FusedInstr& ins, void* const* regs, int64_t n) {
+  return math::VisitPlainOp(ins.op, [&](auto f) {
+    using F = decltype(f);
+    if constexpr (std::is_base_of_v<math::Comparison, F>) {
+      Map2<T, bool>(regs, ins, n, f);
+    } else if constexpr (!std::is_floating_point_v<T>) {
+      Unsupported(ins);
+    } else if constexpr (std::is_base_of_v<math::UnaryFormula, F>) {
+      Map1<T, T>(regs, ins, n, f);
+    } else {
+      Map2<T, T>(regs, ins, n, f);
+    }
+  });
+}
+
+// Gelu, its backward and pow: the ops with attributes, on floats.
+template <typename T>
+void EvalWithAttributes(const FusedInstr& ins, void* const* regs, int64_t n) {
+  switch (ins.op) {
+    case OpKind::kGelu:
+      return Map1<T, T>(regs, ins, n, math::Gelu{ins.tanh_form});
+    case OpKind::kGeluBackward:
+      return Map2<T, T>(regs, ins, n, math::GeluBackward{ins.tanh_form});
+    case OpKind::kPow:
+      return math::VisitPow(ins.exponent, [&](auto f) { Map1<T, T>(regs, ins, n, f); });
+    default:
+      Unsupported(ins);
+  }
+}
+
+template <typename T>
+void Eval(const FusedInstr& ins, void* const* regs, int64_t n) {
+  if (EvalPlain<T>(ins, regs, n)) return;
+  switch (ins.op) {
+    case OpKind::kWhere: {
+      const bool* c = Reg<bool>(regs, ins.src[0]);
+      const T* a = Reg<T>(regs, ins.src[1]);
+      const T* b = Reg<T>(regs, ins.src[2]);
+      T* o = Reg<T>(regs, ins.dst);
+      for (int64_t i = 0; i < n; ++i) o[i] = math::Where{}(c[i], a[i], b[i]);
+      return;
+    }
+    case OpKind::kCast:
+      return kernels::VisitDType(ins.result_dtype, [&](auto to) {
+        Map1<T, decltype(to)>(regs, ins, n, math::Cast<decltype(to)>{});
+      });
+    default:
+      if constexpr (std::is_floating_point_v<T>) return EvalWithAttributes<T>(ins, regs, n);
+      Unsupported(ins);
+  }
+}
+
+}  // namespace
+
+void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n) {
+  kernels::VisitDType(instr.dtype, [&](auto zero) { Eval<decltype(zero)>(instr, registers, n); });
+}
+
+}  // namespace tc::codegen

@@ -1,0 +1,98 @@
+#include "codegen/fusion.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+
+namespace tc::codegen {
+namespace {
+
+bool FusibleDType(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kBool; }
+
+}  // namespace
+
+bool IsFusible(const Node& node) {
+  if (!node.def().Has(kTraitElementwise)) return false;
+  for (const Value* v : node.inputs()) {
+    if (!FusibleDType(v->type().dtype)) return false;
+  }
+  for (const Value* v : node.results()) {
+    if (!FusibleDType(v->type().dtype)) return false;
+  }
+  return true;
+}
+
+std::vector<FusionGroup> PlanFusion(const Graph& graph) {
+  const std::vector<Node*> nodes = graph.nodes();
+  absl::flat_hash_map<const Node*, int> position;
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) position[nodes[i]] = i;
+
+  // Groups under construction: member positions, and each member's group.
+  std::vector<std::vector<int>> members;
+  std::vector<int> group_of(nodes.size(), -1);
+  for (int n = 0; n < static_cast<int>(nodes.size()); ++n) {
+    const Node& node = *nodes[n];
+    if (!IsFusible(node)) continue;
+    const Shape& shape = node.result(0)->type().shape;
+    const int g = group_of[n] = static_cast<int>(members.size());
+    members.push_back({n});
+    for (const Value* in : node.inputs()) {
+      if (in->is_placeholder() || in->type().shape != shape) continue;
+      const int other = group_of[position.at(in->producer())];
+      if (other < 0 || other == g) continue;
+      // Every reader of `other` outside the union must come after node n.
+      bool schedulable = true;
+      for (int m : members[other]) {
+        for (const Value* r : nodes[m]->results()) {
+          for (const Use& use : r->uses()) {
+            const int u = position.at(use.user);
+            const int ug = group_of[u];
+            if (ug != g && ug != other && u < n) schedulable = false;
+          }
+        }
+      }
+      if (!schedulable) continue;
+      for (int m : members[other]) group_of[m] = g;
+      members[g].insert(members[g].end(), members[other].begin(), members[other].end());
+      members[other].clear();
+    }
+  }
+
+  std::vector<std::vector<int>> kept;
+  for (std::vector<int>& m : members) {
+    if (m.size() < 2) continue;
+    std::sort(m.begin(), m.end());
+    kept.push_back(std::move(m));
+  }
+  std::sort(kept.begin(), kept.end(), [](const std::vector<int>& a, const std::vector<int>& b) {
+    return a.back() < b.back();
+  });
+
+  std::vector<FusionGroup> groups;
+  for (const std::vector<int>& m : kept) {
+    FusionGroup group;
+    group.shape = nodes[m[0]]->result(0)->type().shape;
+    absl::flat_hash_set<const Node*> inside;
+    for (int i : m) inside.insert(nodes[i]);
+    absl::flat_hash_set<const Value*> seen;
+    for (int i : m) {
+      const Node* node = nodes[i];
+      group.nodes.push_back(node);
+      for (const Value* in : node->inputs()) {
+        if ((in->is_placeholder() || !inside.contains(in->producer())) && seen.insert(in).second) {
+          group.inputs.push_back(in);
+        }
+      }
+      for (const Value* r : node->results()) {
+        bool read_outside = r->is_output();
+        for (const Use& use : r->uses()) read_outside |= !inside.contains(use.user);
+        if (read_outside) group.outputs.push_back(r);
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+}  // namespace tc::codegen

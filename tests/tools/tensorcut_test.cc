@@ -1,0 +1,275 @@
+// The built `tensorcut` binary, run as a user would: each subcommand's output
+// checked against the library calls it stands for, --help for each, and the
+// exit codes and messages of mistakes.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "catch2/catch.hpp"
+#include "graph/printer.h"
+#include "nn/models/models.h"
+#include "partition/report.h"
+#include "partition/strategies.h"
+#include "tools/training.h"
+
+namespace tc {
+namespace {
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  REQUIRE(value != nullptr);
+  return value;
+}
+
+std::string TempPath(const std::string& name) { return Env("TEST_TMPDIR") + "/" + name; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+// Runs `tensorcut <args>` from the runfiles.
+Result Tensorcut(const std::string& args) {
+  const std::string binary =
+      absl::StrCat(Env("TEST_SRCDIR"), "/", Env("TEST_WORKSPACE"), "/tools/tensorcut");
+  const std::string out = TempPath("stdout"), err = TempPath("stderr");
+  const int status = std::system(absl::StrCat(binary, " ", args, " >", out, " 2>", err).c_str());
+  REQUIRE(WIFEXITED(status));
+  Result r{WEXITSTATUS(status), ReadFile(out), ReadFile(err)};
+  UNSCOPED_INFO("tensorcut " << args << "\nexit " << r.code << "\nstdout:\n"
+                             << r.out << "stderr:\n"
+                             << r.err);
+  return r;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The number after "key": in a one-line JSON object.
+double JsonNumber(const std::string& json, const std::string& key) {
+  const std::string quoted = absl::StrCat("\"", key, "\":");
+  const size_t at = json.find(quoted);
+  REQUIRE(at != std::string::npos);
+  const size_t begin = at + quoted.size(), end = json.find_first_of(",}", begin);
+  double value = 0;
+  REQUIRE(absl::SimpleAtod(json.substr(begin, end - begin), &value));
+  return value;
+}
+
+// The reference: what the library says for `model` under `strategy`.
+partition::PartitionReport LibraryReport(const std::string& model, const std::string& strategy,
+                                         double budget = 1) {
+  nn::ModelSpec spec = nn::MakeModel(model, 0).value();
+  CompilerPipeline pipeline = JointPipeline(*spec.module, spec.inputs).value();
+  const JointGraph& joint = **pipeline.joint_graph();
+  partition::PartitionResult part =
+      pipeline.partition(partition::PartitionerByName(strategy, budget).value(), joint).value();
+  return partition::MakeReport(joint.graph, joint.layout, part);
+}
+
+TEST_CASE("--help lists the subcommands; SUB --help and help SUB list SUB's flags") {
+  const Result help = Tensorcut("--help");
+  REQUIRE(help.code == 0);
+  for (const char* sub : {"demo", "ops", "train", "partition", "compare", "graph"}) {
+    REQUIRE(Contains(help.out, absl::StrCat("\n  ", sub, " ")));
+  }
+  const std::vector<std::pair<std::string, std::vector<std::string>>> flags = {
+      {"train",
+       {"--model=mlp", "--epochs=1", "--steps=0", "--batch=100", "--lr=", "--optimizer=adam",
+        "--partition=min_cut", "--budget=", "--checkpoint=", "--resume=", "--threads=0"}},
+      {"partition",
+       {"--model=mlp", "--strategy=min_cut", "--budget=0.5", "--json=false", "--dot="}},
+      {"compare", {"--model=mlp", "--sweep=false", "--csv=", "--plot=", "--steps=0"}},
+      {"graph", {"--model=mlp", "--stage=joint", "--decompose=false", "--dot="}},
+  };
+  for (const auto& [sub, names] : flags) {
+    const Result r = Tensorcut(absl::StrCat(sub, " --help"));
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.rfind(absl::StrCat("usage: tensorcut ", sub, " [flags]\n"), 0) == 0);
+    for (const std::string& name : names) {
+      INFO(name);
+      REQUIRE(Contains(r.out, absl::StrCat("\n  ", name)));
+    }
+    REQUIRE(Tensorcut(absl::StrCat("help ", sub)).out == r.out);
+  }
+  REQUIRE(!Contains(Tensorcut("partition --help").out, "--resume"));
+}
+
+TEST_CASE("mistakes exit non-zero with a message naming them") {
+  Result r = Tensorcut("frobnicate");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.rfind("tensorcut: unknown subcommand 'frobnicate'\n", 0) == 0);
+  REQUIRE(Tensorcut("help frobnicate").code == 2);
+
+  r = Tensorcut("partition --model resnet");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err ==
+          "tensorcut partition: unknown model \"resnet\"; known models: linear, convbn, "
+          "structured, mlp, cnn, transformer\n");
+  r = Tensorcut("graph --model linear --stage optimized");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err ==
+          "tensorcut graph: unknown --stage \"optimized\"; known stages: captured, joint, "
+          "forward, backward\n");
+  r = Tensorcut("partition --model linear --strategy magic");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.rfind("tensorcut partition: ", 0) == 0);
+  REQUIRE(Contains(r.err, "magic"));
+  r = Tensorcut("train --model linear --optimizer lion");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err ==
+          "tensorcut train: unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw\n");
+  r = Tensorcut(absl::StrCat("train --model linear --resume ", TempPath("none.safetensors")));
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err == absl::StrCat("tensorcut train: cannot open checkpoint ",
+                                TempPath("none.safetensors"), ": No such file or directory\n"));
+  REQUIRE(Tensorcut("train --no_such_flag").code != 0);
+}
+
+TEST_CASE("train writes a checkpoint that --resume continues from") {
+  const std::string ckpt = TempPath("linear.safetensors");
+  Result r =
+      Tensorcut(absl::StrCat("train --model linear --steps 15 --lr 0.05 --checkpoint ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.rfind("tensorcut train: linear (", 0) == 0);
+  REQUIRE(Contains(r.out,
+                   "\ndata: synthetic batches like the model's example inputs, 10 steps per epoch "
+                   "of 4; adam lr 0.05\n"));
+  REQUIRE(Contains(r.out, "\nstep 10/15 loss "));
+  REQUIRE(Contains(r.out, "\nstep 15/15 loss "));
+  REQUIRE(Contains(r.out, absl::StrCat("\ncheckpoint: ", ckpt, " (step 15, epoch 1.50)\n")));
+
+  r = Tensorcut(absl::StrCat("train --model linear --steps 20 --lr 0.05 --checkpoint ", ckpt,
+                             " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, absl::StrCat("\nresumed from ", ckpt, " at step 15 (epoch 1.50)\n")));
+  REQUIRE(!Contains(r.out, "\nstep 10/"));
+  REQUIRE(Contains(r.out, "\nstep 20/20 loss "));
+  REQUIRE(Contains(r.out, "\ntrained 5 steps in "));
+
+  r = Tensorcut(absl::StrCat("train --model convbn --steps 20 --resume ", ckpt));
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err == absl::StrCat("tensorcut train: checkpoint ", ckpt,
+                                " was written with --model linear, not convbn\n"));
+}
+
+TEST_CASE("partition --json reports the library's numbers; --dot writes the joint graph") {
+  const std::string dot = TempPath("mlp.dot");
+  const Result r =
+      Tensorcut(absl::StrCat("partition --model mlp --strategy min_cut --json --dot ", dot));
+  REQUIRE(r.code == 0);
+  REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);  // one line
+  REQUIRE(r.out.rfind("{\"model\":\"mlp\",\"strategy\":\"min_cut\",\"budget\":null,", 0) == 0);
+  const partition::PartitionReport ref = LibraryReport("mlp", "min_cut");
+  REQUIRE(JsonNumber(r.out, "saved_bytes") == ref.saved_bytes);
+  REQUIRE(JsonNumber(r.out, "saved_activation_bytes") == ref.saved_activation_bytes);
+  REQUIRE(JsonNumber(r.out, "recomputed_nodes") == ref.recomputed_nodes);
+  REQUIRE(JsonNumber(r.out, "recompute_flops") == ref.recompute_flops);
+  REQUIRE(JsonNumber(r.out, "fw_nodes") == ref.fw_nodes);
+  REQUIRE(JsonNumber(r.out, "bw_nodes") == ref.bw_nodes);
+  REQUIRE(JsonNumber(r.out, "partition_ms") >= 0);
+  REQUIRE(Contains(r.out, "\"saved_values\":[{\"name\":"));
+  REQUIRE(ReadFile(dot).rfind("digraph joint {\n", 0) == 0);
+
+  const Result text = Tensorcut("partition --model mlp --strategy budget --budget 0.25");
+  REQUIRE(text.code == 0);
+  REQUIRE(text.out.rfind("mlp with budget 0.25: joint graph ", 0) == 0);
+  const partition::PartitionReport budget = LibraryReport("mlp", "budget", 0.25);
+  REQUIRE(Contains(text.out, partition::ReportText(budget)));
+}
+
+TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV and SVG") {
+  const std::string csv = TempPath("sweep.csv"), svg = TempPath("sweep.svg");
+  const Result r =
+      Tensorcut(absl::StrCat("compare --model mlp --steps 1 --sweep --csv ", csv, " --plot ", svg));
+  REQUIRE(r.code == 0);
+  const std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
+  REQUIRE(lines.size() >= 7);
+  REQUIRE(lines[2].rfind("strategy ", 0) == 0);
+  const char* rows[] = {"default ", "min_cut ", "budget 0.5 ", "recompute_all "};
+  for (int i = 0; i < 4; ++i) {
+    INFO(rows[i]);
+    REQUIRE(lines[3 + i].rfind(rows[i], 0) == 0);
+  }
+  // The default row's saved bytes, in MB, are the library's.
+  const std::vector<std::string> cells = absl::StrSplit(lines[3], ' ', absl::SkipWhitespace());
+  REQUIRE(cells[1] == absl::StrFormat("%.3f", LibraryReport("mlp", "default").saved_bytes / 1e6));
+
+  const std::vector<std::string> csv_lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
+  REQUIRE(csv_lines.size() == 12);
+  REQUIRE(csv_lines[0] == "budget,saved_bytes,saved_activation_bytes,recompute_flops");
+  REQUIRE(csv_lines[1].rfind("0,", 0) == 0);
+  REQUIRE(csv_lines[6].rfind("0.5,", 0) == 0);
+  REQUIRE(csv_lines[11].rfind("1,", 0) == 0);
+  // Budget 1 is the min-cut partition (partition/strategies.h).
+  const partition::PartitionReport min_cut = LibraryReport("mlp", "min_cut");
+  REQUIRE(csv_lines[11] == absl::StrCat("1,", min_cut.saved_bytes, ",",
+                                        min_cut.saved_activation_bytes, ",",
+                                        absl::StrFormat("%.17g", min_cut.recompute_flops)));
+  const std::string plot = ReadFile(svg);
+  REQUIRE(plot.rfind("<svg ", 0) == 0);
+  REQUIRE(Contains(plot, ">budget sweep: mlp</text>"));
+  REQUIRE(Contains(plot, "<polyline points=\""));
+}
+
+TEST_CASE("graph prints each stage's IR as the library does") {
+  nn::ModelSpec spec = nn::MakeModel("linear", 0).value();
+  CompilerPipeline pipeline = JointPipeline(*spec.module, spec.inputs).value();
+  const JointGraph& joint = **pipeline.joint_graph();
+  partition::PartitionResult part =
+      pipeline.partition(partition::PartitionerByName("min_cut").value(), joint).value();
+
+  Result r = Tensorcut("graph --model linear --stage captured");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out == ToString(pipeline.captured().graph));
+  r = Tensorcut("graph --model linear --stage joint --decompose");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out == ToString(joint));
+  REQUIRE(Contains(r.out, "ParamGrad{linear.weight}"));
+  r = Tensorcut("graph --model linear --stage forward --decompose");
+  REQUIRE(r.out == ToString(part.forward));
+  const std::string dot = TempPath("backward.dot");
+  r = Tensorcut(absl::StrCat("graph --model linear --stage backward --decompose --dot ", dot));
+  REQUIRE(r.out == ToString(part.backward));
+  const std::string text = ReadFile(dot);
+  REQUIRE(text.rfind("digraph backward {\n", 0) == 0);
+  for (const Node* n : part.backward.nodes()) {
+    REQUIRE(Contains(text, absl::StrCat(OpName(n->op()), " %", n->result(0)->name())));
+  }
+}
+
+TEST_CASE("bench --json prints one object with the step times and GFLOP/s") {
+  const Result r = Tensorcut("bench --model linear --runs 3 --threads 1 --json");
+  REQUIRE(r.code == 0);
+  REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  REQUIRE(r.out.rfind("{\"model\": \"linear\",", 0) == 0);
+  for (const char* key :
+       {"compiled_step_ms", "interpreter_step_ms", "eager_step_ms", "compiled_inference_ms",
+        "eager_inference_ms", "gflops", "matmul_peak_gflops", "step_gflop"}) {
+    INFO(key);
+    CHECK(JsonNumber(r.out, key) > 0);
+  }
+  CHECK(JsonNumber(r.out, "threads") == 1);
+  CHECK(JsonNumber(r.out, "runs") == 3);
+  REQUIRE(Tensorcut("bench --model resnet").code != 0);
+}
+
+}  // namespace
+}  // namespace tc

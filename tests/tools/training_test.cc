@@ -1,0 +1,192 @@
+// The training loop behind `tensorcut train`: N steps, a checkpoint, then a
+// resumed run to N+M gives bit for bit the state of N+M steps in one run; and
+// the errors for inputs that cannot work.
+#include "tools/training.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "nn/checkpoint.h"
+
+namespace tc {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::unique_ptr<Trainer> Make(const TrainOptions& options) {
+  absl::StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(options);
+  INFO(t.status().ToString());
+  REQUIRE(t.ok());
+  return *std::move(t);
+}
+
+// Runs `t` to its last step; the losses of its first and last steps.
+std::pair<double, double> RunToEnd(Trainer& t) {
+  double first = NAN, last = NAN;
+  while (t.step() < t.last_step()) {
+    absl::StatusOr<StepStats> stats = t.Step();
+    INFO(stats.status().ToString());
+    REQUIRE(stats.ok());
+    if (std::isnan(first)) first = stats->loss;
+    last = stats->loss;
+  }
+  return {first, last};
+}
+
+// REQUIREs the same names and the same bytes.
+void RequireSameBits(const nn::NamedTensors& a, const nn::NamedTensors& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first);
+    REQUIRE(a[i].first == b[i].first);
+    const Tensor x = a[i].second.contiguous(), y = b[i].second.contiguous();
+    REQUIRE(x.type() == y.type());
+    REQUIRE(std::memcmp(x.raw_data(), y.raw_data(), x.bytes()) == 0);
+  }
+}
+
+// Parameters, buffers and optimizer state, cloned.
+nn::NamedTensors State(const Trainer& t) {
+  nn::NamedTensors all = t.spec().module->named_parameters();
+  for (auto& e : t.spec().module->named_buffers()) all.push_back(std::move(e));
+  for (auto& e : t.optimizer().state()) all.push_back(std::move(e));
+  for (auto& e : all) e.second = e.second.clone();
+  return all;
+}
+
+// N steps and a checkpoint, then a resumed run to N+M, against N+M steps in
+// one run.
+void RequireResumeIsExact(TrainOptions options, int64_t n, int64_t m) {
+  const std::string path = TempPath(options.model + "_resume.safetensors");
+  options.steps = n + m;
+  std::unique_ptr<Trainer> whole = Make(options);
+  const auto [first_loss, last_loss] = RunToEnd(*whole);
+
+  options.steps = n;
+  std::unique_ptr<Trainer> part = Make(options);
+  RunToEnd(*part);
+  const nn::NamedTensors after_n = State(*part);
+  REQUIRE(part->Save(path).ok());
+
+  options.steps = n + m;
+  options.resume = path;
+  std::unique_ptr<Trainer> resumed = Make(options);
+  REQUIRE(resumed->step() == n);
+  RunToEnd(*resumed);
+  REQUIRE(resumed->step() == n + m);
+  RequireSameBits(State(*resumed), State(*whole));
+
+  // The M steps did train: the parameters moved and the loss fell.
+  REQUIRE(std::memcmp(after_n[0].second.raw_data(),
+                      whole->spec().module->named_parameters()[0].second.raw_data(),
+                      after_n[0].second.bytes()) != 0);
+  REQUIRE(last_loss < first_loss);
+}
+
+TEST_CASE("resuming linear (synthetic data, Adam) across an epoch is bit for bit exact") {
+  TrainOptions options;
+  options.model = "linear";
+  options.lr = 0.05;
+  RequireResumeIsExact(options, /*n=*/7, /*m=*/8);  // epochs are kSyntheticBatches = 10 steps
+}
+
+TEST_CASE("resuming convbn (BatchNorm buffers, SGD, budget partition) is bit for bit exact") {
+  TrainOptions options;
+  options.model = "convbn";
+  options.optimizer = "sgd";
+  options.lr = 0.1;
+  options.partition = "budget";
+  options.budget = 0.5;
+  RequireResumeIsExact(options, /*n=*/12, /*m=*/5);
+}
+
+TEST_CASE("resuming mlp on Fashion-MNIST mid-epoch is bit for bit exact") {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch = 32;
+  options.optimizer = "adamw";
+  RequireResumeIsExact(options, /*n=*/4, /*m=*/4);
+}
+
+TEST_CASE("a checkpoint's metadata holds the training position") {
+  TrainOptions options;
+  options.model = "linear";
+  options.steps = 13;
+  options.seed = 4;
+  std::unique_ptr<Trainer> t = Make(options);
+  RunToEnd(*t);
+  const std::string path = TempPath("position.safetensors");
+  REQUIRE(t->Save(path).ok());
+  nn::Metadata metadata;
+  REQUIRE(nn::LoadTensors(path, &metadata).ok());
+  REQUIRE(metadata["tensorcut.model"] == "linear");
+  REQUIRE(metadata["tensorcut.optimizer"] == "adam");
+  REQUIRE(metadata["tensorcut.step"] == "13");
+  REQUIRE(metadata["tensorcut.epoch"] == "1");
+  REQUIRE(metadata["tensorcut.seed"] == "4");
+  REQUIRE(metadata["tensorcut.batch"] == "4");
+  REQUIRE(metadata["tensorcut.data"] == "synthetic");
+}
+
+std::string CreateError(const TrainOptions& options) {
+  absl::StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(options);
+  REQUIRE(!t.ok());
+  return std::string(t.status().message());
+}
+
+TEST_CASE("Trainer::Create names what is wrong") {
+  TrainOptions options;
+  options.model = "linear";
+  options.steps = 3;
+
+  TrainOptions bad = options;
+  bad.model = "resnet";
+  REQUIRE(CreateError(bad) ==
+          "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, cnn, "
+          "transformer");
+  bad = options;
+  bad.optimizer = "lion";
+  REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
+  bad = options;
+  bad.partition = "magic";
+  REQUIRE(CreateError(bad).find("magic") != std::string::npos);
+  bad = options;
+  bad.resume = TempPath("missing.safetensors");
+  REQUIRE(CreateError(bad) ==
+          "cannot open checkpoint " + bad.resume + ": No such file or directory");
+
+  // A checkpoint of linear after 3 steps, resumed as something else.
+  const std::string path = TempPath("linear3.safetensors");
+  std::unique_ptr<Trainer> t = Make(options);
+  RunToEnd(*t);
+  REQUIRE(t->Save(path).ok());
+  bad = options;
+  bad.resume = path;
+  bad.model = "convbn";
+  REQUIRE(CreateError(bad) ==
+          "checkpoint " + path + " was written with --model linear, not convbn");
+  bad.model = "linear";
+  bad.optimizer = "sgd";
+  REQUIRE(CreateError(bad) == "checkpoint " + path + " was written with --optimizer adam, not sgd");
+  bad.optimizer = "adam";
+  bad.steps = 2;
+  REQUIRE(CreateError(bad) == "checkpoint " + path +
+                                  " is at step 3, past the last step 2 that --steps/--epochs "
+                                  "ask for");
+
+  // nn::save's checkpoints have no position.
+  REQUIRE(nn::save(*t->spec().module, path).ok());
+  bad.steps = 5;
+  REQUIRE(CreateError(bad) == "checkpoint " + path +
+                                  " has no \"tensorcut.model\" metadata: it was not written by "
+                                  "`tensorcut train`");
+}
+
+}  // namespace
+}  // namespace tc

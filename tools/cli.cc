@@ -1,0 +1,110 @@
+#include "tools/cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/ops.h"
+
+namespace tc {
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+int ExitCode(absl::string_view subcommand, const absl::Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "tensorcut %s: %s\n", std::string(subcommand).c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+double MedianMs(int runs, const std::function<void()>& fn) {
+  fn();
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(1, runs); ++i) {
+    const Clock::time_point start = Clock::now();
+    fn();
+    ms.push_back(1e3 * Seconds(start));
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+ProgressBar::ProgressBar(int64_t first_step, int64_t last_step, int64_t items_per_step,
+                         int64_t every, const char* rate_unit)
+    : first_step_(first_step),
+      last_step_(last_step),
+      items_per_step_(items_per_step),
+      every_(std::max<int64_t>(1, every)),
+      rate_unit_(rate_unit),
+      terminal_(isatty(fileno(stdout))) {}
+
+void ProgressBar::Update(int64_t step, double loss, double accuracy) {
+  ++updates_;
+  const double k = updates_ < 20 ? 1.0 / updates_ : 0.05;
+  loss_ += k * (loss - loss_);
+  accuracy_ += k * (accuracy - accuracy_);
+  const double elapsed = Seconds(start_);
+  const double items_per_s = updates_ * items_per_step_ / elapsed;
+  const double eta = (last_step_ - step) * elapsed / updates_;
+  // Fixed width on the bar, so that it does not jitter.
+  const std::string acc = std::isnan(accuracy_) ? ""
+                          : terminal_           ? absl::StrFormat(" acc %5.1f%%", 100 * accuracy_)
+                                                : absl::StrFormat(" acc %.1f%%", 100 * accuracy_);
+  if (terminal_) {
+    const int width = 30;
+    const int filled = static_cast<int>(width * (step - first_step_) /
+                                        std::max<int64_t>(1, last_step_ - first_step_));
+    std::printf("\r[%s%s] %5lld/%lld loss %.4f%s %6.0f %s ETA %3.0fs",
+                std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(),
+                static_cast<long long>(step), static_cast<long long>(last_step_), loss_,
+                acc.c_str(), items_per_s, rate_unit_, eta);
+    if (step == last_step_) std::printf("\n");
+  } else if (step % every_ == 0 || step == last_step_) {
+    std::printf("step %lld/%lld loss %.4f%s %.0f %s ETA %.0fs\n", static_cast<long long>(step),
+                static_cast<long long>(last_step_), loss_, acc.c_str(), items_per_s, rate_unit_,
+                eta);
+  }
+  std::fflush(stdout);
+}
+
+std::string OutputPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");  // set by `bazel run`
+  if (cwd == nullptr || path.empty() || path[0] == '/') return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
+absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+void Gather(const nn::Dataset& data, const std::vector<int64_t>& order, int64_t first,
+            const Tensor& x, const Tensor& y) {
+  const int64_t n = x.size(0), row = x.numel() / n;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t src = order[first + i];
+    std::memcpy(x.data<float>() + i * row, data.images.data<float>() + src * row,
+                row * sizeof(float));
+    y.data<int64_t>()[i] = data.labels.data<int64_t>()[src];
+  }
+}
+
+double Accuracy(const Tensor& logits, const Tensor& labels) {
+  return mean(cast(eq(argmax(logits, 1), labels), DType::kF32)).item<float>();
+}
+
+}  // namespace tc

@@ -1,0 +1,111 @@
+// `tensorcut compare`: every partition strategy on one reference model in one
+// table (saved bytes, recomputation, the backward's peak, the measured
+// training step), and with --sweep the budget strategy's Pareto curve as CSV
+// and an SVG plot.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nn/models/models.h"
+#include "partition/report.h"
+#include "partition/strategies.h"
+#include "runtime/error.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
+#include "tools/subcommands.h"
+#include "tools/svg_plot.h"
+#include "tools/training.h"
+
+namespace tc {
+namespace {
+
+constexpr int kDefaultSteps = 5;
+
+// The median time of a compiled training step (forward, loss, backward) on
+// the model's example inputs.
+double StepMs(nn::ModelSpec& spec, const Function& step, int runs) {
+  return MedianMs(runs, [&] {
+    const TensorTree out = ValueOrThrow(step(spec.inputs));
+    const Tensor loss = spec.loss(out, spec.targets);
+    spec.module->zero_grad();
+    loss.backward();
+  });
+}
+
+absl::Status Sweep(const nn::ModelSpec& spec, const JointGraph& joint) {
+  std::vector<double> budgets;
+  for (int i = 0; i <= 10; ++i) budgets.push_back(i / 10.0);
+  absl::StatusOr<std::vector<partition::ParetoPoint>> points =
+      partition::BudgetSweep(joint.graph, joint.layout, budgets);
+  if (!points.ok()) return points.status();
+  std::string csv = "budget,saved_bytes,saved_activation_bytes,recompute_flops\n";
+  Plot plot{absl::StrCat("budget sweep: ", spec.name),
+            "saved activations (MB)",
+            "recomputed in the backward (MFLOP)",
+            {}};
+  for (const partition::ParetoPoint& p : *points) {
+    absl::StrAppendFormat(&csv, "%g,%d,%d,%.17g\n", p.budget, p.saved_bytes,
+                          p.saved_activation_bytes, p.recompute_flops);
+    plot.points.push_back(
+        {p.saved_activation_bytes / 1e6, p.recompute_flops / 1e6, absl::StrFormat("%g", p.budget)});
+  }
+  const std::string csv_flag = absl::GetFlag(FLAGS_csv), plot_flag = absl::GetFlag(FLAGS_plot);
+  if (csv_flag.empty()) {
+    std::printf("\n%s", csv.c_str());
+  } else {
+    if (absl::Status s = WriteTextFile(OutputPath(csv_flag), csv); !s.ok()) return s;
+    std::printf("\nsweep: %zu budgets written to %s\n", points->size(),
+                OutputPath(csv_flag).c_str());
+  }
+  if (!plot_flag.empty()) {
+    if (absl::Status s = WriteTextFile(OutputPath(plot_flag), SvgPlot(plot)); !s.ok()) return s;
+    std::printf("plot: %s\n", OutputPath(plot_flag).c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  absl::StatusOr<nn::ModelSpec> spec =
+      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed));
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<CompilerPipeline> pipeline = JointPipeline(*spec->module, spec->inputs);
+  if (!pipeline.ok()) return pipeline.status();
+  const JointGraph& joint = **pipeline->joint_graph();
+  const int runs = absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : kDefaultSteps;
+  const double budget = absl::GetFlag(FLAGS_budget);
+
+  std::printf("%s: joint graph %d nodes; step = forward + loss + backward, median of %d\n\n",
+              spec->name.c_str(), joint.graph.num_nodes(), runs);
+  std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s\n", "strategy", "saved MB", "act. MB",
+              "recomp MF", "fw", "bw", "peak MB", "part. ms", "step ms");
+  for (const std::string& name : partition::StrategyNames()) {
+    absl::StatusOr<partition::PartitionFn> fn = partition::PartitionerByName(name, budget);
+    if (!fn.ok()) return fn.status();
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<partition::PartitionResult> part = pipeline->partition(*fn, joint);
+    if (!part.ok()) return part.status();
+    const double partition_ms = 1e3 * Seconds(start);
+    const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, *part);
+    absl::StatusOr<Function> step = CompileTraining(*pipeline, *part);
+    if (!step.ok()) return step.status();
+    const std::string label = name == "budget" ? absl::StrFormat("budget %g", budget) : name;
+    std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.2f %8.2f\n", label.c_str(),
+                r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
+                r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, partition_ms,
+                StepMs(*spec, *step, runs));
+  }
+  if (absl::GetFlag(FLAGS_sweep) || !absl::GetFlag(FLAGS_csv).empty() ||
+      !absl::GetFlag(FLAGS_plot).empty()) {
+    return Sweep(*spec, joint);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int CompareCommand() { return ExitCode("compare", Run()); }
+
+}  // namespace tc

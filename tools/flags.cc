@@ -1,0 +1,45 @@
+#include "tools/flags.h"
+
+#include "absl/flags/flag.h"
+#include "nn/data/idx.h"
+
+ABSL_FLAG(std::string, data, tc::nn::kFashionMnistDir,
+          "folder with the Fashion-MNIST IDX files (.gz or plain)");
+ABSL_FLAG(std::string, checkpoint, "",
+          "where to write the trained model, a safetensors file (default: "
+          "tensorcut_demo.safetensors for demo, tensorcut_<model>.safetensors for train; "
+          "relative paths: the current folder)");
+ABSL_FLAG(int, batch, 100,
+          "images per training step on Fashion-MNIST (synthetic data keeps the model's example "
+          "batch)");
+ABSL_FLAG(double, lr, 2e-3, "learning rate");
+
+ABSL_FLAG(std::string, model, "mlp",
+          "reference model: linear, convbn, structured, mlp, cnn or transformer");
+ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or all)");
+ABSL_FLAG(int, runs, 30, "ops, bench: timed runs of each measurement; the median is printed");
+ABSL_FLAG(int, steps, 0,
+          "train: stop at this step, counted from the start of training (0: after --epochs); "
+          "compare: timed training steps per strategy (0: 5)");
+
+ABSL_FLAG(int, epochs, 1, "epochs to train, counted from the start of training");
+ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
+ABSL_FLAG(std::string, partition, "min_cut",
+          "train's partition strategy: default, min_cut, budget or recompute_all");
+ABSL_FLAG(std::string, resume, "",
+          "a checkpoint written by train: continue from its step with its parameters, buffers "
+          "and optimizer state");
+ABSL_FLAG(int, seed, 0, "seed of the parameters, the synthetic data and the data order");
+
+ABSL_FLAG(std::string, strategy, "min_cut", "default, min_cut, budget or recompute_all");
+ABSL_FLAG(double, budget, 0.5,
+          "activation memory budget in [0, 1] for the budget strategy (1: min-cut, 0: least "
+          "memory)");
+ABSL_FLAG(bool, json, false, "print one JSON object instead of the text report");
+ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");
+ABSL_FLAG(bool, sweep, false, "also sweep the budget strategy over budgets 0, 0.1, ..., 1");
+ABSL_FLAG(std::string, csv, "", "write the sweep as CSV to this file (default: print it)");
+ABSL_FLAG(std::string, plot, "", "write the sweep as an SVG plot to this file");
+ABSL_FLAG(std::string, stage, "joint", "captured, joint, forward or backward");
+ABSL_FLAG(bool, decompose, false,
+          "apply the default decompositions first (partition and compare always do; train never)");

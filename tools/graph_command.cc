@@ -1,0 +1,104 @@
+// `tensorcut graph`: a reference model's graph at one stage of the pipeline
+// (captured, joint, or the forward or backward half of a partition) as IR
+// text, optionally as Graphviz DOT.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "graph/decompositions.h"
+#include "graph/dot.h"
+#include "graph/pass.h"
+#include "graph/printer.h"
+#include "nn/models/models.h"
+#include "partition/strategies.h"
+#include "pipeline/compiler_pipeline.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
+#include "tools/subcommands.h"
+
+namespace tc {
+namespace {
+
+// Inputs green (tangents khaki), ops blue, ops computing a graph output
+// outlined.
+DotStyle StageStyle(int num_primals) {
+  DotStyle style;
+  style.placeholder = [num_primals](const Value&, int index, DotItem& item) {
+    item.attrs = index < num_primals ? "fillcolor=palegreen" : "fillcolor=khaki";
+  };
+  style.node = [](const Node& node, DotItem& item) {
+    item.attrs = "fillcolor=lightblue";
+    for (const Value* r : node.results()) {
+      if (r->is_output()) {
+        absl::StrAppend(&item.label, "\noutput");
+        absl::StrAppend(&item.attrs, ", penwidth=3");
+        return;
+      }
+    }
+  };
+  return style;
+}
+
+absl::Status Run() {
+  const std::string stage = absl::GetFlag(FLAGS_stage);
+  if (stage != "captured" && stage != "joint" && stage != "forward" && stage != "backward") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --stage \"", stage, "\"; known stages: captured, joint, forward, backward"));
+  }
+  absl::StatusOr<nn::ModelSpec> spec =
+      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed));
+  if (!spec.ok()) return spec.status();
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*spec->module, spec->inputs);
+  if (!pipeline.ok()) return pipeline.status();
+  const bool decompose = absl::GetFlag(FLAGS_decompose);
+
+  std::string text;
+  Graph graph;
+  int num_primals = 0;
+  if (stage == "captured") {
+    graph = pipeline->captured().graph.Clone();
+    if (decompose) {
+      absl::StatusOr<bool> changed = RunPasses(graph, {Decompose(DefaultDecompositions())});
+      if (!changed.ok()) return changed.status();
+    }
+    text = ToString(graph);
+    num_primals = static_cast<int>(graph.placeholders().size());
+  } else {
+    IrOptions options;
+    if (decompose) options.decompositions = &DefaultDecompositions();
+    if (absl::Status s = pipeline->generate_ir_for_training(options); !s.ok()) return s;
+    const JointGraph& joint = **pipeline->joint_graph();
+    if (stage == "joint") {
+      graph = joint.graph.Clone();
+      text = ToString(joint);
+      num_primals = joint.layout.num_primals;
+    } else {
+      absl::StatusOr<partition::PartitionFn> partition_fn =
+          partition::PartitionerByName(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget));
+      if (!partition_fn.ok()) return partition_fn.status();
+      absl::StatusOr<partition::PartitionResult> part = pipeline->partition(*partition_fn, joint);
+      if (!part.ok()) return part.status();
+      graph = std::move(stage == "forward" ? part->forward : part->backward);
+      text = ToString(graph);
+      // The backward's inputs: the saved values, then the tangents.
+      num_primals = stage == "forward" ? static_cast<int>(graph.placeholders().size())
+                                       : static_cast<int>(part->saved.size());
+    }
+  }
+  std::printf("%s", text.c_str());
+  const std::string dot = absl::GetFlag(FLAGS_dot);
+  if (!dot.empty()) {
+    const std::string path = OutputPath(dot);
+    absl::Status s = WriteTextFile(path, GraphDot(graph, StageStyle(num_primals), stage));
+    if (!s.ok()) return s;
+    std::fprintf(stderr, "wrote %s\n", path.c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int GraphCommand() { return ExitCode("graph", Run()); }
+
+}  // namespace tc

@@ -1,0 +1,139 @@
+#include "tools/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tc {
+namespace {
+
+constexpr double kWidth = 560, kHeight = 380;
+constexpr double kLeft = 80, kRight = 30, kTop = 40, kBottom = 60;  // margins
+
+// Text for SVG: the XML special characters escaped.
+std::string Xml(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// An axis range: [lo, hi] widened to multiples of a 1, 2 or 5 times a power
+// of ten `step`, about five ticks apart.
+struct Axis {
+  double lo, hi, step;
+};
+
+Axis MakeAxis(double lo, double hi) {
+  const bool non_negative = lo >= 0;
+  if (hi - lo < 1e-12 * std::max(1.0, std::abs(hi))) {  // one value: a unit around it
+    lo -= std::max(0.5, std::abs(lo) * 0.1);
+    hi += std::max(0.5, std::abs(hi) * 0.1);
+  }
+  if (non_negative) lo = std::max(0.0, lo);
+  const double raw = (hi - lo) / 5, magnitude = std::pow(10, std::floor(std::log10(raw)));
+  const double step = raw / magnitude <= 1   ? magnitude
+                      : raw / magnitude <= 2 ? 2 * magnitude
+                      : raw / magnitude <= 5 ? 5 * magnitude
+                                             : 10 * magnitude;
+  return {std::floor(lo / step) * step, std::ceil(hi / step) * step, step};
+}
+
+}  // namespace
+
+std::string SvgPlot(const Plot& plot) {
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  if (!plot.points.empty()) {
+    x_lo = x_hi = plot.points[0].x;
+    y_lo = y_hi = plot.points[0].y;
+    for (const PlotPoint& p : plot.points) {
+      x_lo = std::min(x_lo, p.x), x_hi = std::max(x_hi, p.x);
+      y_lo = std::min(y_lo, p.y), y_hi = std::max(y_hi, p.y);
+    }
+  }
+  const Axis ax = MakeAxis(x_lo, x_hi), ay = MakeAxis(y_lo, y_hi);
+  const double w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
+  auto sx = [&](double x) { return kLeft + (x - ax.lo) / (ax.hi - ax.lo) * w; };
+  auto sy = [&](double y) { return kTop + h - (y - ay.lo) / (ay.hi - ay.lo) * h; };
+
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+      "font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
+      "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+      "<text x=\"%.0f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">%s</text>\n",
+      kWidth, kHeight, kWidth / 2, Xml(plot.title));
+  // Ticks with grid lines, then the axes over them.
+  for (double t = ax.lo; t <= ax.hi + ax.step / 2; t += ax.step) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
+                          "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+                          sx(t), kTop, sx(t), kTop + h, sx(t), kTop + h + 18, t);
+  }
+  for (double t = ay.lo; t <= ay.hi + ay.step / 2; t += ay.step) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                          "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                          kLeft, sy(t), kLeft + w, sy(t), kLeft - 6, sy(t) + 4, t);
+  }
+  absl::StrAppendFormat(&svg,
+                        "<path d=\"M%.0f %.0f V%.0f H%.0f\" fill=\"none\" stroke=\"black\"/>\n"
+                        "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n"
+                        "<text transform=\"translate(18 %.0f) rotate(-90)\" "
+                        "text-anchor=\"middle\">%s</text>\n",
+                        kLeft, kTop, kTop + h, kLeft + w, kLeft + w / 2, kHeight - 16,
+                        Xml(plot.x_label), kTop + h / 2, Xml(plot.y_label));
+
+  std::string line;
+  for (const PlotPoint& p : plot.points) {
+    absl::StrAppendFormat(&line, "%s%.1f,%.1f", line.empty() ? "" : " ", sx(p.x), sy(p.y));
+  }
+  absl::StrAppend(&svg, "<polyline points=\"", line,
+                  "\" fill=\"none\" stroke=\"steelblue\" stroke-width=\"2\"/>\n");
+  // A point drawn over an earlier labelled one extends that label to a range
+  // ("0.1-0.9") instead of printing over it.
+  struct Label {
+    const PlotPoint* at;
+    std::string first, last;
+  };
+  std::vector<Label> labels;
+  for (const PlotPoint& p : plot.points) {
+    absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"steelblue\"/>\n",
+                          sx(p.x), sy(p.y));
+    if (p.label.empty()) continue;
+    auto covered = std::find_if(labels.begin(), labels.end(), [&](const Label& l) {
+      return std::abs(sx(l.at->x) - sx(p.x)) < 24 && std::abs(sy(l.at->y) - sy(p.y)) < 14;
+    });
+    if (covered == labels.end()) {
+      labels.push_back({&p, p.label, p.label});
+    } else {
+      covered->last = p.label;
+    }
+  }
+  for (const Label& l : labels) {
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">%s</text>\n",
+                          sx(l.at->x) + 6, sy(l.at->y) - 6,
+                          Xml(l.first == l.last ? l.first : absl::StrCat(l.first, "-", l.last)));
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace tc

@@ -1,0 +1,338 @@
+#include "tools/training.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/fusing_compiler.h"
+#include "graph/decompositions.h"
+#include "nn/checkpoint.h"
+#include "partition/strategies.h"
+#include "runtime/error.h"
+#include "runtime/random.h"
+#include "tools/cli.h"
+
+namespace tc {
+
+// The batches of one run: batch `step` is a pure function of (seed, step).
+class TrainingData {
+ public:
+  virtual ~TrainingData() = default;
+  virtual absl::string_view name() const = 0;  // saved in checkpoints
+  virtual int64_t steps_per_epoch() const = 0;
+  // The inputs and targets of step `step`, 0 being the first of training.
+  virtual void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) = 0;
+};
+
+namespace {
+
+// Fashion-MNIST images flattened to the model's input shape, shuffled per
+// epoch by the counter RNG from (seed, epoch).
+class FashionData : public TrainingData {
+ public:
+  FashionData(nn::Dataset data, Shape input_shape, uint64_t seed)
+      : data_(std::move(data)),
+        x_(tc::empty(input_shape)),
+        y_(tc::empty({input_shape[0]}, DType::kI64)),
+        seed_(seed) {}
+
+  absl::string_view name() const override { return "fashion-mnist"; }
+  int64_t steps_per_epoch() const override { return data_.labels.numel() / x_.size(0); }
+
+  void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
+    const int64_t epoch = step / steps_per_epoch();
+    if (epoch != order_epoch_) Shuffle(epoch);
+    Gather(data_, order_, (step % steps_per_epoch()) * x_.size(0), x_, y_);
+    inputs = TensorTree::MakeLeaf(x_);
+    targets = TensorTree::MakeLeaf(y_);
+  }
+
+ private:
+  void Shuffle(int64_t epoch) {  // Fisher-Yates
+    order_.resize(data_.labels.numel());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
+    const uint64_t stream = RandomBits(seed_, static_cast<uint64_t>(epoch));
+    for (size_t i = order_.size() - 1; i > 0; --i) {
+      std::swap(order_[i], order_[RandomBits(stream, i) % (i + 1)]);
+    }
+    order_epoch_ = epoch;
+  }
+
+  nn::Dataset data_;
+  Tensor x_, y_;  // refilled each step: the previous step's backward has run
+  uint64_t seed_;
+  std::vector<int64_t> order_;
+  int64_t order_epoch_ = -1;
+};
+
+// kSyntheticBatches batches like the example: floating tensors drawn afresh
+// from Generator(RandomBits(seed, i)) for batch i, the others kept.
+class SyntheticData : public TrainingData {
+ public:
+  SyntheticData(TensorTree inputs, TensorTree targets, uint64_t seed)
+      : inputs_(std::move(inputs)), targets_(std::move(targets)), seed_(seed) {}
+
+  absl::string_view name() const override { return "synthetic"; }
+  int64_t steps_per_epoch() const override { return kSyntheticBatches; }
+
+  void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
+    Generator gen(RandomBits(seed_, static_cast<uint64_t>(step % kSyntheticBatches)));
+    auto draw = [&](const Tensor& t) {
+      return IsFloating(t.dtype()) ? randn(t.shape(), t.dtype(), &gen) : t;
+    };
+    inputs = inputs_.Map(draw);
+    targets = targets_.Map(draw);
+  }
+
+ private:
+  TensorTree inputs_, targets_;
+  uint64_t seed_;
+};
+
+// Whether `spec` takes Fashion-MNIST: one f32 input of 784 values per example
+// and i64 class labels, one per example.
+bool TakesFashionMnist(const nn::ModelSpec& spec) {
+  if (!spec.inputs.is_leaf() || !spec.targets.is_leaf()) return false;
+  const Tensor& x = spec.inputs.leaf();
+  const Tensor& y = spec.targets.leaf();
+  return x.dtype() == DType::kF32 && x.shape().size() >= 2 && x.numel() == x.size(0) * 784 &&
+         y.dtype() == DType::kI64 && y.shape() == Shape{x.size(0)};
+}
+
+// The checkpoint metadata keys of the training position.
+constexpr char kModelKey[] = "tensorcut.model";
+constexpr char kOptimizerKey[] = "tensorcut.optimizer";
+constexpr char kStepKey[] = "tensorcut.step";
+constexpr char kEpochKey[] = "tensorcut.epoch";
+constexpr char kSeedKey[] = "tensorcut.seed";
+constexpr char kBatchKey[] = "tensorcut.batch";
+constexpr char kDataKey[] = "tensorcut.data";
+constexpr char kRngSeedKey[] = "tensorcut.rng_seed";  // the default generator's
+constexpr char kRngOffsetKey[] = "tensorcut.rng_offset";
+
+absl::StatusOr<std::string> MetadataValue(const nn::Metadata& metadata, const char* key,
+                                          const std::string& path) {
+  auto it = metadata.find(key);
+  if (it == metadata.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint ", path, " has no \"", key,
+                     "\" metadata: it was not written by `tensorcut train`"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<uint64_t> MetadataNumber(const nn::Metadata& metadata, const char* key,
+                                        const std::string& path) {
+  absl::StatusOr<std::string> text = MetadataValue(metadata, key, path);
+  if (!text.ok()) return text.status();
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(*text, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, ": metadata \"", key,
+                                                   "\" is \"", *text, "\", not a number"));
+  }
+  return value;
+}
+
+// OK when the checkpoint's `key` is `expected`; otherwise names the flag.
+absl::Status CheckMetadata(const nn::Metadata& metadata, const char* key,
+                           const std::string& expected, absl::string_view flag,
+                           const std::string& path) {
+  absl::StatusOr<std::string> value = MetadataValue(metadata, key, path);
+  if (!value.ok()) return value.status();
+  if (*value == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " was written with ", flag,
+                                                 " ", *value, ", not ", expected));
+}
+
+}  // namespace
+
+absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorTree& inputs,
+                                               const DecompositionTable* decompositions) {
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(module, inputs);
+  if (!pipeline.ok()) return pipeline.status();
+  IrOptions options;
+  options.decompositions = decompositions;
+  if (absl::Status s = pipeline->generate_ir_for_training(options); !s.ok()) return s;
+  return pipeline;
+}
+
+absl::StatusOr<Function> CompileTraining(CompilerPipeline& pipeline,
+                                         const partition::PartitionResult& part) {
+  absl::StatusOr<CompiledForward> fw = pipeline.fw_compile(codegen::fusing(), part);
+  if (!fw.ok()) return fw.status();
+  absl::StatusOr<CompiledBackward> bw = pipeline.bw_compile(codegen::fusing(), part, *fw);
+  if (!bw.ok()) return bw.status();
+  return pipeline.make_autograd_function(*fw, *bw, part);
+}
+
+absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
+                                                             nn::ParamList params, double lr) {
+  if (name == "sgd") return std::make_unique<nn::SGD>(std::move(params), lr);
+  if (name == "adam") return std::make_unique<nn::Adam>(std::move(params), lr);
+  if (name == "adamw") return std::make_unique<nn::AdamW>(std::move(params), lr);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown optimizer \"", name, "\"; known optimizers: sgd, adam, adamw"));
+}
+
+Trainer::~Trainer() = default;
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+  if (options.batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch must be at least 1, got ", options.batch));
+  }
+  if (options.steps < 0 || (options.steps == 0 && options.epochs < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--steps must be positive or --epochs at least 1, got --steps ", options.steps,
+                     " --epochs ", options.epochs));
+  }
+  absl::StatusOr<partition::PartitionFn> partition_fn =
+      partition::PartitionerByName(options.partition, options.budget);
+  if (!partition_fn.ok()) return partition_fn.status();
+  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
+  if (!spec.ok()) return spec.status();
+
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->options_ = options;
+  t->spec_ = *std::move(spec);
+  absl::StatusOr<std::unique_ptr<nn::Optimizer>> optimizer =
+      MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(), options.lr);
+  if (!optimizer.ok()) return optimizer.status();
+  t->optimizer_ = *std::move(optimizer);
+  // What can be checked without data or compiling comes first.
+  nn::Metadata metadata;
+  if (!options.resume.empty()) {
+    absl::StatusOr<nn::NamedTensors> file = nn::LoadTensors(options.resume, &metadata);
+    if (!file.ok()) return file.status();
+    if (absl::Status s = t->CheckResumable(metadata); !s.ok()) return s;
+  }
+  if (absl::Status s = t->MakeData(); !s.ok()) return s;
+  if (!options.resume.empty()) {
+    const std::string batch = absl::StrCat(t->batch_);
+    if (absl::Status s = CheckMetadata(metadata, kBatchKey, batch, "--batch", options.resume);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = t->Compile(*partition_fn); !s.ok()) return s;
+
+  manual_seed(options.seed);
+  // After the capture, so that nothing the capture did to the module survives.
+  if (!options.resume.empty()) {
+    if (absl::Status s = t->Restore(metadata); !s.ok()) return s;
+  }
+  t->last_step_ = options.steps > 0 ? options.steps : options.epochs * t->steps_per_epoch();
+  if (t->step_ > t->last_step_) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", options.resume, " is at step ",
+                                                   t->step_, ", past the last step ", t->last_step_,
+                                                   " that --steps/--epochs ask for"));
+  }
+  return t;
+}
+
+absl::Status Trainer::CheckResumable(const nn::Metadata& metadata) const {
+  const std::string& path = options_.resume;
+  absl::Status s = CheckMetadata(metadata, kModelKey, spec_.name, "--model", path);
+  if (s.ok()) s = CheckMetadata(metadata, kOptimizerKey, options_.optimizer, "--optimizer", path);
+  if (s.ok()) s = CheckMetadata(metadata, kSeedKey, absl::StrCat(options_.seed), "--seed", path);
+  return s;
+}
+
+absl::Status Trainer::MakeData() {
+  if (!TakesFashionMnist(spec_)) {
+    data_ = std::make_unique<SyntheticData>(spec_.inputs, spec_.targets, options_.seed);
+    spec_.inputs.ForEachLeaf([&](const Tensor& x) {
+      if (batch_ == 0 && !x.shape().empty()) batch_ = x.size(0);
+    });
+    return absl::OkStatus();
+  }
+  absl::StatusOr<nn::Dataset> data = nn::LoadFashionMnist(options_.data_dir, true);
+  if (!data.ok()) return data.status();
+  if (data->labels.numel() < options_.batch) {
+    return absl::InvalidArgumentError(absl::StrCat("--batch ", options_.batch, " exceeds the ",
+                                                   data->labels.numel(), " training images"));
+  }
+  Shape shape = spec_.inputs.leaf().shape();
+  shape[0] = options_.batch;
+  data_ = std::make_unique<FashionData>(*std::move(data), shape, options_.seed);
+  batch_ = options_.batch;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
+  const Clock::time_point start = Clock::now();
+  TensorTree inputs, targets;
+  data_->Batch(0, inputs, targets);
+  absl::StatusOr<CompilerPipeline> pipeline =
+      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr);
+  if (!pipeline.ok()) return pipeline.status();
+  pipeline_ = std::make_unique<CompilerPipeline>(*std::move(pipeline));
+  absl::StatusOr<partition::PartitionResult> part = pipeline_->partition(partition_fn, joint());
+  if (!part.ok()) return part.status();
+  partition_ = *std::move(part);
+  absl::StatusOr<Function> step_fn = CompileTraining(*pipeline_, partition_);
+  if (!step_fn.ok()) return step_fn.status();
+  step_fn_ = *std::move(step_fn);
+  compile_seconds_ = Seconds(start);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Restore(const nn::Metadata& metadata) {
+  const std::string& path = options_.resume;
+  absl::StatusOr<uint64_t> step = MetadataNumber(metadata, kStepKey, path);
+  absl::StatusOr<uint64_t> rng_seed = MetadataNumber(metadata, kRngSeedKey, path);
+  absl::StatusOr<uint64_t> rng_offset = MetadataNumber(metadata, kRngOffsetKey, path);
+  for (const absl::Status& s : {step.status(), rng_seed.status(), rng_offset.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (absl::Status s = nn::load(*spec_.module, path, optimizer_.get()); !s.ok()) return s;
+  step_ = first_step_ = static_cast<int64_t>(*step);
+  DefaultGenerator().Reseed(*rng_seed);
+  DefaultGenerator().Advance(*rng_offset);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StepStats> Trainer::Step() {
+  TensorTree inputs, targets;
+  data_->Batch(step_, inputs, targets);
+  absl::StatusOr<TensorTree> out = step_fn_(inputs);
+  if (!out.ok()) return out.status();
+  return CatchErrors([&] {
+    const Tensor loss = spec_.loss(*out, targets);
+    optimizer_->zero_grad();
+    loss.backward();
+    optimizer_->step();
+    ++step_;
+    StepStats stats{loss.to(DType::kF64).item<double>(), NAN};
+    if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out->is_leaf()) {
+      stats.accuracy = Accuracy(out->leaf().detach(), targets.leaf());
+    }
+    return stats;
+  });
+}
+
+absl::Status Trainer::Save(const std::string& path) const {
+  nn::NamedTensors tensors = spec_.module->named_parameters();
+  for (auto& entry : spec_.module->named_buffers()) tensors.push_back(std::move(entry));
+  for (auto& entry : optimizer_->state()) tensors.push_back(std::move(entry));
+  const nn::Metadata metadata = {
+      {kModelKey, spec_.name},
+      {kOptimizerKey, options_.optimizer},
+      {kStepKey, absl::StrCat(step_)},
+      {kEpochKey, absl::StrCat(step_ / steps_per_epoch())},
+      {kSeedKey, absl::StrCat(options_.seed)},
+      {kBatchKey, absl::StrCat(batch_)},
+      {kDataKey, std::string(data_->name())},
+      {kRngSeedKey, absl::StrCat(DefaultGenerator().seed())},
+      {kRngOffsetKey, absl::StrCat(DefaultGenerator().offset())},
+  };
+  return nn::SaveTensors(tensors, path, metadata);
+}
+
+int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
+
+bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
+
+}  // namespace tc

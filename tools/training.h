@@ -1,0 +1,142 @@
+// Compiling a reference model (nn/models/models.h) for training, and the
+// resumable training loop behind `tensorcut train`, as a library so that tests
+// can run it.
+//
+//   TrainOptions options;
+//   options.model = "linear";
+//   options.steps = 20;
+//   std::unique_ptr<Trainer> t = Trainer::Create(options).value();
+//   while (t->step() < t->last_step()) t->Step().value();
+//   t->Save("linear.safetensors").IgnoreError();
+//
+//   options.steps = 50;                        // later, maybe in another process:
+//   options.resume = "linear.safetensors";     // continues at step 21; after step 50
+//   t = Trainer::Create(options).value();      // the parameters are bit for bit those
+//   while (t->step() < t->last_step()) ...     // of 50 steps in one run
+//
+// The batches are a pure function of (seed, step), so a resumed run sees
+// exactly the batches the uninterrupted run would have:
+//  - Fashion-MNIST, for a model whose input is one f32 tensor of 784 values per
+//    example with i64 class labels (mlp): `batch` images per step, flattened
+//    to the model's input shape, in an order shuffled per epoch from (seed,
+//    epoch);
+//  - otherwise synthetic data: an epoch of kSyntheticBatches batches shaped
+//    like the model's example inputs and targets, batch i's floating tensors
+//    drawn from a Generator seeded by (seed, i) (integer targets stay the
+//    example's).
+#ifndef TENSORCUT_TOOLS_TRAINING_H_
+#define TENSORCUT_TOOLS_TRAINING_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/decompositions.h"
+#include "nn/checkpoint.h"
+#include "nn/data/idx.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
+#include "partition/partition.h"
+#include "pipeline/compiler_pipeline.h"
+
+namespace tc {
+
+// The capture of `module` on `inputs` and its joint graph, by default with the
+// default decompositions: where every partition strategy starts, and what
+// the partition reports describe. Training passes nullptr: the kernels of
+// linear, softmax and the normalisations run faster than their decompositions.
+absl::StatusOr<CompilerPipeline> JointPipeline(
+    nn::Module& module, const TensorTree& inputs,
+    const DecompositionTable* decompositions = &DefaultDecompositions());
+
+// The compiled training function of `part` (a partition of `pipeline`'s joint
+// graph): both halves through the fusing compiler.
+absl::StatusOr<Function> CompileTraining(CompilerPipeline& pipeline,
+                                         const partition::PartitionResult& part);
+
+// "sgd" (plain SGD), "adam" or "adamw" over `params`; InvalidArgument
+// naming the known ones otherwise.
+absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
+                                                             nn::ParamList params, double lr);
+
+inline constexpr int64_t kSyntheticBatches = 10;
+
+class TrainingData;  // the batches of a run (training.cc)
+
+struct TrainOptions {
+  std::string model = "mlp";
+  uint64_t seed = 0;  // parameters, synthetic data, data order
+  std::string data_dir = nn::kFashionMnistDir;
+  int64_t batch = 100;  // Fashion-MNIST only; synthetic data keeps the example batch
+  int64_t epochs = 1;
+  int64_t steps = 0;  // the step to stop at, from the start of training; 0: after `epochs`
+  std::string optimizer = "adam";
+  double lr = 2e-3;
+  std::string partition = "min_cut";  // partition::PartitionerByName
+  double budget = 0.5;                // for partition "budget"
+  std::string resume;                 // a checkpoint Save() wrote; empty: start afresh
+};
+
+struct StepStats {
+  double loss = 0;
+  double accuracy = 0;  // NaN unless the model classifies (i64 class-label targets)
+};
+
+class Trainer {
+ public:
+  // Builds the model, its data and its compiled training step, and with
+  // options.resume loads the checkpoint: an error names an unknown model,
+  // strategy or optimizer, a missing or unreadable checkpoint, and one written
+  // for another model, optimizer, seed or batch.
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options);
+
+  // One step: forward and backward through the compiled functions, then the
+  // optimizer's update.
+  absl::StatusOr<StepStats> Step();
+
+  // Atomically (nn::SaveTensors) writes the parameters, buffers, optimizer
+  // state and, as metadata, the position: model, optimizer, step, epoch,
+  // seed, batch, data and the default generator's offset.
+  absl::Status Save(const std::string& path) const;
+
+  int64_t step() const { return step_; }              // steps done, from the start of training
+  int64_t first_step() const { return first_step_; }  // step() when created
+  int64_t last_step() const { return last_step_; }
+  int64_t steps_per_epoch() const;
+  int64_t batch() const { return batch_; }
+  bool synthetic() const;
+  double compile_seconds() const { return compile_seconds_; }
+  const nn::ModelSpec& spec() const { return spec_; }
+  const JointGraph& joint() const { return **pipeline_->joint_graph(); }
+  const partition::PartitionResult& partition() const { return partition_; }
+  const nn::Optimizer& optimizer() const { return *optimizer_; }
+
+  ~Trainer();
+
+ private:
+  Trainer() = default;
+  // The steps of Create: the checkpoint's model, optimizer and seed against
+  // the options; the data source (and batch_); the capture, partition and
+  // compiled step; the checkpoint's tensors, step and generator.
+  absl::Status CheckResumable(const nn::Metadata& metadata) const;
+  absl::Status MakeData();
+  absl::Status Compile(const partition::PartitionFn& partition_fn);
+  absl::Status Restore(const nn::Metadata& metadata);
+
+  TrainOptions options_;
+  nn::ModelSpec spec_;
+  std::unique_ptr<TrainingData> data_;
+  int64_t batch_ = 0;
+  std::unique_ptr<CompilerPipeline> pipeline_;
+  partition::PartitionResult partition_;
+  Function step_fn_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  double compile_seconds_ = 0;
+  int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
+};
+
+}  // namespace tc
+
+#endif  // TENSORCUT_TOOLS_TRAINING_H_
