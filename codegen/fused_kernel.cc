@@ -155,7 +155,7 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
 
 std::vector<Tensor> FusedKernel::Run(absl::Span<const Tensor> inputs) const {
   std::vector<Tensor> outputs;
-  for (DType dtype : output_dtypes_) outputs.push_back(Tensor::Empty(shape_, dtype));
+  for (DType dtype : output_dtypes_) outputs.push_back(Tensor::Uninitialized(shape_, dtype));
   const int64_t n = NumElements(shape_);
   if (n == 0) return outputs;
   std::vector<InputReader> readers;
