@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/kernels/strided.h"
 
 namespace tc::codegen {
 namespace {
@@ -20,15 +20,18 @@ class InputReader {
       : base_(static_cast<const char*>(t.raw_data())), item_(ItemSize(t.dtype())) {
     // Coalesce dims as ForEachOffset does: a contiguous input becomes one dim
     // of stride 1, a bias broadcast over rows [rows (stride 0), cols (stride 1)].
-    const std::vector<int64_t> strides = kernels::BroadcastStrides(t, shape);
+    const int64_t lead = static_cast<int64_t>(shape.size()) - t.dim();
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) continue;
-      if (!dims_.empty() && strides_.back() == strides[d] * shape[d]) {
+      // t's stride along d, 0 where t is broadcast (a missing or size-1 dim).
+      const int64_t td = static_cast<int64_t>(d) - lead;
+      const int64_t stride = td < 0 || t.shape()[td] == 1 ? 0 : t.strides()[td];
+      if (!dims_.empty() && strides_.back() == stride * shape[d]) {
         dims_.back() *= shape[d];
-        strides_.back() = strides[d];
+        strides_.back() = stride;
       } else {
         dims_.push_back(shape[d]);
-        strides_.push_back(strides[d]);
+        strides_.push_back(stride);
       }
     }
     if (dims_.empty()) dims_ = {NumElements(shape)}, strides_ = {0};  // one element
@@ -156,13 +159,22 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
 std::vector<Tensor> FusedKernel::Run(absl::Span<const Tensor> inputs) const {
   std::vector<Tensor> outputs;
   for (DType dtype : output_dtypes_) outputs.push_back(Tensor::Uninitialized(shape_, dtype));
+  RunInto(inputs, outputs);
+  return outputs;
+}
+
+void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const {
   const int64_t n = NumElements(shape_);
-  if (n == 0) return outputs;
-  std::vector<InputReader> readers;
+  if (n == 0) return;
+  absl::InlinedVector<InputReader, 8> readers;
   for (const Tensor& t : inputs) readers.emplace_back(t, shape_);
-  // One block of 8-byte slots per register (wide enough for every dtype).
-  std::unique_ptr<uint64_t[]> scratch(new uint64_t[num_registers_ * kBlockSize]);
-  std::vector<void*> buffers(num_registers_), regs(num_registers_);
+  // One block of 8-byte slots per register (wide enough for every dtype),
+  // kept per thread so that a run allocates nothing once it has grown.
+  thread_local std::vector<uint64_t> scratch;
+  if (scratch.size() < static_cast<size_t>(num_registers_ * kBlockSize)) {
+    scratch.resize(num_registers_ * kBlockSize);
+  }
+  absl::InlinedVector<void*, 32> buffers(num_registers_), regs(num_registers_);
   for (int r = 0; r < num_registers_; ++r) buffers[r] = regs[r] = &scratch[r * kBlockSize];
   for (int64_t start = 0; start < n; start += kBlockSize) {
     const int64_t len = std::min(kBlockSize, n - start);
@@ -175,7 +187,6 @@ std::vector<Tensor> FusedKernel::Run(absl::Span<const Tensor> inputs) const {
     }
     for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len);
   }
-  return outputs;
 }
 
 std::string FusedKernel::ToString() const {

@@ -40,6 +40,11 @@ class FusedKernel {
   // One tensor per group input (its type, any strides); returns one
   // contiguous tensor per group output.
   std::vector<Tensor> Run(absl::Span<const Tensor> inputs) const;
+  // The same into `outputs`: contiguous tensors of the group's output types,
+  // every element written. Allocates nothing once this thread's block buffers
+  // have grown to the program's size.
+  void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const;
+  const Shape& shape() const { return shape_; }
 
   // The program, one instruction per line, then "return (r5, r7)".
   std::string ToString() const;

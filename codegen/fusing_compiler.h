@@ -1,6 +1,7 @@
-// The fusing compiler: the interpreter (codegen/interpreter.h) with each
-// elementwise fusion group (codegen/fusion.h) run as one fused kernel
-// (codegen/fused_kernel.h) instead of one eager kernel per node.
+// The fusing compiler: each graph lowered to a Program (codegen/program.h):
+// elementwise fusion groups (codegen/fusion.h) run as one fused kernel
+// (codegen/fused_kernel.h), other nodes through out-variant kernels into an
+// arena planned at compile time, views resolved at compile time.
 //
 //   CompiledForward fw = pipeline.fw_compile(codegen::fusing(), *part).value();
 //   absl::StatusOr<Executable> exe = codegen::fusing()(graph);
@@ -8,9 +9,7 @@
 //
 // It accepts the graphs and arguments the interpreter accepts, with the same
 // error messages (codegen/graph_runner.h), and its results equal the
-// interpreter's bitwise (see fused_ops.h). Other nodes run their eager kernel
-// in graph order; a group runs where its last node stands. Each value is freed
-// after its last use; values inside a group are never materialised.
+// interpreter's bitwise (see fused_ops.h).
 #ifndef TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 #define TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 

@@ -35,7 +35,8 @@ absl::StatusOr<TensorList> RunFromHook(size_t depth, OpKind op, absl::Span<const
 
 }  // namespace
 
-KernelFn GetKernel(OpKind kind) { return Kernels()[static_cast<int>(kind)]; }
+KernelFn GetKernel(OpKind kind) { return Kernels().eager[static_cast<int>(kind)]; }
+IntoKernelFn GetIntoKernel(OpKind kind) { return Kernels().into[static_cast<int>(kind)]; }
 
 absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
                                      absl::Span<const TensorType> out_types) {

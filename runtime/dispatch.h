@@ -29,8 +29,16 @@ using TensorList = std::vector<Tensor>;
 using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                                 absl::Span<const TensorType> out_types);
 
+// An out-variant kernel: writes every element of `outputs`, contiguous tensors
+// of the inferred types that the caller allocated (a compiled plan reuses them
+// from call to call). Views and data-dependent shapes have none.
+using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                      absl::Span<const Tensor> outputs);
+
 // The kernel table, one entry per op; nullptr where no kernel is bound.
 KernelFn GetKernel(OpKind kind);
+// The out-variant table; nullptr for ops that have none.
+IntoKernelFn GetIntoKernel(OpKind kind);
 
 // Runs one op call. Errors name the op: "matmul: inner dims differ: [4,3] x [2,5]".
 absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs);

@@ -81,6 +81,8 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
   TensorImpl* impl() const { return impl_.get(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
+  // How many handles share this tensor (1: this one alone).
+  long handle_count() const { return impl_.use_count(); }
 
   // Pointer to the first element (storage base + offset). T must match dtype.
   template <typename T>

@@ -454,7 +454,7 @@ absl::StatusOr<TensorList> AvgPool2dBackwardKernel(absl::Span<const Tensor> in, 
 }  // namespace
 
 void RegisterConvPoolKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   set(OpKind::kConv2d, &Conv2dKernel);
   set(OpKind::kConv2dBackwardData, &Conv2dBackwardDataKernel);
   set(OpKind::kConv2dBackwardWeight, &Conv2dBackwardWeightKernel);

@@ -33,8 +33,8 @@ absl::StatusOr<TensorList> ArangeKernel(absl::Span<const Tensor>, const Attrs& a
 }  // namespace
 
 void RegisterCreationKernels(KernelTable& t) {
-  t[static_cast<int>(OpKind::kFull)] = &FullKernel;
-  t[static_cast<int>(OpKind::kArange)] = &ArangeKernel;
+  t.eager[static_cast<int>(OpKind::kFull)] = &FullKernel;
+  t.eager[static_cast<int>(OpKind::kArange)] = &ArangeKernel;
 }
 
 }  // namespace tc::kernels

@@ -134,9 +134,9 @@ absl::StatusOr<TensorList> WhereKernel(absl::Span<const Tensor> in, const Attrs&
 }  // namespace
 
 void RegisterElementwiseKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   for (int op = 0; op < kNumOps; ++op) {
-    math::VisitPlainOp(OpKind(op), [&](auto f) { t[op] = &PlainKernel<decltype(f)>; });
+    math::VisitPlainOp(OpKind(op), [&](auto f) { t.eager[op] = &PlainKernel<decltype(f)>; });
   }
   set(OpKind::kWhere, &WhereKernel);
   set(OpKind::kGelu, &GeluKernel);

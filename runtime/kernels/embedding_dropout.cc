@@ -97,9 +97,9 @@ absl::StatusOr<TensorList> DropoutKernel(absl::Span<const Tensor> in, const Attr
 }  // namespace
 
 void RegisterEmbeddingDropoutKernels(KernelTable& t) {
-  t[static_cast<int>(OpKind::kEmbedding)] = &EmbeddingKernel;
-  t[static_cast<int>(OpKind::kEmbeddingBackward)] = &EmbeddingBackwardKernel;
-  t[static_cast<int>(OpKind::kDropout)] = &DropoutKernel;
+  t.eager[static_cast<int>(OpKind::kEmbedding)] = &EmbeddingKernel;
+  t.eager[static_cast<int>(OpKind::kEmbeddingBackward)] = &EmbeddingBackwardKernel;
+  t.eager[static_cast<int>(OpKind::kDropout)] = &DropoutKernel;
 }
 
 }  // namespace tc::kernels

@@ -146,7 +146,7 @@ absl::StatusOr<TensorList> PadKernel(absl::Span<const Tensor> in, const Attrs& a
 }  // namespace
 
 void RegisterLayoutKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   set(OpKind::kPermute, &PermuteKernel);
   set(OpKind::kReshape, &ReshapeKernel);
   set(OpKind::kExpand, &ExpandKernel);

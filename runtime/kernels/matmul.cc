@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
-#include <unordered_map>
 
 #include "Eigen/Core"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
 
@@ -18,30 +19,42 @@ namespace tc::kernels {
 namespace {
 
 // A tensor's data seen with another shape and strides of the same elements.
+// Inline vectors: aligning operands allocates nothing up to rank 6.
 struct Operand {
   Tensor t;
-  Shape shape;
-  std::vector<int64_t> strides;
+  absl::InlinedVector<int64_t, 6> shape;
+  absl::InlinedVector<int64_t, 6> strides;
+
+  // The operand as a tensor view of its data (allocates a handle).
+  Tensor View() const {
+    return Tensor::View(t.storage(), t.dtype(), Shape(shape.begin(), shape.end()),
+                        std::vector<int64_t>(strides.begin(), strides.end()), t.offset());
+  }
 };
 
-// `t` at `rank` dims, as a matmul operand: new leading dims of size 1, and
-// batch dims (all but the last two) broadcast by a zero stride shrunk to size
-// 1, which is how oneDNN and the batch loop below read a broadcast dim. Size-1
-// dims get the stride a dense layout would give them: oneDNN's fast paths
-// recognise plain layouts by their strides.
-Operand Align(const Tensor& t, int64_t rank) {
-  Operand op{t, Shape(rank, 1), std::vector<int64_t>(rank, 1)};
-  const int64_t lead = rank - t.dim();
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    const bool broadcast = i < t.dim() - 2 && t.strides()[i] == 0;
-    op.shape[lead + i] = broadcast ? 1 : t.shape()[i];
-    op.strides[lead + i] = t.strides()[i];
+// `t` (or its data seen with `shape` and `strides`) at `rank` dims, as a
+// matmul operand: new leading dims of size 1, and batch dims (all but the last
+// two) broadcast by a zero stride shrunk to size 1, which is how oneDNN and the
+// batch loop below read a broadcast dim. Size-1 dims get the stride a dense
+// layout would give them: oneDNN's fast paths recognise plain layouts by their
+// strides.
+Operand Align(const Tensor& t, absl::Span<const int64_t> shape, absl::Span<const int64_t> strides,
+              int64_t rank) {
+  const int64_t dim = shape.size();
+  Operand op{t, absl::InlinedVector<int64_t, 6>(rank, 1), absl::InlinedVector<int64_t, 6>(rank, 1)};
+  const int64_t lead = rank - dim;
+  for (int64_t i = 0; i < dim; ++i) {
+    const bool broadcast = i < dim - 2 && strides[i] == 0;
+    op.shape[lead + i] = broadcast ? 1 : shape[i];
+    op.strides[lead + i] = strides[i];
   }
   for (int64_t d = rank - 1; d >= 0; --d) {
     if (op.shape[d] == 1) op.strides[d] = d == rank - 1 ? 1 : op.strides[d + 1] * op.shape[d + 1];
   }
   return op;
 }
+
+Operand Align(const Tensor& t, int64_t rank) { return Align(t, t.shape(), t.strides(), rank); }
 
 // A's first `rank - 2` strides, 0 along the (size-1) dims it broadcasts.
 std::vector<int64_t> BatchStrides(const Operand& a) {
@@ -62,7 +75,20 @@ Tensor Dense(const Tensor& t) {
   return copy;
 }
 
-void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+bool IsDense(const Operand& op) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(op.shape.size()) - 1; d >= 0; --d) {
+    if (op.shape[d] != 1 && op.strides[d] != expected) return false;
+    expected *= op.shape[d];
+  }
+  return true;
+}
+
+// The matmul primitive of these operands, or an empty plan when oneDNN would
+// pick its reference kernel for an operand without unit strides (a slice with a
+// step, a broadcast row): far slower than copying the operand first.
+void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
+                     OneDnnPlan& plan) {
   const dnnl::memory::desc a_md = PlainDesc(DType::kF32, a.shape, a.strides);
   const dnnl::memory::desc b_md = PlainDesc(DType::kF32, b.shape, b.strides);
   const dnnl::memory::desc y_md = PlainDesc(DType::kF32, y.shape, y.strides);
@@ -72,21 +98,28 @@ void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const
                                             ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md)
                                             : dnnl::matmul::desc(a_md, b_md, y_md),
                                         Engine());
-  // oneDNN accepts any strides, but only its reference kernel, far slower than
-  // a copy, takes matrices without a unit stride (a slice with a step, a
-  // broadcast row): then the operands are copied to a plain layout.
-  if (absl::StartsWith(pd.impl_info_str(), "ref") &&
-      (!a.t.is_contiguous() || !b.t.is_contiguous())) {
+  if (absl::StartsWith(pd.impl_info_str(), "ref") && (!IsDense(a) || !IsDense(b))) return;
+  std::vector<std::pair<int, dnnl::memory>> args = {{DNNL_ARG_SRC, plan.External(0, a_md)},
+                                                    {DNNL_ARG_WEIGHTS, plan.External(1, b_md)},
+                                                    {DNNL_ARG_DST, plan.External(2, y_md)}};
+  if (bias != nullptr) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bias_md));
+  plan.Add(dnnl::matmul(pd), std::move(args));
+}
+
+void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+  PrimitiveKey key(PrimitiveKey::kMatmul);
+  for (const Operand* op : {&a, &b, &y, bias}) {
+    if (op == nullptr) break;
+    key.Add(op->shape).Add(op->strides);
+  }
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, p); });
+  if (plan.empty()) {
     const int64_t rank = y.shape.size();
-    OneDnnMatmul(Align(Dense(a.t), rank), Align(Dense(b.t), rank), bias, y);
+    OneDnnMatmul(Align(Dense(a.View()), rank), Align(Dense(b.View()), rank), bias, y);
     return;
   }
-  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, Memory(a_md, a.t)},
-                                                {DNNL_ARG_WEIGHTS, Memory(b_md, b.t)},
-                                                {DNNL_ARG_DST, Memory(y_md, y.t)}};
-  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, Memory(bias_md, bias->t));
-  dnnl::matmul(pd).execute(Stream(), args);
-  Stream().wait();
+  plan.Run({a.t.raw_data(), b.t.raw_data(), y.t.raw_data(),
+            bias != nullptr ? bias->t.raw_data() : nullptr});
 }
 
 template <typename T>
@@ -131,34 +164,30 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
   });
 }
 
-absl::StatusOr<TensorList> MatmulKernel(absl::Span<const Tensor> in, const Attrs&,
-                                        absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
-  const int64_t rank = out.dim();
-  Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out, rank));
-  return TensorList{out};
+absl::Status MatmulInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> out) {
+  const int64_t rank = out[0].dim();
+  Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out[0], rank));
+  return absl::OkStatus();
 }
 
-// x [.., in] w [out, in] b [out]: x w^T + b, with w^T a transposed view of w
-// shared by every row of x (a broadcast batch operand).
-absl::StatusOr<TensorList> LinearKernel(absl::Span<const Tensor> in, const Attrs&,
-                                        absl::Span<const TensorType> out_types) {
+// x [.., in] w [out, in] b [out]: x w^T + b, with w^T (w read with its dims
+// swapped) shared by every row of x (a broadcast batch operand).
+absl::Status LinearInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> out) {
   const Tensor &x = in[0], &w = in[1], &b = in[2];
-  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
-  const Tensor wt = Tensor::View(w.storage(), w.dtype(), {w.shape()[1], w.shape()[0]},
-                                 {w.strides()[1], w.strides()[0]}, w.offset());
   const int64_t rank = std::max<int64_t>(x.dim(), 2);  // x [in] is one row
+  const int64_t wt_shape[] = {w.shape()[1], w.shape()[0]};
+  const int64_t wt_strides[] = {w.strides()[1], w.strides()[0]};
   // oneDNN's matmul reads a bias densely, whatever its strides say.
   const Operand bias = Align(Dense(b), rank);
-  Matmul(Align(x, rank), Align(wt, rank), &bias, Align(out, rank));
-  return TensorList{out};
+  Matmul(Align(x, rank), Align(w, wt_shape, wt_strides, rank), &bias, Align(out[0], rank));
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterMatmulKernels(KernelTable& t) {
-  t[static_cast<int>(OpKind::kMatmul)] = &MatmulKernel;
-  t[static_cast<int>(OpKind::kLinear)] = &LinearKernel;
+  BindInto<&MatmulInto>(t, OpKind::kMatmul);
+  BindInto<&LinearInto>(t, OpKind::kLinear);
 }
 
 }  // namespace tc::kernels

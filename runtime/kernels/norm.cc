@@ -318,7 +318,7 @@ absl::StatusOr<TensorList> LayerNormBackwardKernel(absl::Span<const Tensor> inpu
 }  // namespace
 
 void RegisterNormKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   set(OpKind::kBatchNorm, &BatchNormKernel);
   set(OpKind::kBatchNormInference, &BatchNormInferenceKernel);
   set(OpKind::kBatchNormBackward, &BatchNormBackwardKernel);

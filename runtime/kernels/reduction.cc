@@ -355,7 +355,7 @@ absl::StatusOr<TensorList> SoftmaxKernel(absl::Span<const Tensor> in, const Attr
 }  // namespace
 
 void RegisterReductionKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t[static_cast<int>(op)] = fn; };
+  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   set(OpKind::kSum, &SumKernel);
   set(OpKind::kMean, &MeanKernel);
   set(OpKind::kMax, &ExtremumKernel<true>);

@@ -9,7 +9,29 @@
 
 namespace tc::kernels {
 
-using KernelTable = std::array<KernelFn, kNumOps>;
+// The eager kernels and, for ops that write fresh outputs, their out-variants.
+struct KernelTable {
+  std::array<KernelFn, kNumOps> eager{};
+  std::array<IntoKernelFn, kNumOps> into{};
+};
+
+// The eager kernel of an out-variant: allocates the outputs, then runs `Into`.
+template <IntoKernelFn Into>
+absl::StatusOr<TensorList> AllocateAndRun(absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                          absl::Span<const TensorType> out_types) {
+  TensorList outputs;
+  outputs.reserve(out_types.size());
+  for (const TensorType& t : out_types) outputs.push_back(Tensor::Uninitialized(t.shape, t.dtype));
+  if (absl::Status s = Into(inputs, attrs, outputs); !s.ok()) return s;
+  return outputs;
+}
+
+// Binds `op` to an out-variant and to the eager kernel made from it.
+template <IntoKernelFn Into>
+void BindInto(KernelTable& table, OpKind op) {
+  table.into[static_cast<int>(op)] = Into;
+  table.eager[static_cast<int>(op)] = &AllocateAndRun<Into>;
+}
 
 void RegisterElementwiseKernels(KernelTable& table);
 void RegisterCreationKernels(KernelTable& table);

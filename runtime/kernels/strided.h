@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "runtime/tensor.h"
 
@@ -22,13 +23,14 @@ std::vector<int64_t> BroadcastStrides(const Tensor& t, absl::Span<const int64_t>
 
 // Calls fn(offset_0, ..., offset_{N-1}) once per index of `shape`, in row-major
 // order, where offset_k is the index dotted with strides[k].
+// Allocates nothing up to rank 8 after coalescing.
 template <int N, typename Fn>
 void ForEachOffset(absl::Span<const int64_t> shape,
-                   const std::array<std::vector<int64_t>, N>& strides, Fn&& fn) {
+                   const std::array<absl::Span<const int64_t>, N>& strides, Fn&& fn) {
   // Coalesce adjacent dims i-1, i when every operand steps over dim i exactly
   // as one step of dim i-1.
-  std::vector<int64_t> dims;
-  std::array<std::vector<int64_t>, N> st;
+  absl::InlinedVector<int64_t, 8> dims;
+  std::array<absl::InlinedVector<int64_t, 8>, N> st;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return;
     if (shape[i] == 1) continue;
@@ -53,7 +55,7 @@ void ForEachOffset(absl::Span<const int64_t> shape,
   const int64_t inner = dims[rank - 1];
   std::array<int64_t, N> inner_stride;
   for (int k = 0; k < N; ++k) inner_stride[k] = st[k][rank - 1];
-  std::vector<int64_t> index(rank, 0);
+  absl::InlinedVector<int64_t, 8> index(rank, 0);
   while (true) {
     std::array<int64_t, N> off = base;
     for (int64_t j = 0; j < inner; ++j) {

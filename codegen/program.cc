@@ -1,0 +1,479 @@
+#include "codegen/program.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codegen/fused_kernel.h"
+#include "codegen/fusion.h"
+#include "codegen/graph_runner.h"
+#include "runtime/dispatch.h"
+#include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/strided.h"
+
+namespace tc::codegen {
+namespace {
+
+enum class StepKind { kFused, kInto, kView, kCopy, kConstant, kEager };
+
+absl::string_view KindName(StepKind kind) {
+  switch (kind) {
+    case StepKind::kFused:
+      return "fused";
+    case StepKind::kInto:
+      return "into";
+    case StepKind::kView:
+      return "view";
+    case StepKind::kCopy:
+      return "copy";
+    case StepKind::kConstant:
+      return "constant";
+    case StepKind::kEager:
+      return "eager";
+  }
+  return "?";
+}
+
+std::vector<int64_t> ContiguousStrides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * shape[d + 1];
+  }
+  return strides;
+}
+
+int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The groups of PlanFusion, plus a group of one for every other fusible
+// node, so that every elementwise node runs on a fused kernel into planned
+// memory.
+std::vector<FusionGroup> AllFusionGroups(const Graph& graph) {
+  std::vector<FusionGroup> groups = PlanFusion(graph);
+  absl::flat_hash_map<const Node*, bool> grouped;
+  for (const FusionGroup& g : groups) {
+    for (const Node* n : g.nodes) grouped[n] = true;
+  }
+  for (const Node* node : graph.nodes()) {
+    if (grouped.contains(node) || !IsFusible(*node)) continue;
+    FusionGroup g{{node},
+                  {},
+                  {node->results().begin(), node->results().end()},
+                  node->result(0)->type().shape};
+    for (const Value* in : node->inputs()) {
+      if (std::find(g.inputs.begin(), g.inputs.end(), in) == g.inputs.end()) g.inputs.push_back(in);
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// Copies `src` (strides `src_strides`) into contiguous `dst` of `shape`.
+template <typename T>
+void CopyTo(const Tensor& src, absl::Span<const int64_t> shape,
+            absl::Span<const int64_t> src_strides, absl::Span<const int64_t> dst_strides,
+            const Tensor& dst) {
+  const T* s = static_cast<const T*>(src.raw_data());
+  T* d = static_cast<T*>(dst.raw_data());
+  kernels::ForEachOffset<2>(shape, {dst_strides, src_strides},
+                            [&](int64_t o, int64_t i) { d[o] = s[i]; });
+}
+
+}  // namespace
+
+struct Program::Step {
+  StepKind kind;
+  const Node* node;  // the step's node; a fused group's last
+  std::optional<FusedKernel> fused;
+  IntoKernelFn into = nullptr;
+  std::vector<int> inputs, results;      // slots
+  std::vector<TensorType> result_types;  // of an eager node
+  // A view of an argument or of an eager result is rebound every run: its
+  // offset from input 0's, per result. Other views are bound once.
+  bool rebind = false;
+  std::vector<int64_t> offset_deltas;
+  // A copy step's source layout (its input's), and its destination's strides.
+  std::vector<int64_t> copy_strides, copy_dst_strides;
+  // Handles passed to kernels, filled from the slots each run.
+  std::vector<Tensor> input_handles, result_handles;
+};
+
+// An output buffer outside the arena: the value owning it and the values
+// that are views of it, each with its own handle in `slots_`.
+struct Program::OwnedBuffer {
+  int64_t bytes = 0;
+  std::vector<int> slots;
+  std::vector<Tensor> layouts;  // per slot: shape, strides and offset
+};
+
+Program::Program(Graph graph) : graph_(std::move(graph)) {}
+Program::~Program() = default;
+
+absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph) {
+  if (absl::Status s = CheckCompilable(graph, "program"); !s.ok()) return s;
+  std::shared_ptr<Program> program(new Program(graph.Clone()));
+  if (absl::Status s = program->Lower(); !s.ok()) return s;
+  return program;
+}
+
+absl::Status Program::Lower() {
+  absl::MutexLock lock(&mutex_);
+  // Slots: the placeholders, then every node result in graph order.
+  absl::flat_hash_map<const Value*, int> slot;
+  std::vector<const Value*> values;
+  for (const Value* p : graph_.placeholders()) {
+    slot[p] = values.size();
+    values.push_back(p);
+  }
+  for (const Node* node : graph_.nodes()) {
+    for (const Value* r : node->results()) {
+      slot[r] = values.size();
+      values.push_back(r);
+    }
+  }
+  const int num_values = values.size();
+  slots_.assign(num_values, Tensor());
+  staged_args_.assign(graph_.placeholders().size(), Tensor());
+
+  // Layout templates: every value's shape, strides and offset from the start
+  // of the buffer it lives in, over one scratch storage, so that the eager
+  // view kernels can be asked at compile time what they do.
+  int64_t scratch_bytes = 64;
+  for (const Value* v : values) scratch_bytes = std::max(scratch_bytes, v->type().bytes());
+  auto scratch = std::make_shared<Storage>(scratch_bytes);
+  std::vector<Tensor> layout(num_values);
+  auto contiguous_layout = [&](const Value* v) {
+    const TensorType& t = v->type();
+    return Tensor::View(scratch, t.dtype, t.shape, ContiguousStrides(t.shape), 0);
+  };
+  for (const Value* p : graph_.placeholders()) layout[slot[p]] = contiguous_layout(p);
+
+  // Where each value's memory comes from: the slot of the value owning its
+  // buffer (itself for computed values, arguments and eager results).
+  std::vector<int> root(num_values);
+  for (int i = 0; i < num_values; ++i) root[i] = i;
+  enum class Origin { kArgument, kPlanned, kEager, kConstant };
+  std::vector<Origin> origin(num_values, Origin::kArgument);
+
+  absl::flat_hash_map<const Node*, const FusionGroup*> group_of;
+  const std::vector<FusionGroup> groups = AllFusionGroups(graph_);
+  for (const FusionGroup& g : groups) {
+    for (const Node* n : g.nodes) group_of[n] = &g;
+  }
+  absl::flat_hash_map<const Value*, bool> is_output;
+  for (const Value* out : graph_.outputs()) is_output[out] = true;
+
+  auto slots_of = [&](auto values) {
+    std::vector<int> s;
+    for (const Value* v : values) s.push_back(slot.at(v));
+    return s;
+  };
+  for (const Node* node : graph_.nodes()) {
+    Step step{StepKind::kInto, node};
+    const OpDef& def = GetOpDef(node->op());
+    auto g = group_of.find(node);
+    if (g != group_of.end()) {
+      if (node != g->second->nodes.back()) continue;
+      step.kind = StepKind::kFused;
+      step.fused = FusedKernel::Compile(*g->second);
+      step.inputs = slots_of(g->second->inputs);
+      step.results = slots_of(g->second->outputs);
+    } else {
+      step.inputs = slots_of(node->inputs());
+      step.results = slots_of(node->results());
+      for (const Value* r : node->results()) step.result_types.push_back(r->type());
+      const bool returned = std::any_of(node->results().begin(), node->results().end(),
+                                        [&](const Value* r) { return is_output.contains(r); });
+      if (def.Has(kTraitCreation) && !def.Has(kTraitRandom) && !returned) {
+        step.kind = StepKind::kConstant;
+      } else if (GetIntoKernel(node->op()) != nullptr) {
+        step.kind = StepKind::kInto;
+        step.into = GetIntoKernel(node->op());
+      } else if (def.Has(kTraitView)) {
+        std::vector<Tensor> in;
+        for (int s : step.inputs) in.push_back(layout[s]);
+        absl::StatusOr<TensorList> out = RunNodeKernel(*node, in, step.result_types);
+        if (!out.ok()) return out.status();
+        if ((*out)[0].storage() == scratch) {
+          step.kind = StepKind::kView;
+          const int base = root[step.inputs[0]];
+          step.rebind = origin[base] == Origin::kArgument || origin[base] == Origin::kEager;
+          for (size_t r = 0; r < out->size(); ++r) {
+            layout[step.results[r]] = (*out)[r];
+            root[step.results[r]] = base;
+            origin[step.results[r]] = origin[base];
+            step.offset_deltas.push_back((*out)[r].offset() - in[0].offset());
+          }
+        } else if (node->op() == OpKind::kReshape) {
+          step.kind = StepKind::kCopy;
+          step.copy_strides = in[0].strides();
+          step.copy_dst_strides = ContiguousStrides(in[0].shape());
+        } else {
+          step.kind = StepKind::kEager;
+        }
+      } else {
+        step.kind = StepKind::kEager;
+      }
+    }
+    if (step.kind != StepKind::kView) {
+      for (size_t r = 0; r < step.results.size(); ++r) {
+        const int s = step.results[r];
+        layout[s] = contiguous_layout(values[s]);
+        origin[s] = step.kind == StepKind::kEager      ? Origin::kEager
+                    : step.kind == StepKind::kConstant ? Origin::kConstant
+                                                       : Origin::kPlanned;
+      }
+    }
+    step.input_handles.resize(step.inputs.size());
+    step.result_handles.resize(step.results.size());
+    steps_.push_back(std::move(step));
+  }
+
+  // Constants are computed now, once.
+  for (Step& step : steps_) {
+    if (step.kind != StepKind::kConstant) continue;
+    absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, {}, step.result_types);
+    if (!out.ok()) return out.status();
+    for (size_t r = 0; r < out->size(); ++r) slots_[step.results[r]] = (*out)[r];
+  }
+
+  // Lifetimes of planned buffers: from the producing step to the last step
+  // reading the buffer or any view of it.
+  std::vector<int> first(num_values, -1), last(num_values, -1);
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    for (int s : steps_[i].results) {
+      if (first[root[s]] < 0) first[root[s]] = i;
+      last[root[s]] = std::max(last[root[s]], i);
+    }
+    for (int s : steps_[i].inputs) last[root[s]] = std::max(last[root[s]], i);
+  }
+  std::vector<bool> owned(num_values, false);
+  for (const Value* out : graph_.outputs()) owned[root[slot.at(out)]] = true;
+
+  struct Buffer {
+    int value;
+    int64_t bytes;
+    int64_t offset = -1;
+  };
+  std::vector<Buffer> arena;
+  absl::flat_hash_map<int, int> owned_index;
+  for (int v = 0; v < num_values; ++v) {
+    if (origin[v] != Origin::kPlanned || root[v] != v || first[v] < 0) continue;
+    const int64_t bytes = Aligned(values[v]->type().bytes());
+    if (owned[v]) {
+      owned_index[v] = owned_.size();
+      owned_.push_back({bytes, {}, {}});
+    } else {
+      arena.push_back({v, bytes});
+      unshared_bytes_ += bytes;
+    }
+  }
+  // Largest first, each at the lowest offset free over its lifetime.
+  std::vector<Buffer*> by_size;
+  for (Buffer& b : arena) by_size.push_back(&b);
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [](const Buffer* a, const Buffer* b) { return a->bytes > b->bytes; });
+  std::vector<const Buffer*> placed;
+  for (Buffer* b : by_size) {
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (const Buffer* p : placed) {
+      if (last[p->value] < first[b->value] || last[b->value] < first[p->value]) continue;
+      taken.emplace_back(p->offset, p->offset + p->bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (const auto& [start, end] : taken) {
+      if (offset + b->bytes <= start) break;
+      offset = std::max(offset, end);
+    }
+    b->offset = offset;
+    arena_bytes_ = std::max(arena_bytes_, offset + b->bytes);
+    placed.push_back(b);
+  }
+  arena_ = std::make_shared<Storage>(std::max<int64_t>(arena_bytes_, 64), /*zeroed=*/false);
+  absl::flat_hash_map<int, int64_t> arena_offset;
+  for (const Buffer& b : arena) arena_offset[b.value] = b.offset;
+
+  // Handles of planned values: into the arena, or into an owned buffer.
+  for (int v = 0; v < num_values; ++v) {
+    if (origin[v] != Origin::kPlanned || first[root[v]] < 0) continue;
+    const Tensor& l = layout[v];
+    if (owned[root[v]]) {
+      OwnedBuffer& buffer = owned_[owned_index.at(root[v])];
+      buffer.slots.push_back(v);
+      buffer.layouts.push_back(l);
+    } else {
+      const int64_t element_offset = arena_offset.at(root[v]) / ItemSize(l.dtype());
+      slots_[v] =
+          Tensor::View(arena_, l.dtype(), l.shape(), l.strides(), element_offset + l.offset());
+    }
+  }
+  for (OwnedBuffer& buffer : owned_) {
+    auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
+    for (size_t i = 0; i < buffer.slots.size(); ++i) {
+      const Tensor& l = buffer.layouts[i];
+      slots_[buffer.slots[i]] =
+          Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
+    }
+  }
+  // Views bound once: over constants.
+  for (Step& step : steps_) {
+    if (step.kind != StepKind::kView || step.rebind) continue;
+    if (origin[root[step.results[0]]] != Origin::kConstant) continue;
+    const Tensor& base = slots_[root[step.results[0]]];
+    for (int s : step.results) {
+      const Tensor& l = layout[s];
+      slots_[s] = Tensor::View(base.storage(), l.dtype(), l.shape(), l.strides(),
+                               base.offset() + l.offset());
+    }
+  }
+  // Views bound every run start from their layout.
+  for (Step& step : steps_) {
+    if (step.kind != StepKind::kView || !step.rebind) continue;
+    for (int s : step.results) {
+      const Tensor& l = layout[s];
+      slots_[s] = Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), 0);
+    }
+  }
+  output_slots_ = slots_of(graph_.outputs());
+  return absl::OkStatus();
+}
+
+void Program::RefreshHeldOutputs() {
+  for (OwnedBuffer& buffer : owned_) {
+    // The program's handles are one per slot; any other handle, or a view
+    // made from one, belongs to a caller.
+    bool held =
+        slots_[buffer.slots[0]].storage().use_count() > static_cast<long>(buffer.slots.size());
+    for (int s : buffer.slots) held = held || slots_[s].handle_count() > 1;
+    if (!held) continue;
+    auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
+    for (size_t i = 0; i < buffer.slots.size(); ++i) {
+      const Tensor& l = buffer.layouts[i];
+      slots_[buffer.slots[i]] =
+          Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
+    }
+  }
+}
+
+absl::Status Program::RunSteps() {
+  for (Step& step : steps_) {
+    switch (step.kind) {
+      case StepKind::kConstant:
+        break;
+      case StepKind::kView: {
+        if (!step.rebind) break;
+        const Tensor& base = slots_[step.inputs[0]];
+        for (size_t r = 0; r < step.results.size(); ++r) {
+          Tensor& view = slots_[step.results[r]];
+          if (view.handle_count() > 1) {  // returned last run and still held
+            view = Tensor::View(nullptr, view.dtype(), view.shape(), view.strides(), 0);
+          }
+          view.impl()->storage = base.storage();
+          view.impl()->offset = base.offset() + step.offset_deltas[r];
+        }
+        break;
+      }
+      case StepKind::kCopy: {
+        const Tensor& src = slots_[step.inputs[0]];
+        const Tensor& dst = slots_[step.results[0]];
+        kernels::VisitDType(src.dtype(), [&](auto zero) {
+          CopyTo<decltype(zero)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
+        });
+        break;
+      }
+      case StepKind::kEager: {
+        for (size_t i = 0; i < step.inputs.size(); ++i)
+          step.input_handles[i] = slots_[step.inputs[i]];
+        absl::StatusOr<TensorList> out =
+            RunNodeKernel(*step.node, step.input_handles, step.result_types);
+        if (!out.ok()) return out.status();
+        for (size_t r = 0; r < step.results.size(); ++r) slots_[step.results[r]] = (*out)[r];
+        break;
+      }
+      case StepKind::kFused:
+      case StepKind::kInto: {
+        for (size_t i = 0; i < step.inputs.size(); ++i)
+          step.input_handles[i] = slots_[step.inputs[i]];
+        for (size_t r = 0; r < step.results.size(); ++r) {
+          step.result_handles[r] = slots_[step.results[r]];
+        }
+        if (step.kind == StepKind::kFused) {
+          step.fused->RunInto(step.input_handles, step.result_handles);
+        } else if (absl::Status s =
+                       step.into(step.input_handles, step.node->attrs(), step.result_handles);
+                   !s.ok()) {
+          const Node& node = *step.node;
+          return absl::Status(s.code(),
+                              absl::StrCat(OpName(node.op()), ": ", s.message(),
+                                           node.source().empty() ? "" : " (at ", node.source(),
+                                           node.source().empty() ? "" : ")"));
+        }
+        break;
+      }
+    }
+    // Release what the step was handed: arguments stay the caller's.
+    for (Tensor& t : step.input_handles) t = Tensor();
+    for (Tensor& t : step.result_handles) t = Tensor();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) {
+  if (outputs.size() != output_slots_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
+  }
+  if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
+  for (Tensor& t : outputs) t = Tensor();  // the caller's last outputs, let go
+  absl::MutexLock lock(&mutex_);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_contiguous()) {
+      slots_[i] = args[i];
+      continue;
+    }
+    Tensor& staged = staged_args_[i];
+    if (!staged.defined()) staged = Tensor::Uninitialized(args[i].shape(), args[i].dtype());
+    kernels::CopyStrided(args[i], staged);
+    slots_[i] = staged;
+  }
+  RefreshHeldOutputs();
+  absl::Status status = RunSteps();
+  if (status.ok()) {
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = slots_[output_slots_[i]];
+  }
+  // Let go of the caller's tensors: arguments, views of them and eager results.
+  for (size_t i = 0; i < args.size(); ++i) slots_[i] = Tensor();
+  for (const Step& step : steps_) {
+    if (step.kind == StepKind::kEager) {
+      for (int s : step.results) slots_[s] = Tensor();
+    } else if (step.kind == StepKind::kView && step.rebind) {
+      for (int s : step.results) {
+        if (slots_[s].handle_count() == 1) slots_[s].impl()->storage.reset();
+      }
+    }
+  }
+  return status;
+}
+
+absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) {
+  std::vector<Tensor> outputs(output_slots_.size());
+  if (absl::Status s = Run(args, absl::MakeSpan(outputs)); !s.ok()) return s;
+  return outputs;
+}
+
+std::string Program::PlanString() const {
+  std::string plan;
+  for (const Step& step : steps_) {
+    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()), " -> ",
+                    absl::StrJoin(step.results, ", ",
+                                  [&](std::string* out, int s) { absl::StrAppend(out, "#", s); }),
+                    "\n");
+  }
+  absl::StrAppend(&plan, "arena ", arena_bytes_, " bytes (", unshared_bytes_, " unshared)\n");
+  return plan;
+}
+
+}  // namespace tc::codegen

@@ -1,0 +1,91 @@
+// Program: a graph lowered once into a fixed sequence of steps over memory
+// planned at compile time, so that a run after the first allocates nothing.
+//
+//   absl::StatusOr<std::shared_ptr<Program>> p = Program::Compile(graph);
+//   std::vector<Tensor> out((*p)->num_outputs());
+//   absl::Status s = (*p)->Run({x, w, b}, absl::MakeSpan(out));
+//   // out[0]: a handle to a buffer the program owns; see "Outputs" below
+//
+// Lowering. Each node becomes one step: elementwise nodes run in fusion
+// groups (codegen/fusion.h; a lone elementwise node is a group of one),
+// other nodes through their out-variant kernel (runtime/dispatch.h), views
+// (reshape, permute, slice, expand) as handles whose layout was worked out at
+// compile time, a reshape that cannot be a view as one strided copy, and
+// constants (`full`) are computed once. An op with none of these runs its
+// eager kernel and allocates its results, the one step kind that does.
+//
+// Memory. The results of computing steps live in one arena: each gets an
+// offset from its lifetime (producer to last reader, through the views of it),
+// largest first into the lowest free range, so buffers whose lifetimes do not
+// overlap share memory. Graph outputs, and values the outputs are views of,
+// get buffers of their own outside the arena.
+//
+// Outputs. A run hands out handles to the output buffers. The next run writes
+// into them only if the caller let go of every handle and view of one; a
+// buffer still held is left to its holder and the run allocates a new one, so
+// nothing a caller kept is ever overwritten.
+//
+// A run holds a lock: one program runs on one thread at a time.
+#ifndef TENSORCUT_CODEGEN_PROGRAM_H_
+#define TENSORCUT_CODEGEN_PROGRAM_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "graph/ir.h"
+#include "runtime/tensor.h"
+
+namespace tc::codegen {
+
+class Program {
+ public:
+  // Fails when the graph does not verify or an op has no kernel.
+  static absl::StatusOr<std::shared_ptr<Program>> Compile(const Graph& graph);
+  ~Program();
+
+  // Checks `args` against the placeholders (as the interpreter does), runs
+  // every step and sets `outputs[i]` to graph output i. `outputs` must have
+  // num_outputs() entries. A kernel error comes back with its op and source.
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs);
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args);
+
+  int num_outputs() const { return static_cast<int>(output_slots_.size()); }
+  // The arena's size, and what the values in it would take without sharing.
+  int64_t arena_bytes() const { return arena_bytes_; }
+  int64_t unshared_bytes() const { return unshared_bytes_; }
+  // One line per step: "fused", "into", "view", "copy", "constant" or
+  // "eager", the node(s) and, for planned results, their arena offsets.
+  std::string PlanString() const;
+
+ private:
+  struct Step;
+  struct OwnedBuffer;
+
+  explicit Program(Graph graph);
+  absl::Status Lower();
+  absl::Status RunSteps();
+  void RefreshHeldOutputs();
+
+  Graph graph_;
+  std::vector<Step> steps_;
+  std::vector<OwnedBuffer> owned_;  // output buffers outside the arena
+  std::vector<int> output_slots_;
+  std::shared_ptr<Storage> arena_;
+  int64_t arena_bytes_ = 0;
+  int64_t unshared_bytes_ = 0;
+
+  absl::Mutex mutex_;
+  // One handle per value; placeholders first. Planned values keep theirs.
+  std::vector<Tensor> slots_ ABSL_GUARDED_BY(mutex_);
+  std::vector<Tensor> staged_args_ ABSL_GUARDED_BY(mutex_);  // non-contiguous args, copied
+};
+
+}  // namespace tc::codegen
+
+#endif  // TENSORCUT_CODEGEN_PROGRAM_H_

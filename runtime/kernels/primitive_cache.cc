@@ -1,0 +1,90 @@
+#include "runtime/kernels/primitive_cache.h"
+
+#include <atomic>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "runtime/kernels/onednn.h"
+
+namespace tc::kernels {
+namespace {
+
+std::atomic<int64_t> plans_built{0};
+thread_local bool in_execute = false;
+
+}  // namespace
+
+PrimitiveKey& PrimitiveKey::Add(int64_t v) {
+  if (size_ < kCapacity) values_[size_] = v;
+  ++size_;
+  return *this;
+}
+
+PrimitiveKey& PrimitiveKey::Add(absl::Span<const int64_t> values) {
+  Add(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) Add(v);
+  return *this;
+}
+
+PrimitiveKey& PrimitiveKey::Add(const Tensor& t) {
+  Add(static_cast<int64_t>(t.dtype()));
+  Add(t.shape());
+  return Add(t.strides());
+}
+
+dnnl::memory OneDnnPlan::External(int slot, const dnnl::memory::desc& desc) {
+  dnnl::memory m(desc, Engine(), DNNL_MEMORY_NONE);
+  external_.emplace_back(slot, m);
+  return m;
+}
+
+dnnl::memory OneDnnPlan::Internal(const dnnl::memory::desc& desc) {
+  dnnl::memory m(desc, Engine());
+  memories_.push_back(m);
+  return m;
+}
+
+void OneDnnPlan::Add(const dnnl::primitive& primitive,
+                     std::vector<std::pair<int, dnnl::memory>> args) {
+  Step step{primitive, {}};
+  for (auto& [arg, memory] : args) {
+    step.args.push_back({arg, memory.get()});
+    memories_.push_back(memory);
+  }
+  steps_.push_back(std::move(step));
+}
+
+void OneDnnPlan::Run(absl::Span<void* const> pointers) {
+  for (auto& [slot, memory] : external_) memory.set_data_handle(pointers[slot]);
+  in_execute = true;
+  for (const Step& step : steps_) {
+    dnnl_primitive_execute(step.primitive.get(), Stream().get(), static_cast<int>(step.args.size()),
+                           step.args.data());
+  }
+  in_execute = false;
+  Stream().wait();
+}
+
+OneDnnPlan& CachedPlan(const PrimitiveKey& key, absl::FunctionRef<void(OneDnnPlan&)> build) {
+  thread_local absl::flat_hash_map<PrimitiveKey, std::unique_ptr<OneDnnPlan>> plans;
+  thread_local std::unique_ptr<OneDnnPlan> uncached;
+  auto build_new = [&] {
+    auto plan = std::make_unique<OneDnnPlan>();
+    build(*plan);
+    ++plans_built;
+    return plan;
+  };
+  if (!key.fits()) {
+    uncached = build_new();
+    return *uncached;
+  }
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, build_new()).first;
+  return *it->second;
+}
+
+int64_t OneDnnPlansBuilt() { return plans_built.load(); }
+
+bool InOneDnnExecute() { return in_execute; }
+
+}  // namespace tc::kernels
