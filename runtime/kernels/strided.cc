@@ -4,8 +4,9 @@
 
 namespace tc::kernels {
 
-std::vector<int64_t> BroadcastStrides(const Tensor& t, absl::Span<const int64_t> out_shape) {
-  std::vector<int64_t> strides(out_shape.size(), 0);
+absl::InlinedVector<int64_t, 8> BroadcastStrides(const Tensor& t,
+                                                 absl::Span<const int64_t> out_shape) {
+  absl::InlinedVector<int64_t, 8> strides(out_shape.size(), 0);
   const int64_t lead = static_cast<int64_t>(out_shape.size()) - t.dim();
   for (int64_t i = 0; i < t.dim(); ++i) {
     strides[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];

@@ -2,8 +2,8 @@
 // index space into element offsets. Dims are coalesced where the operands'
 // strides allow, so a contiguous operand costs one flat loop.
 //
-//   std::array<std::vector<int64_t>, 2> strides = {OutStrides(out), BroadcastStrides(a, shape)};
-//   ForEachOffset<2>(shape, strides, [&](int64_t o, int64_t i) { out_p[o] = a_p[i] * 2; });
+//   ForEachOffset<2>(shape, {out.strides(), BroadcastStrides(a, shape)},
+//                    [&](int64_t o, int64_t i) { out_p[o] = a_p[i] * 2; });
 #ifndef TENSORCUT_RUNTIME_KERNELS_STRIDED_H_
 #define TENSORCUT_RUNTIME_KERNELS_STRIDED_H_
 
@@ -19,7 +19,8 @@
 namespace tc::kernels {
 
 // `t`'s strides seen from `out_shape` (t broadcast to it): 0 along broadcast dims.
-std::vector<int64_t> BroadcastStrides(const Tensor& t, absl::Span<const int64_t> out_shape);
+absl::InlinedVector<int64_t, 8> BroadcastStrides(const Tensor& t,
+                                                 absl::Span<const int64_t> out_shape);
 
 // Calls fn(offset_0, ..., offset_{N-1}) once per index of `shape`, in row-major
 // order, where offset_k is the index dotted with strides[k].

@@ -1,0 +1,78 @@
+// TrainStep: a whole training step compiled once and run without the eager
+// tape: the model and its loss traced as one forward, the joint graph split
+// by a partitioner, both halves lowered to planned programs
+// (codegen/program.h), and the optimizer (nn/optim.h) updating the
+// parameters in place from the gradients the backward writes.
+//
+//   nn::ModelSpec spec = nn::MakeModel("mlp", 0).value();
+//   nn::SGD sgd(spec.module->named_parameters(), /*lr=*/0.1);
+//   std::unique_ptr<TrainStep> step =
+//       TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd).value();
+//   for (...) {
+//     double loss = step->Run({images, labels}).value();
+//   }
+//
+// A run takes the leaves of (inputs, targets) in tree order, shaped like the
+// examples, and returns the loss. After the first run, a step allocates no
+// tensor memory and creates no oneDNN primitive: every value lives in memory
+// the programs planned at compile time. Mutated buffers (BatchNorm's running
+// statistics) are copied back into the module's buffers; each parameter's
+// .grad is left undefined after a run.
+#ifndef TENSORCUT_PIPELINE_TRAIN_STEP_H_
+#define TENSORCUT_PIPELINE_TRAIN_STEP_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codegen/program.h"
+#include "graph/decompositions.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
+#include "partition/partition.h"
+
+namespace tc {
+
+struct TrainStepOptions {
+  partition::PartitionFn partition_fn;  // empty: the min-cut partition
+  const DecompositionTable* decompositions = nullptr;
+};
+
+class TrainStep {
+ public:
+  // Traces loss(module(inputs), targets), builds and partitions its joint
+  // graph and compiles both halves. `optimizer` must update `module`'s
+  // parameters; both must outlive the step.
+  static absl::StatusOr<std::unique_ptr<TrainStep>> Create(nn::Module& module, nn::LossFn loss,
+                                                           const TensorTree& inputs,
+                                                           const TensorTree& targets,
+                                                           nn::Optimizer& optimizer,
+                                                           const TrainStepOptions& options = {});
+  ~TrainStep();
+
+  // One step on `batch`: the leaves of (inputs, targets). Returns the loss
+  // before the update. A batch of other dtypes or shapes than the examples is
+  // an InvalidArgumentError naming the argument.
+  absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
+
+  const codegen::Program& forward() const { return *forward_; }
+  const codegen::Program& backward() const { return *backward_; }
+
+ private:
+  TrainStep() = default;
+
+  std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
+  nn::Optimizer* optimizer_ = nullptr;
+  std::shared_ptr<codegen::Program> forward_, backward_;
+  std::vector<int> batch_args_;          // forward argument index of each batch leaf
+  std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
+  std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined
+  int num_forward_outputs_ = 0;          // the loss, then the mutated buffers
+  std::vector<Tensor> forward_args_, forward_outputs_;
+  std::vector<Tensor> backward_args_, backward_outputs_;
+};
+
+}  // namespace tc
+
+#endif  // TENSORCUT_PIPELINE_TRAIN_STEP_H_
