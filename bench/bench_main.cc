@@ -17,7 +17,8 @@ ABSL_FLAG(int, runs, 30, "timed runs per measurement; the median is reported");
 ABSL_FLAG(int, threads, 0, "OpenMP threads for oneDNN and the kernels; 0: OpenMP's default");
 ABSL_FLAG(bool, json, false, "print one JSON object per model instead of the table");
 ABSL_FLAG(bool, decompose, false, "apply the default decompositions before compiling");
-ABSL_FLAG(std::string, compiler, "fusing", "the compiled columns' compiler: fusing or interpreter");
+ABSL_FLAG(std::string, compiler, "fusing",
+          "the function and inference columns' compiler: fusing or interpreter");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   tc::bench::BenchOptions options;
   options.runs = absl::GetFlag(FLAGS_runs);
   options.threads = absl::GetFlag(FLAGS_threads);
-  if (!absl::GetFlag(FLAGS_decompose)) options.decompositions = nullptr;
+  if (absl::GetFlag(FLAGS_decompose)) options.decompositions = &tc::DefaultDecompositions();
   const std::string compiler = absl::GetFlag(FLAGS_compiler);
   if (compiler == "fusing") {
     options.compiler = tc::codegen::fusing();

@@ -1,8 +1,10 @@
 // Model benchmarks: one reference model (nn/models/models.h) timed as a
 // training step (forward, loss, backward, SGD update) and as an inference
-// step, through a compiled function and in eager mode, with its FLOPs per
-// step and a oneDNN f32 matmul measured in the same run as the peak to
-// compare against. `//bench:bench` and `tensorcut bench` print these.
+// step: compiled whole (tc::TrainStep), through a compiled function on the
+// eager tape, through the interpreter, and in eager mode; with its FLOPs per
+// step, the time to compile it, and a oneDNN f32 matmul measured in the same
+// run as the peak to compare against. `//bench:bench` and `tensorcut bench`
+// print these.
 //
 //   bench::BenchOptions options;
 //   options.model = "mlp";
@@ -12,8 +14,8 @@
 //   std::printf("%s\n", bench::FormatJson(*r).c_str());
 //
 // Every time is wall-clock milliseconds over `runs` calls after `warmup`
-// calls. The compiled step uses `compiler` (tc::compile's default, the fusing
-// compiler); the interpreter step always uses codegen::interpreter().
+// calls. The function step and compiled inference use `compiler` (tc::compile's
+// default, the fusing compiler); the interpreter step codegen::interpreter().
 #ifndef TENSORCUT_BENCH_MODEL_BENCH_H_
 #define TENSORCUT_BENCH_MODEL_BENCH_H_
 
@@ -41,7 +43,7 @@ struct BenchOptions {
   int threads = 0;            // OpenMP threads (oneDNN's too); 0: leave the current setting
   uint64_t seed = 0;          // model parameters and inputs, and the matmul operands
   double lr = 1e-3;           // SGD learning rate of the training step
-  codegen::Compiler compiler = codegen::fusing();  // the "compiled" columns
+  codegen::Compiler compiler = codegen::fusing();  // the function and inference columns
   // Applied before compiling (both compiled columns); nullptr: none.
   const DecompositionTable* decompositions = nullptr;
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
@@ -58,7 +60,10 @@ struct ModelBenchResult {
   std::string model;
   int threads = 0;  // OpenMP's thread count during the run
   int runs = 0;
-  Timing compiled_step, interpreter_step, eager_step;
+  Timing compiled_step;  // tc::TrainStep: forward, loss, backward and SGD compiled
+  Timing function_step;  // tc::compile's function; loss, backward and SGD on the eager tape
+  Timing interpreter_step, eager_step;
+  Timing compile;  // tc::TrainStep::Create: capture, joint graph, partition, both programs
   Timing compiled_inference, eager_inference;  // module in eval mode
   Timing matmul;                               // the reference matmul
   int64_t matmul_size = 0;                     // of size x size x size

@@ -26,7 +26,8 @@ absl::Status CheckArguments(absl::Span<Value* const> placeholders, absl::Span<co
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorType& want = placeholders[i]->type();
-    if (!args[i].defined() || args[i].type() != want) {
+    // Compared field by field: building args[i].type() would copy its shape.
+    if (!args[i].defined() || args[i].dtype() != want.dtype || args[i].shape() != want.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "argument ", i, " (%", placeholders[i]->name(), "): expected ", want.ToString(), ", got ",
           args[i].defined() ? args[i].type().ToString() : "an undefined tensor"));

@@ -1,6 +1,5 @@
 // `tensorcut ops`: a few f32 ops through oneDNN, timed, and checked against the
 // same ops run in f64 (oneDNN has no f64, so those run on the reference kernels).
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/kernels/onednn.h"
 #include "runtime/ops.h"
+#include "runtime/threads.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
@@ -89,7 +89,7 @@ int OpsDemo() {
   std::printf("tensorcut ops: f32 ops through oneDNN %d.%d.%d, checked against f64 reference\n",
               v->major, v->minor, v->patch);
   std::printf("oneDNN ISA: %s, threads: %d, time: median of %d runs\n\n",
-              kernels::OneDnnIsa().c_str(), omp_get_max_threads(), Runs());
+              kernels::OneDnnIsa().c_str(), NumThreads(), Runs());
   std::printf("%-11s %-34s %12s %8s %-7s %12s\n", "op", "shapes", "median", "rate", "",
               "max|f32-f64|");
   Generator gen(0);

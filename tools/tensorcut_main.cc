@@ -6,7 +6,6 @@
 //   tensorcut train --model linear --steps 20
 //   tensorcut --help            # the subcommands
 //   tensorcut partition --help  # one subcommand's flags (or: tensorcut help partition)
-#include <omp.h>
 
 #include <cstdio>
 #include <string>
@@ -21,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "runtime/error.h"
+#include "runtime/threads.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
 
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (help) return tc::Help(args.size() == 2 ? args[1] : "");
-  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) omp_set_num_threads(threads);
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) tc::SetNumThreads(threads);
 
   const absl::string_view name = args.size() == 2 ? args[1] : "demo";
   const tc::Subcommand* s = tc::Find(name);

@@ -49,9 +49,8 @@ void Map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
 // give bool, the others keep their operands' dtype (never bool: type
 // inference rejects arithmetic on bool).
 template <typename F>
-absl::StatusOr<TensorList> PlainKernel(absl::Span<const Tensor> in, const Attrs&,
-                                       absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+absl::Status PlainInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];
   VisitDType(in[0].dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_base_of_v<math::Comparison, F>) {
@@ -64,14 +63,13 @@ absl::StatusOr<TensorList> PlainKernel(absl::Span<const Tensor> in, const Attrs&
       }
     }
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 // A kernel for an op on floats whose functor depends on an attribute: gelu's
 // form or pow's exponent.
 template <int kArity, typename F>
-TensorList FloatKernel(absl::Span<const Tensor> in, absl::Span<const TensorType> out_types, F f) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+void FloatMap(absl::Span<const Tensor> in, const Tensor& out, F f) {
   VisitFloatDType(in[0].dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (kArity == 1) {
@@ -80,40 +78,38 @@ TensorList FloatKernel(absl::Span<const Tensor> in, absl::Span<const TensorType>
       Map2<T, T>(in[0], in[1], out, f);
     }
   });
-  return TensorList{out};
 }
 
-absl::StatusOr<TensorList> GeluKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                      absl::Span<const TensorType> out_types) {
-  return FloatKernel<1>(in, out_types, math::Gelu{attrs.Str("approximate") == "tanh"});
+absl::Status GeluInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                      absl::Span<const Tensor> outs) {
+  FloatMap<1>(in, outs[0], math::Gelu{attrs.Str("approximate") == "tanh"});
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> GeluBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                              absl::Span<const TensorType> out_types) {
-  return FloatKernel<2>(in, out_types, math::GeluBackward{attrs.Str("approximate") == "tanh"});
+absl::Status GeluBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                              absl::Span<const Tensor> outs) {
+  FloatMap<2>(in, outs[0], math::GeluBackward{attrs.Str("approximate") == "tanh"});
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> PowKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                     absl::Span<const TensorType> out_types) {
-  TensorList out;
-  math::VisitPow(attrs.Float("exponent"), [&](auto f) { out = FloatKernel<1>(in, out_types, f); });
-  return out;
+absl::Status PowInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                     absl::Span<const Tensor> outs) {
+  math::VisitPow(attrs.Float("exponent"), [&](auto f) { FloatMap<1>(in, outs[0], f); });
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> CastKernel(absl::Span<const Tensor> in, const Attrs&,
-                                      absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+absl::Status CastInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];
   VisitDType(in[0].dtype(), [&](auto from) {
     VisitDType(out.dtype(), [&](auto to) {
       Map1<decltype(from), decltype(to)>(in[0], out, math::Cast<decltype(to)>{});
     });
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> WhereKernel(absl::Span<const Tensor> in, const Attrs&,
-                                       absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+absl::Status WhereInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];
   const bool* cp = in[0].data<bool>();
   VisitDType(out.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -128,21 +124,21 @@ absl::StatusOr<TensorList> WhereKernel(absl::Span<const Tensor> in, const Attrs&
                        op[o] = math::Where{}(cp[c], ap[a], bp[b]);
                      });
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterElementwiseKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
   for (int op = 0; op < kNumOps; ++op) {
-    math::VisitPlainOp(OpKind(op), [&](auto f) { t.eager[op] = &PlainKernel<decltype(f)>; });
+    math::VisitPlainOp(OpKind(op),
+                       [&](auto f) { BindInto<&PlainInto<decltype(f)>>(t, OpKind(op)); });
   }
-  set(OpKind::kWhere, &WhereKernel);
-  set(OpKind::kGelu, &GeluKernel);
-  set(OpKind::kGeluBackward, &GeluBackwardKernel);
-  set(OpKind::kPow, &PowKernel);
-  set(OpKind::kCast, &CastKernel);
+  BindInto<&WhereInto>(t, OpKind::kWhere);
+  BindInto<&GeluInto>(t, OpKind::kGelu);
+  BindInto<&GeluBackwardInto>(t, OpKind::kGeluBackward);
+  BindInto<&PowInto>(t, OpKind::kPow);
+  BindInto<&CastInto>(t, OpKind::kCast);
 }
 
 }  // namespace tc::kernels

@@ -1,6 +1,10 @@
-// Eager kernels: embedding, embedding_backward and dropout. All read their
-// inputs through strides (no contiguous copies) and visit elements in the
-// logical row-major order, which is what dropout's mask is defined over.
+// Out-variant kernels: embedding, embedding_backward and dropout. All read
+// their inputs through strides (no contiguous copies, nothing allocated) and
+// visit elements in the logical row-major order, which is what dropout's mask
+// is defined over.
+#include <cstring>
+
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
@@ -17,26 +21,25 @@ namespace {
 template <typename Fn>
 absl::Status VisitIndices(const Tensor& indices, const Tensor& rows, int64_t num, Fn fn) {
   const int64_t* idx = static_cast<const int64_t*>(indices.raw_data());
-  std::vector<int64_t> row_strides(rows.strides().begin(), rows.strides().end() - 1);
+  const absl::InlinedVector<int64_t, 8> row_strides(rows.strides().begin(),
+                                                    rows.strides().end() - 1);
   absl::Status status;
-  ForEachOffset<2>(
-      indices.shape(), {indices.strides(), std::move(row_strides)}, [&](int64_t i, int64_t row) {
-        if (!status.ok()) return;
-        if (idx[i] < 0 || idx[i] >= num) {
-          status =
-              absl::OutOfRangeError(absl::StrCat("index ", idx[i], " out of range [0, ", num, ")"));
-          return;
-        }
-        fn(idx[i], row);
-      });
+  ForEachOffset<2>(indices.shape(), {indices.strides(), row_strides}, [&](int64_t i, int64_t row) {
+    if (!status.ok()) return;
+    if (idx[i] < 0 || idx[i] >= num) {
+      status =
+          absl::OutOfRangeError(absl::StrCat("index ", idx[i], " out of range [0, ", num, ")"));
+      return;
+    }
+    fn(idx[i], row);
+  });
   return status;
 }
 
 // out[..., j] = weight[indices[...], j]; weight may hold any dtype.
-absl::StatusOr<TensorList> EmbeddingKernel(absl::Span<const Tensor> in, const Attrs&,
-                                           absl::Span<const TensorType> out_types) {
-  const Tensor &weight = in[0], &indices = in[1];
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
+absl::Status EmbeddingInto(absl::Span<const Tensor> in, const Attrs&,
+                           absl::Span<const Tensor> outputs) {
+  const Tensor &weight = in[0], &indices = in[1], &out = outputs[0];
   const int64_t dim = weight.size(1), w_row = weight.strides()[0], w_col = weight.strides()[1];
   absl::Status status = VisitDType(weight.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -46,16 +49,15 @@ absl::StatusOr<TensorList> EmbeddingKernel(absl::Span<const Tensor> in, const At
       for (int64_t j = 0; j < dim; ++j) o[row + j] = w[index * w_row + j * w_col];
     });
   });
-  if (!status.ok()) return status;
-  return TensorList{out};
+  return status;
 }
 
 // Scatter-add of grad's rows into [num_weights, dim]; repeated indices accumulate.
-absl::StatusOr<TensorList> EmbeddingBackwardKernel(absl::Span<const Tensor> in, const Attrs&,
-                                                   absl::Span<const TensorType> out_types) {
-  const Tensor &grad = in[0], &indices = in[1];
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
-  const int64_t num = out_types[0].shape[0], dim = out_types[0].shape[1];
+absl::Status EmbeddingBackwardInto(absl::Span<const Tensor> in, const Attrs&,
+                                   absl::Span<const Tensor> outputs) {
+  const Tensor &grad = in[0], &indices = in[1], &out = outputs[0];
+  if (out.bytes() > 0) std::memset(out.raw_data(), 0, out.bytes());  // rows accumulate
+  const int64_t num = out.size(0), dim = out.size(1);
   const int64_t g_col = grad.strides().back();
   absl::Status status = VisitFloatDType(grad.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -65,21 +67,19 @@ absl::StatusOr<TensorList> EmbeddingBackwardKernel(absl::Span<const Tensor> in, 
       for (int64_t j = 0; j < dim; ++j) o[index * dim + j] += g[row + j * g_col];
     });
   });
-  if (!status.ok()) return status;
-  return TensorList{out};
+  return status;
 }
 
 // Keeps element i (row-major in the logical tensor, whatever x's strides) iff
 // RandomUniform(seed, offset + i) >= p: a pure function of (seed, offset, i),
 // so recomputing the forward reproduces its mask. Kept values are scaled by
 // 1 / (1 - p); p = 0 keeps everything unscaled.
-absl::StatusOr<TensorList> DropoutKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                         absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
+absl::Status DropoutInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                         absl::Span<const Tensor> outputs) {
+  const Tensor &x = in[0], &out = outputs[0];
   const double p = attrs.Float("p");
   const uint64_t seed = static_cast<uint64_t>(attrs.Int("seed"));
   const uint64_t offset = static_cast<uint64_t>(attrs.Int("offset"));
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T scale = static_cast<T>(1.0 / (1.0 - p));
@@ -87,19 +87,19 @@ absl::StatusOr<TensorList> DropoutKernel(absl::Span<const Tensor> in, const Attr
     T* o = static_cast<T*>(out.raw_data());
     uint64_t i = 0;
     ForEachOffset<1>(x.shape(), {x.strides()}, [&](int64_t xo) {
-      if (RandomUniform(seed, offset + i) >= p) o[i] = xp[xo] * scale;
+      o[i] = RandomUniform(seed, offset + i) >= p ? xp[xo] * scale : T(0);
       ++i;
     });
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterEmbeddingDropoutKernels(KernelTable& t) {
-  t.eager[static_cast<int>(OpKind::kEmbedding)] = &EmbeddingKernel;
-  t.eager[static_cast<int>(OpKind::kEmbeddingBackward)] = &EmbeddingBackwardKernel;
-  t.eager[static_cast<int>(OpKind::kDropout)] = &DropoutKernel;
+  BindInto<&EmbeddingInto>(t, OpKind::kEmbedding);
+  BindInto<&EmbeddingBackwardInto>(t, OpKind::kEmbeddingBackward);
+  BindInto<&DropoutInto>(t, OpKind::kDropout);
 }
 
 }  // namespace tc::kernels

@@ -1,11 +1,13 @@
 // Eager kernels of the layout family. permute, expand, slice and (when the
 // strides allow) reshape return views sharing input 0's storage; slice_backward,
-// concat and pad write new tensors through views of their output, so every
-// dtype and any input strides take the same path (CopyStrided). matmul and
+// concat and pad are out-variants copying each input into a strided region of
+// their output, for every dtype and any input strides. matmul and
 // linear live in matmul.cc.
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
+#include "absl/container/inlined_vector.h"
 #include "graph/ops/infer_util.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
@@ -106,41 +108,58 @@ absl::StatusOr<TensorList> SliceKernel(absl::Span<const Tensor> in, const Attrs&
   return TensorList{SliceView(in[0], attrs)};
 }
 
-absl::StatusOr<TensorList> SliceBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                               absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
-  CopyStrided(in[0], SliceView(out, attrs));
-  return TensorList{out};
+// Copies `src` into `out`'s elements at `offset` read with `strides` (a
+// region of out), without making a view of it.
+void CopyToRegion(const Tensor& src, const Tensor& out, absl::Span<const int64_t> strides,
+                  int64_t offset) {
+  VisitDType(src.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* sp = src.data<T>();
+    T* op = out.data<T>() + offset;
+    ForEachOffset<2>(src.shape(), {strides, src.strides()},
+                     [&](int64_t o, int64_t i) { op[o] = sp[i]; });
+  });
 }
 
-absl::StatusOr<TensorList> ConcatKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                        absl::Span<const TensorType> out_types) {
-  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // inputs tile it
+template <typename T>
+void Fill(const Tensor& out, double value) {
+  std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value));
+}
+
+absl::Status SliceBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                               absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];
+  std::memset(out.raw_data(), 0, out.bytes());
+  const int64_t dim = *WrapDim(attrs.Int("dim"), out.dim());
+  const ops_internal::SliceBounds b = *ops_internal::NormalizeSlice(
+      out.shape()[dim], attrs.Int("start"), attrs.Int("end"), attrs.Int("step"));
+  absl::InlinedVector<int64_t, 8> strides(out.strides().begin(), out.strides().end());
+  strides[dim] *= b.step;
+  CopyToRegion(in[0], out, strides, b.start * out.strides()[dim]);
+  return absl::OkStatus();
+}
+
+absl::Status ConcatInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                        absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];  // the inputs tile it
   const int64_t dim = *WrapDim(attrs.Int("dim"), out.dim());
   int64_t at = 0;  // where the next input starts along `dim`
   for (const Tensor& x : in) {
-    CopyStrided(x, ViewOf(out, x.shape(), out.strides(), at * out.strides()[dim]));
+    CopyToRegion(x, out, out.strides(), at * out.strides()[dim]);
     at += x.shape()[dim];
   }
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> PadKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                     absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
-  const double value = attrs.Float("value");
-  if (value != 0) {  // storage starts zeroed
-    VisitDType(out.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value));
-    });
-  }
+absl::Status PadInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                     absl::Span<const Tensor> outs) {
+  const Tensor& out = outs[0];
+  VisitDType(out.dtype(), [&](auto zero) { Fill<decltype(zero)>(out, attrs.Float("value")); });
   const std::vector<int64_t>& pads = attrs.Ints("pads");
   int64_t offset = 0;  // of the interior, where x goes
   for (int64_t d = 0; d < out.dim(); ++d) offset += pads[2 * d] * out.strides()[d];
-  CopyStrided(x, ViewOf(out, x.shape(), out.strides(), offset));
-  return TensorList{out};
+  CopyToRegion(in[0], out, out.strides(), offset);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -151,9 +170,9 @@ void RegisterLayoutKernels(KernelTable& t) {
   set(OpKind::kReshape, &ReshapeKernel);
   set(OpKind::kExpand, &ExpandKernel);
   set(OpKind::kSlice, &SliceKernel);
-  set(OpKind::kSliceBackward, &SliceBackwardKernel);
-  set(OpKind::kConcat, &ConcatKernel);
-  set(OpKind::kPad, &PadKernel);
+  BindInto<&SliceBackwardInto>(t, OpKind::kSliceBackward);
+  BindInto<&ConcatInto>(t, OpKind::kConcat);
+  BindInto<&PadInto>(t, OpKind::kPad);
   RegisterMatmulKernels(t);  // the family's matmul and linear, in matmul.cc
 }
 

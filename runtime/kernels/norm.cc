@@ -1,19 +1,25 @@
-// Eager kernels: batch_norm and layer_norm, with their backwards (embedding and
-// dropout, registered from here, are in embedding_dropout.cc).
+// Out-variant kernels: batch_norm and layer_norm, with their backwards
+// (embedding and dropout, registered from here, are in embedding_dropout.cc).
 //
 // Normalisation sees its input as a 3-D [N, C, S] (batch norm: statistics per
 // channel C over N and S = H*W*...) or a 2-D [R, D] (layer norm: statistics per
 // row R over the D = prod(x.shape[axis:]) normalised elements) contiguous
 // array. Batch norm runs on vectorised loops here for every dtype. Layer norm
-// in f32 runs on oneDNN's layer normalisation primitives; in f64, and on
-// tensors with no elements (where only the conventions for empty statistics
-// matter), on the reference loops here.
+// in f32 runs on oneDNN's layer normalisation primitives, built once per shape
+// (primitive_cache.h); in f64, and on tensors with no elements (where only the
+// conventions for empty statistics matter), on the reference loops here.
+// After a first call with the same shapes nothing is allocated: outputs are
+// the caller's, strided inputs are copied into reused per-thread buffers.
+#include <array>
 #include <cmath>
-#include <unordered_map>
+#include <cstring>
+#include <vector>
 
 #include "Eigen/Core"
+#include "absl/base/casts.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
 
@@ -25,27 +31,28 @@ dnnl::normalization_flags ScaleShift() {
   return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 }
 
-// `t` itself when contiguous, else a contiguous copy. Copies with CopyStrided
-// rather than Tensor::contiguous(), which would dispatch a cast op from inside
-// a kernel and show it to the installed hooks (tape, tracer).
-Tensor Dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor out = Tensor::Uninitialized(t.shape(), t.dtype());
-  CopyStrided(t, out);
-  return out;
+// At most this many inputs per kernel (grad, x, w, mean, var).
+constexpr int kMaxInputs = 5;
+
+// The elements of input `slot`, `t`, as a contiguous array: t's own data when
+// t is contiguous, else a row-major copy in this thread's scratch buffer for
+// that slot, grown when too small and reused by later calls. Copies here
+// rather than with Tensor::contiguous(), which would allocate and dispatch a
+// cast op from inside a kernel, showing it to the installed hooks.
+template <typename T>
+T* DenseData(const Tensor& t, int slot) {
+  if (t.is_contiguous()) return t.data<T>();
+  thread_local std::array<std::vector<T>, kMaxInputs> scratch;
+  std::vector<T>& buffer = scratch[slot];
+  if (static_cast<int64_t>(buffer.size()) < t.numel()) buffer.resize(t.numel());
+  const T* src = t.data<T>();
+  T* dst = buffer.data();
+  ForEachOffset<1>(t.shape(), {t.strides()}, [&](int64_t offset) { *dst++ = src[offset]; });
+  return buffer.data();
 }
 
-TensorList EmptyOutputs(absl::Span<const TensorType> out_types) {
-  TensorList out;
-  for (const TensorType& t : out_types) out.push_back(Tensor::Empty(t.shape, t.dtype));
-  return out;
-}
-
-// For kernels that write every output element.
-TensorList UninitializedOutputs(absl::Span<const TensorType> out_types) {
-  TensorList out;
-  for (const TensorType& t : out_types) out.push_back(Tensor::Uninitialized(t.shape, t.dtype));
-  return out;
+void FillZero(const Tensor& t) {
+  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
 }
 
 bool UseOneDnn(const Tensor& x) { return OneDnnSupports(x.dtype()) && x.numel() > 0; }
@@ -53,11 +60,6 @@ bool UseOneDnn(const Tensor& x) { return OneDnnSupports(x.dtype()) && x.numel() 
 // A dense f32 descriptor of `dims`, for contiguous tensors seen with other dims.
 dnnl::memory::desc DenseDesc(const dnnl::memory::dims& dims) {
   return PlainDesc(DType::kF32, dims, ContiguousStrides(dims));
-}
-
-void Execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
-  p.execute(Stream(), args);
-  Stream().wait();
 }
 
 // ---- batch norm
@@ -136,76 +138,46 @@ void BatchNormBackward(const T* g, const T* x, const T* w, const T* mean, const 
   }
 }
 
-absl::StatusOr<TensorList> BatchNormKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                           absl::Span<const TensorType> out_types) {
+absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> out) {  // x, w, b -> y, mean, var
   const double eps = attrs.Float("eps");
-  const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]);
-  TensorList out = UninitializedOutputs(out_types);  // y, mean, var
-  const BnDims d = BatchNormDims(x.shape());
-  VisitFloatDType(x.dtype(), [&](auto zero) {
+  const BnDims d = BatchNormDims(in[0].shape());
+  VisitFloatDType(in[0].dtype(), [&](auto zero) {
     using T = decltype(zero);
+    const T* x = DenseData<T>(in[0], 0);
     T* mean = out[1].data<T>();
     T* var = out[2].data<T>();
-    BatchNormStats(x.data<T>(), d, mean, var);
-    BatchNormApply(x.data<T>(), w.data<T>(), b.data<T>(), mean, var, d, eps, out[0].data<T>());
-  });
-  return out;
-}
-
-absl::StatusOr<TensorList> BatchNormInferenceKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                                    absl::Span<const TensorType> out_types) {
-  const double eps = attrs.Float("eps");
-  const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]), mean = Dense(in[3]),
-               var = Dense(in[4]);
-  TensorList out = UninitializedOutputs(out_types);
-  const BnDims d = BatchNormDims(x.shape());
-  VisitFloatDType(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    BatchNormApply(x.data<T>(), w.data<T>(), b.data<T>(), mean.data<T>(), var.data<T>(), d, eps,
+    BatchNormStats(x, d, mean, var);
+    BatchNormApply(x, DenseData<T>(in[1], 1), DenseData<T>(in[2], 2), mean, var, d, eps,
                    out[0].data<T>());
   });
-  return out;
+  return absl::OkStatus();
 }
 
-// Runs oneDNN's layer normalisation backward on prepared descriptors:
-// inputs grad, x, w, mean, var; outputs dx, dw, db.
-template <typename Backward>
-void NormBackwardOneDnn(const typename Backward::primitive_desc& pd, const dnnl::memory::desc& data,
-                        const dnnl::memory::desc& param, const dnnl::memory::desc& stat,
-                        absl::Span<const Tensor> in, const TensorList& out) {
-  // oneDNN 2.6 demands the shift as an input though no gradient depends on it.
-  const Tensor shift = Tensor::Empty(out[2].shape(), DType::kF32);
-  Execute(Backward(pd), {{DNNL_ARG_DIFF_DST, Memory(data, in[0])},
-                         {DNNL_ARG_SRC, Memory(data, in[1])},
-                         {DNNL_ARG_SCALE, Memory(param, in[2])},
-                         {DNNL_ARG_SHIFT, Memory(param, shift)},
-                         {DNNL_ARG_MEAN, Memory(stat, in[3])},
-                         {DNNL_ARG_VARIANCE, Memory(stat, in[4])},
-                         {DNNL_ARG_DIFF_SRC, Memory(data, out[0])},
-                         {DNNL_ARG_DIFF_SCALE, Memory(param, out[1])},
-                         {DNNL_ARG_DIFF_SHIFT, Memory(param, out[2])}});
-}
-
-std::vector<Tensor> DenseAll(absl::Span<const Tensor> in) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : in) out.push_back(Dense(t));
-  return out;
-}
-
-absl::StatusOr<TensorList> BatchNormBackwardKernel(absl::Span<const Tensor> inputs,
-                                                   const Attrs& attrs,
-                                                   absl::Span<const TensorType> out_types) {
+absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                    absl::Span<const Tensor> out) {  // x, w, b, mean, var -> y
   const double eps = attrs.Float("eps");
-  const std::vector<Tensor> in = DenseAll(inputs);   // grad, x, w, mean, var
-  TensorList out = UninitializedOutputs(out_types);  // dx, dw, db
+  const BnDims d = BatchNormDims(in[0].shape());
+  VisitFloatDType(in[0].dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    BatchNormApply(DenseData<T>(in[0], 0), DenseData<T>(in[1], 1), DenseData<T>(in[2], 2),
+                   DenseData<T>(in[3], 3), DenseData<T>(in[4], 4), d, eps, out[0].data<T>());
+  });
+  return absl::OkStatus();
+}
+
+// grad, x, w, mean, var -> dx, dw, db
+absl::Status BatchNormBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Tensor> out) {
+  const double eps = attrs.Float("eps");
   const BnDims d = BatchNormDims(in[1].shape());
   VisitFloatDType(in[1].dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BatchNormBackward(in[0].data<T>(), in[1].data<T>(), in[2].data<T>(), in[3].data<T>(),
-                      in[4].data<T>(), d, eps, out[0].data<T>(), out[1].data<T>(),
-                      out[2].data<T>());
+    BatchNormBackward(DenseData<T>(in[0], 0), DenseData<T>(in[1], 1), DenseData<T>(in[2], 2),
+                      DenseData<T>(in[3], 3), DenseData<T>(in[4], 4), d, eps, out[0].data<T>(),
+                      out[1].data<T>(), out[2].data<T>());
   });
-  return out;
+  return absl::OkStatus();
 }
 
 // ---- layer norm
@@ -260,70 +232,102 @@ void LayerNormBackwardRef(const T* g, const T* x, const T* w, const T* mean, con
   }
 }
 
-absl::StatusOr<TensorList> LayerNormKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                           absl::Span<const TensorType> out_types) {
-  const double eps = attrs.Float("eps");
-  const Tensor x = Dense(in[0]), w = Dense(in[1]), b = Dense(in[2]);
-  TensorList out = UninitializedOutputs(out_types);  // y, mean, var
-  const LnDims ln = LayerNormDims(x.shape(), attrs.Int("axis"));
-  if (UseOneDnn(x)) {
+// eps's bits, for a plan key.
+int64_t EpsKey(double eps) { return absl::bit_cast<int64_t>(eps); }
+
+// oneDNN's layer normalisation forward over [R, D]: x, w, b -> y, mean, var.
+OneDnnPlan& LayerNormPlan(const LnDims& ln, double eps) {
+  PrimitiveKey key(PrimitiveKey::kLayerNorm);
+  key.Add(ln.r).Add(ln.d).Add(EpsKey(eps));
+  return CachedPlan(key, [&](OneDnnPlan& p) {
     const dnnl::memory::desc data = DenseDesc({ln.r, ln.d}), param = DenseDesc({ln.d}),
                              stat = DenseDesc({ln.r});
-    dnnl::layer_normalization_forward::primitive_desc pd(
+    const dnnl::layer_normalization_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_training, data, stat, static_cast<float>(eps), ScaleShift()},
         Engine());
-    Execute(dnnl::layer_normalization_forward(pd), {{DNNL_ARG_SRC, Memory(data, x)},
-                                                    {DNNL_ARG_SCALE, Memory(param, w)},
-                                                    {DNNL_ARG_SHIFT, Memory(param, b)},
-                                                    {DNNL_ARG_DST, Memory(data, out[0])},
-                                                    {DNNL_ARG_MEAN, Memory(stat, out[1])},
-                                                    {DNNL_ARG_VARIANCE, Memory(stat, out[2])}});
-    return out;
-  }
-  VisitFloatDType(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    LayerNormRef(x.data<T>(), w.data<T>(), b.data<T>(), ln, eps, out[0].data<T>(), out[1].data<T>(),
-                 out[2].data<T>());
+    p.Add(dnnl::layer_normalization_forward(pd), {{DNNL_ARG_SRC, p.External(0, data)},
+                                                  {DNNL_ARG_SCALE, p.External(1, param)},
+                                                  {DNNL_ARG_SHIFT, p.External(2, param)},
+                                                  {DNNL_ARG_DST, p.External(3, data)},
+                                                  {DNNL_ARG_MEAN, p.External(4, stat)},
+                                                  {DNNL_ARG_VARIANCE, p.External(5, stat)}});
   });
-  return out;
 }
 
-absl::StatusOr<TensorList> LayerNormBackwardKernel(absl::Span<const Tensor> inputs,
-                                                   const Attrs& attrs,
-                                                   absl::Span<const TensorType> out_types) {
-  const double eps = attrs.Float("eps");
-  const std::vector<Tensor> in = DenseAll(inputs);  // grad, x, w, mean, var
-  TensorList out = EmptyOutputs(out_types);         // dx, dw, db
-  const LnDims ln = LayerNormDims(in[1].shape(), attrs.Int("axis"));
-  if (UseOneDnn(in[1])) {
+// The backward: grad, x, w, mean, var -> dx, dw, db.
+OneDnnPlan& LayerNormBackwardPlan(const LnDims& ln, double eps) {
+  PrimitiveKey key(PrimitiveKey::kLayerNormBackward);
+  key.Add(ln.r).Add(ln.d).Add(EpsKey(eps));
+  return CachedPlan(key, [&](OneDnnPlan& p) {
     const dnnl::memory::desc data = DenseDesc({ln.r, ln.d}), param = DenseDesc({ln.d}),
                              stat = DenseDesc({ln.r});
     const float feps = static_cast<float>(eps);
-    dnnl::layer_normalization_forward::primitive_desc hint(
+    const dnnl::layer_normalization_forward::primitive_desc hint(
         {dnnl::prop_kind::forward_training, data, stat, feps, ScaleShift()}, Engine());
-    dnnl::layer_normalization_backward::primitive_desc pd(
+    const dnnl::layer_normalization_backward::primitive_desc pd(
         {dnnl::prop_kind::backward, data, data, stat, feps, ScaleShift()}, Engine(), hint);
-    NormBackwardOneDnn<dnnl::layer_normalization_backward>(pd, data, param, stat, in, out);
-    return out;
-  }
+    // oneDNN 2.6 demands the shift as an input though no gradient depends on it.
+    const dnnl::memory shift = p.Internal(param);
+    std::memset(shift.get_data_handle(), 0, param.get_size());
+    p.Add(dnnl::layer_normalization_backward(pd), {{DNNL_ARG_DIFF_DST, p.External(0, data)},
+                                                   {DNNL_ARG_SRC, p.External(1, data)},
+                                                   {DNNL_ARG_SCALE, p.External(2, param)},
+                                                   {DNNL_ARG_SHIFT, shift},
+                                                   {DNNL_ARG_MEAN, p.External(3, stat)},
+                                                   {DNNL_ARG_VARIANCE, p.External(4, stat)},
+                                                   {DNNL_ARG_DIFF_SRC, p.External(5, data)},
+                                                   {DNNL_ARG_DIFF_SCALE, p.External(6, param)},
+                                                   {DNNL_ARG_DIFF_SHIFT, p.External(7, param)}});
+  });
+}
+
+absl::Status LayerNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> out) {  // x, w, b -> y, mean, var
+  const double eps = attrs.Float("eps");
+  const LnDims ln = LayerNormDims(in[0].shape(), attrs.Int("axis"));
+  VisitFloatDType(in[0].dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T *x = DenseData<T>(in[0], 0), *w = DenseData<T>(in[1], 1), *b = DenseData<T>(in[2], 2);
+    if (UseOneDnn(in[0])) {
+      LayerNormPlan(ln, eps).Run(
+          {x, w, b, out[0].raw_data(), out[1].raw_data(), out[2].raw_data()});
+    } else {
+      LayerNormRef(x, w, b, ln, eps, out[0].data<T>(), out[1].data<T>(), out[2].data<T>());
+    }
+  });
+  return absl::OkStatus();
+}
+
+// grad, x, w, mean, var -> dx, dw, db
+absl::Status LayerNormBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Tensor> out) {
+  const double eps = attrs.Float("eps");
+  const LnDims ln = LayerNormDims(in[1].shape(), attrs.Int("axis"));
   VisitFloatDType(in[1].dtype(), [&](auto zero) {
     using T = decltype(zero);
-    LayerNormBackwardRef(in[0].data<T>(), in[1].data<T>(), in[2].data<T>(), in[3].data<T>(),
-                         in[4].data<T>(), ln, eps, out[0].data<T>(), out[1].data<T>(),
-                         out[2].data<T>());
+    T* arg[kMaxInputs];
+    for (int i = 0; i < kMaxInputs; ++i) arg[i] = DenseData<T>(in[i], i);
+    if (UseOneDnn(in[1])) {
+      LayerNormBackwardPlan(ln, eps).Run({arg[0], arg[1], arg[2], arg[3], arg[4], out[0].raw_data(),
+                                          out[1].raw_data(), out[2].raw_data()});
+      return;
+    }
+    FillZero(out[1]);  // dw and db accumulate over the rows
+    FillZero(out[2]);
+    LayerNormBackwardRef(arg[0], arg[1], arg[2], arg[3], arg[4], ln, eps, out[0].data<T>(),
+                         out[1].data<T>(), out[2].data<T>());
   });
-  return out;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterNormKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
-  set(OpKind::kBatchNorm, &BatchNormKernel);
-  set(OpKind::kBatchNormInference, &BatchNormInferenceKernel);
-  set(OpKind::kBatchNormBackward, &BatchNormBackwardKernel);
-  set(OpKind::kLayerNorm, &LayerNormKernel);
-  set(OpKind::kLayerNormBackward, &LayerNormBackwardKernel);
+  BindInto<&BatchNormInto>(t, OpKind::kBatchNorm);
+  BindInto<&BatchNormInferenceInto>(t, OpKind::kBatchNormInference);
+  BindInto<&BatchNormBackwardInto>(t, OpKind::kBatchNormBackward);
+  BindInto<&LayerNormInto>(t, OpKind::kLayerNorm);
+  BindInto<&LayerNormBackwardInto>(t, OpKind::kLayerNormBackward);
   RegisterEmbeddingDropoutKernels(t);
 }
 

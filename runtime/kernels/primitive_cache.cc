@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/threads.h"
 
 namespace tc::kernels {
 namespace {
@@ -35,6 +37,7 @@ PrimitiveKey& PrimitiveKey::Add(const Tensor& t) {
 dnnl::memory OneDnnPlan::External(int slot, const dnnl::memory::desc& desc) {
   dnnl::memory m(desc, Engine(), DNNL_MEMORY_NONE);
   external_.emplace_back(slot, m);
+  external_bytes_ += desc.get_size();
   return m;
 }
 
@@ -56,6 +59,8 @@ void OneDnnPlan::Add(const dnnl::primitive& primitive,
 
 void OneDnnPlan::Run(absl::Span<void* const> pointers) {
   for (auto& [slot, memory] : external_) memory.set_data_handle(pointers[slot]);
+  std::optional<SingleThreaded> one_thread;
+  if (external_bytes_ < kTinyOpBytes) one_thread.emplace();
   in_execute = true;
   for (const Step& step : steps_) {
     dnnl_primitive_execute(step.primitive.get(), Stream().get(), static_cast<int>(step.args.size()),

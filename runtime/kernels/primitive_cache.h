@@ -43,6 +43,7 @@ class PrimitiveKey {
     kLayerNorm,
     kLayerNormBackward,
     kSoftmax,
+    kLogSoftmax,
     kSoftmaxBackward,
     kReduction,
   };
@@ -76,7 +77,8 @@ class PrimitiveKey {
 // workspace), allocated once.
 class OneDnnPlan {
  public:
-  // A memory bound to `pointers[slot]` of each Run.
+  // A memory bound to `pointers[slot]` of each Run. A plan whose external
+  // memories are tiny (kTinyOpBytes) runs on one thread.
   dnnl::memory External(int slot, const dnnl::memory::desc& desc);
   // A memory the plan owns, reused by every run.
   dnnl::memory Internal(const dnnl::memory::desc& desc);
@@ -93,6 +95,7 @@ class OneDnnPlan {
     std::vector<dnnl_exec_arg_t> args;  // handles of memories kept alive below
   };
   std::vector<std::pair<int, dnnl::memory>> external_;
+  int64_t external_bytes_ = 0;
   std::vector<dnnl::memory> memories_;
   std::vector<Step> steps_;
 };

@@ -8,13 +8,16 @@
 // input element is folded into the output slot it belongs to.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
 
@@ -24,25 +27,35 @@ namespace {
 // A reduction over a set of dims of `x`, with the result seen as `kept`: x's
 // shape with every reduced dim set to 1 (the output's layout with or without
 // keepdim, since the output is contiguous).
+// Inline vectors: describing a reduction allocates nothing up to rank 8.
+using Dims = absl::InlinedVector<int64_t, 8>;
 struct Reduction {
-  std::vector<bool> reduced;  // per dim of x
-  Shape kept;
-  std::vector<int64_t> fold_strides;  // output strides over x's shape, 0 where reduced
-  int64_t count = 1;                  // elements folded into each output slot
+  absl::InlinedVector<bool, 8> reduced;  // per dim of x
+  Dims kept;
+  Dims fold_strides;  // output strides over x's shape, 0 where reduced
+  int64_t count = 1;  // elements folded into each output slot
 };
+
+Dims DenseStrides(absl::Span<const int64_t> shape) {
+  Dims strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) {
+    strides[d] = strides[d + 1] * shape[d + 1];
+  }
+  return strides;
+}
 
 Reduction MakeReduction(const Tensor& x, const Attrs& attrs) {
   const std::vector<int64_t>& dims = attrs.Ints("dims");
   Reduction r;
   r.reduced.assign(x.dim(), dims.empty());  // [] reduces every dim
   for (int64_t d : dims) r.reduced[d < 0 ? d + x.dim() : d] = true;
-  r.kept = x.shape();
+  r.kept.assign(x.shape().begin(), x.shape().end());
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (!r.reduced[d]) continue;
     r.count *= x.shape()[d];
     r.kept[d] = 1;
   }
-  r.fold_strides = ContiguousStrides(r.kept);
+  r.fold_strides = DenseStrides(r.kept);
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (r.reduced[d]) r.fold_strides[d] = 0;
   }
@@ -57,26 +70,30 @@ void Fold(const Tensor& x, const Reduction& r, Acc* acc, F f) {
                    [&](int64_t o, int64_t i) { acc[o] = f(acc[o], xp[i]); });
 }
 
-// `t` itself when dense, else a dense copy (made directly, not through dispatch).
-Tensor Dense(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor dense = Tensor::Uninitialized(t.shape(), t.dtype());
-  CopyStrided(t, dense);
-  return dense;
-}
+// x's dims and strides with its folded dims first (`folded_first`) or last.
+struct FoldedLayout {
+  Dims shape, strides;
 
-// x's data seen with its folded dims first (`folded_first`) or last.
-Tensor FoldedView(const Tensor& x, const Reduction& r, bool folded_first) {
-  Shape shape;
-  std::vector<int64_t> strides;
+  bool dense() const {
+    int64_t expected = 1;
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (shape[d] != 1 && strides[d] != expected) return false;
+      expected *= shape[d];
+    }
+    return true;
+  }
+};
+
+FoldedLayout Folded(const Tensor& x, const Reduction& r, bool folded_first) {
+  FoldedLayout l;
   for (bool folded : {folded_first, !folded_first}) {
     for (int64_t d = 0; d < x.dim(); ++d) {
       if (r.reduced[d] != folded) continue;
-      shape.push_back(x.shape()[d]);
-      strides.push_back(x.strides()[d]);
+      l.shape.push_back(x.shape()[d]);
+      l.strides.push_back(x.strides()[d]);
     }
   }
-  return Tensor::View(x.storage(), x.dtype(), shape, strides, x.offset());
+  return l;
 }
 
 // f32 sum or mean of x read as dense rows [folded elements, kept elements]
@@ -84,8 +101,8 @@ Tensor FoldedView(const Tensor& x, const Reduction& r, bool folded_first) {
 // rather than transposed for oneDNN. False when x is not dense that way, or
 // already dense as oneDNN reads it (one kept element: a full sum).
 bool ReduceDenseRows(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
-  if (!FoldedView(x, r, /*folded_first=*/true).is_contiguous() ||
-      FoldedView(x, r, /*folded_first=*/false).is_contiguous()) {
+  if (!Folded(x, r, /*folded_first=*/true).dense() ||
+      Folded(x, r, /*folded_first=*/false).dense()) {
     return false;
   }
   const int64_t m = out.numel(), k = r.count;
@@ -104,24 +121,43 @@ bool ReduceDenseRows(dnnl::algorithm alg, const Tensor& x, const Reduction& r, c
 
 // oneDNN's vectorised reduction wants the folded elements innermost and dense;
 // other layouts fall to its slow reference loop. So x is seen as a 2-D
-// [kept elements, folded elements] matrix, copied when not dense that way,
-// unless a sum or mean can add dense rows instead.
+// [kept elements, folded elements] matrix, reordered into a dense buffer the
+// plan owns when not dense that way, unless a sum or mean can add dense rows
+// instead.
 void OneDnnReduce(dnnl::algorithm alg, const Tensor& x, const Reduction& r, const Tensor& out) {
   if (r.count == 1) {  // only size-1 dims reduced: a copy, which oneDNN rejects
-    CopyStrided(x, Tensor::View(out.storage(), out.dtype(), r.kept, ContiguousStrides(r.kept), 0));
+    const float* xp = x.data<float>();
+    float* op = out.data<float>();
+    ForEachOffset<2>(x.shape(), {r.fold_strides, x.strides()},
+                     [&](int64_t o, int64_t i) { op[o] = xp[i]; });
     return;
   }
   const bool adds = alg == dnnl::algorithm::reduction_sum || alg == dnnl::algorithm::reduction_mean;
   if (adds && ReduceDenseRows(alg, x, r, out)) return;
-  const Tensor src = Dense(FoldedView(x, r, /*folded_first=*/false));
-  const int64_t m = out.numel(), k = r.count;
-  const dnnl::memory::desc src_desc = PlainDesc(x.dtype(), {m, k}, {k, 1});
-  const dnnl::memory::desc dst_desc = PlainDesc(out.dtype(), {m, 1}, {1, 1});
-  const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, src_desc, dst_desc, 0.f, 0.f),
-                                           Engine());
-  dnnl::reduction(pd).execute(
-      Stream(), {{DNNL_ARG_SRC, Memory(src_desc, src)}, {DNNL_ARG_DST, Memory(dst_desc, out)}});
-  Stream().wait();
+  PrimitiveKey key(PrimitiveKey::kReduction);
+  key.Add(static_cast<int64_t>(alg)).Add(x).Add(r.fold_strides);
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) {
+    const FoldedLayout folded = Folded(x, r, /*folded_first=*/false);
+    const int64_t m = out.numel(), k = r.count;
+    const dnnl::memory::desc matrix = PlainDesc(x.dtype(), {m, k}, {k, 1});
+    dnnl::memory src;
+    if (folded.dense()) {
+      src = p.External(0, matrix);
+    } else {
+      const dnnl::memory::desc strided = PlainDesc(x.dtype(), folded.shape, folded.strides);
+      const dnnl::memory::desc dense =
+          PlainDesc(x.dtype(), folded.shape, DenseStrides(folded.shape));
+      const dnnl::memory from = p.External(0, strided);
+      const dnnl::memory to = p.Internal(dense);
+      p.Add(dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+      src = dnnl::memory(matrix, Engine(), to.get_data_handle());  // the same buffer, as [m, k]
+    }
+    const dnnl::memory::desc dst = PlainDesc(out.dtype(), {m, 1}, {1, 1});
+    const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(alg, matrix, dst, 0.f, 0.f),
+                                             Engine());
+    p.Add(dnnl::reduction(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, p.External(1, dst)}});
+  });
+  plan.Run({x.raw_data(), out.raw_data()});
 }
 
 template <typename T>
@@ -157,52 +193,51 @@ T ExtremumIdentity() {
   return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
 }
 
-absl::StatusOr<TensorList> SumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                     absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
+absl::Status SumInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                     absl::Span<const Tensor> outs) {
+  const Tensor &x = in[0], &out = outs[0];
   const Reduction r = MakeReduction(x, attrs);
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);  // zeros: an empty sum
-  if (OneDnnSupports(x.dtype())) {
-    if (x.numel() > 0) OneDnnReduce(dnnl::algorithm::reduction_sum, x, r, out);
-    return TensorList{out};
+  if (OneDnnSupports(x.dtype()) && x.numel() > 0) {
+    OneDnnReduce(dnnl::algorithm::reduction_sum, x, r, out);
+    return absl::OkStatus();
   }
+  std::memset(out.raw_data(), 0, out.bytes());  // an empty sum is 0
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) Fold<T>(x, r, out.data<T>(), std::plus<T>());
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
-absl::StatusOr<TensorList> MeanKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                      absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
+absl::Status MeanInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                      absl::Span<const Tensor> outs) {
+  const Tensor &x = in[0], &out = outs[0];
   const Reduction r = MakeReduction(x, attrs);
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
   if (OneDnnSupports(x.dtype())) {
     if (x.numel() > 0) {
       OneDnnReduce(dnnl::algorithm::reduction_mean, x, r, out);
     } else {
       Fill(out, std::numeric_limits<float>::quiet_NaN());  // the mean of nothing
     }
-    return TensorList{out};
+    return absl::OkStatus();
   }
+  std::memset(out.raw_data(), 0, out.bytes());
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* op = out.data<T>();
     Fold<T>(x, r, op, std::plus<T>());
     for (int64_t o = 0; o < out.numel(); ++o) op[o] /= static_cast<T>(r.count);  // 0/0 is NaN
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 // max (kMax) or min. Shape inference rejects reducing an empty dim, so every
 // output slot folds at least one element.
 template <bool kMax>
-absl::StatusOr<TensorList> ExtremumKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                          absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
+absl::Status ExtremumInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                          absl::Span<const Tensor> outs) {
+  const Tensor &x = in[0], &out = outs[0];
   const Reduction r = MakeReduction(x, attrs);
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
   if (OneDnnSupports(x.dtype())) {
     if (x.numel() > 0) {
       OneDnnReduce(kMax ? dnnl::algorithm::reduction_max : dnnl::algorithm::reduction_min, x, r,
@@ -210,7 +245,7 @@ absl::StatusOr<TensorList> ExtremumKernel(absl::Span<const Tensor> in, const Att
       // oneDNN's max/min may drop a NaN; a second pass puts it back.
       Fold<float>(x, r, out.data<float>(), [](float acc, float v) { return IsNan(v) ? v : acc; });
     }
-    return TensorList{out};
+    return absl::OkStatus();
   }
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -223,7 +258,7 @@ absl::StatusOr<TensorList> ExtremumKernel(absl::Span<const Tensor> in, const Att
       }
     }
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 // Two passes (mean, then squared deviations) in f64: stable, and exact enough
@@ -245,23 +280,22 @@ void VarInto(const Tensor& x, const Reduction& r, int64_t correction, const Tens
   for (int64_t o = 0; o < n; ++o) op[o] = static_cast<T>(m2[o] / divisor);
 }
 
-absl::StatusOr<TensorList> VarKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                     absl::Span<const TensorType> out_types) {
+absl::Status VarKernelInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> outs) {
   const Tensor& x = in[0];
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
   VisitFloatDType(x.dtype(), [&](auto zero) {
-    VarInto<decltype(zero)>(x, MakeReduction(x, attrs), attrs.Int("correction"), out);
+    VarInto<decltype(zero)>(x, MakeReduction(x, attrs), attrs.Int("correction"), outs[0]);
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 // Calls fn(x_offset, out_offset) at the first element of every line of `x`
 // along `dim`; `out_strides` address the output over x's shape with `dim` at 1.
 template <typename Fn>
-void ForEachLine(const Tensor& x, int64_t dim, std::vector<int64_t> out_strides, Fn&& fn) {
-  Shape outer = x.shape();
+void ForEachLine(const Tensor& x, int64_t dim, absl::Span<const int64_t> out_strides, Fn&& fn) {
+  Dims outer(x.shape().begin(), x.shape().end());
   outer[dim] = 1;
-  ForEachOffset<2>(outer, {x.strides(), std::move(out_strides)}, fn);
+  ForEachOffset<2>(outer, {x.strides(), out_strides}, fn);
 }
 
 // Whether v replaces best as the running argmax: strictly greater, or the
@@ -272,19 +306,18 @@ bool BeatsMax(T v, T best) {
   return IsNan(v) || v > best;
 }
 
-absl::StatusOr<TensorList> ArgmaxKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                        absl::Span<const TensorType> out_types) {
+absl::Status ArgmaxInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                        absl::Span<const Tensor> outs) {
   const Tensor& x = in[0];
   const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
-  Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
-  int64_t* op = out.data<int64_t>();
-  Shape kept = x.shape();
+  int64_t* op = outs[0].data<int64_t>();
+  Dims kept(x.shape().begin(), x.shape().end());
   kept[dim] = 1;
   const int64_t n = x.shape()[dim], step = x.strides()[dim];
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* xp = static_cast<const T*>(x.raw_data());
-    ForEachLine(x, dim, ContiguousStrides(kept), [&](int64_t i, int64_t o) {
+    ForEachLine(x, dim, DenseStrides(kept), [&](int64_t i, int64_t o) {
       int64_t best = 0;
       for (int64_t k = 1; k < n; ++k) {
         if (BeatsMax(xp[i + k * step], xp[i + best * step])) best = k;
@@ -292,7 +325,7 @@ absl::StatusOr<TensorList> ArgmaxKernel(absl::Span<const Tensor> in, const Attrs
       op[o] = best;
     });
   });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 // Numerically stable: exponents are taken of x - max(x), all <= 0.
@@ -321,49 +354,60 @@ void SoftmaxInto(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
   });
 }
 
+// One descriptor serves src and dst: a strided x is first reordered into a
+// dense buffer the plan owns.
 template <typename Primitive>
 void OneDnnSoftmax(const Tensor& x, int64_t dim, const Tensor& out) {
-  const Tensor src = Dense(x);  // one descriptor serves src and dst
-  const dnnl::memory::desc desc = PlainDesc(out);
-  const typename Primitive::primitive_desc pd(
-      typename Primitive::desc(dnnl::prop_kind::forward_inference, desc, static_cast<int>(dim)),
-      Engine());
-  Primitive(pd).execute(Stream(),
-                        {{DNNL_ARG_SRC, Memory(desc, src)}, {DNNL_ARG_DST, Memory(desc, out)}});
-  Stream().wait();
+  PrimitiveKey key(std::is_same_v<Primitive, dnnl::softmax_forward> ? PrimitiveKey::kSoftmax
+                                                                    : PrimitiveKey::kLogSoftmax);
+  key.Add(x).Add(dim);
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) {
+    const dnnl::memory::desc desc = PlainDesc(out);
+    dnnl::memory src;
+    if (x.is_contiguous()) {
+      src = p.External(0, desc);
+    } else {
+      const dnnl::memory from = p.External(0, PlainDesc(x));
+      src = p.Internal(desc);
+      p.Add(dnnl::reorder(from, src), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, src}});
+    }
+    const typename Primitive::primitive_desc pd(
+        typename Primitive::desc(dnnl::prop_kind::forward_inference, desc, static_cast<int>(dim)),
+        Engine());
+    p.Add(Primitive(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, p.External(1, desc)}});
+  });
+  plan.Run({x.raw_data(), out.raw_data()});
 }
 
 template <bool kLog>
-absl::StatusOr<TensorList> SoftmaxKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                         absl::Span<const TensorType> out_types) {
-  const Tensor& x = in[0];
+absl::Status SoftmaxKernelInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                               absl::Span<const Tensor> outs) {
+  const Tensor &x = in[0], &out = outs[0];
   const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
-  Tensor out = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);
-  if (x.numel() == 0) return TensorList{out};
+  if (x.numel() == 0) return absl::OkStatus();
   if (OneDnnSupports(x.dtype())) {
     if constexpr (kLog) {
       OneDnnSoftmax<dnnl::logsoftmax_forward>(x, dim, out);
     } else {
       OneDnnSoftmax<dnnl::softmax_forward>(x, dim, out);
     }
-    return TensorList{out};
+    return absl::OkStatus();
   }
   VisitFloatDType(x.dtype(), [&](auto zero) { SoftmaxInto<decltype(zero)>(x, dim, kLog, out); });
-  return TensorList{out};
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterReductionKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
-  set(OpKind::kSum, &SumKernel);
-  set(OpKind::kMean, &MeanKernel);
-  set(OpKind::kMax, &ExtremumKernel<true>);
-  set(OpKind::kMin, &ExtremumKernel<false>);
-  set(OpKind::kVar, &VarKernel);
-  set(OpKind::kArgmax, &ArgmaxKernel);
-  set(OpKind::kSoftmax, &SoftmaxKernel<false>);
-  set(OpKind::kLogSoftmax, &SoftmaxKernel<true>);
+  BindInto<&SumInto>(t, OpKind::kSum);
+  BindInto<&MeanInto>(t, OpKind::kMean);
+  BindInto<&ExtremumInto<true>>(t, OpKind::kMax);
+  BindInto<&ExtremumInto<false>>(t, OpKind::kMin);
+  BindInto<&VarKernelInto>(t, OpKind::kVar);
+  BindInto<&ArgmaxInto>(t, OpKind::kArgmax);
+  BindInto<&SoftmaxKernelInto<false>>(t, OpKind::kSoftmax);
+  BindInto<&SoftmaxKernelInto<true>>(t, OpKind::kLogSoftmax);
 }
 
 }  // namespace tc::kernels

@@ -45,20 +45,21 @@ TEST_CASE("a run on `linear` fills every field, consistently") {
   options.warmup = 1;
   options.threads = 1;
   options.matmul_size = 64;
-  int compiled_graphs = 0;  // the compiler parameter is what the compiled columns use
+  int compiled_graphs = 0;  // the compiler parameter is what the function columns use
   options.compiler = [&](const Graph& graph) {
     ++compiled_graphs;
     return codegen::interpreter()(graph);
   };
   absl::StatusOr<ModelBenchResult> r = RunModelBench(options);
   REQUIRE(r.ok());
-  CHECK(compiled_graphs == 3);  // training forward and backward, inference forward
+  CHECK(compiled_graphs == 3);  // function forward and backward, inference forward
   CHECK(r->model == "linear");
   CHECK(r->threads == 1);
   CHECK(r->runs == 3);
   CHECK(r->matmul_size == 64);
-  for (const Timing* t : {&r->compiled_step, &r->interpreter_step, &r->eager_step,
-                          &r->compiled_inference, &r->eager_inference, &r->matmul}) {
+  for (const Timing* t :
+       {&r->compiled_step, &r->function_step, &r->interpreter_step, &r->eager_step, &r->compile,
+        &r->compiled_inference, &r->eager_inference, &r->matmul}) {
     CHECK(t->min_ms > 0);
     CHECK(t->min_ms <= t->median_ms);
     CHECK(t->median_ms <= t->p90_ms);
@@ -90,7 +91,9 @@ ModelBenchResult Example() {
   r.threads = 2;
   r.runs = 30;
   r.compiled_step = {4, 3.5, 5};
+  r.function_step = {5, 4.5, 6};
   r.interpreter_step = {4.5, 4, 6};
+  r.compile = {20, 18, 25};
   r.eager_step = {10, 9, 12};
   r.compiled_inference = {1, 0.5, 2};
   r.eager_inference = {3, 2.5, 4};
@@ -109,16 +112,19 @@ TEST_CASE("the JSON object has every field, on one line") {
       json ==
       R"({"model": "mlp", "threads": 2, "runs": 30, )"
       R"("compiled_step_ms": 4, "compiled_step_min_ms": 3.5, "compiled_step_p90_ms": 5, )"
+      R"("function_step_ms": 5, "function_step_min_ms": 4.5, "function_step_p90_ms": 6, )"
       R"("interpreter_step_ms": 4.5, "interpreter_step_min_ms": 4, "interpreter_step_p90_ms": 6, )"
+      R"("compile_ms": 20, "compile_min_ms": 18, "compile_p90_ms": 25, )"
       R"("eager_step_ms": 10, "eager_step_min_ms": 9, "eager_step_p90_ms": 12, )"
       R"("compiled_inference_ms": 1, "compiled_inference_min_ms": 0.5, )"
       R"("compiled_inference_p90_ms": 2, )"
       R"("eager_inference_ms": 3, "eager_inference_min_ms": 2.5, "eager_inference_p90_ms": 4, )"
       R"("matmul_ms": 1.25, "matmul_min_ms": 1, "matmul_p90_ms": 1.5, "matmul_size": 512, )"
       R"("step_gflop": 0.5, "gflops": 125, "matmul_peak_gflops": 250, "peak_fraction": 0.5})");
-  for (const char* field : {"model", "threads", "runs", "compiled_step_ms", "interpreter_step_ms",
-                            "eager_step_ms", "compiled_inference_ms", "eager_inference_ms",
-                            "gflops", "matmul_peak_gflops", "step_gflop"}) {
+  for (const char* field :
+       {"model", "threads", "runs", "compiled_step_ms", "function_step_ms", "compile_ms",
+        "interpreter_step_ms", "eager_step_ms", "compiled_inference_ms", "eager_inference_ms",
+        "gflops", "matmul_peak_gflops", "step_gflop"}) {
     INFO(field);
     CHECK(json.find(absl::StrCat("\"", field, "\": ")) != std::string::npos);
   }
@@ -134,8 +140,8 @@ TEST_CASE("the table shows medians and the ratios to compiled") {
   // eager/compiled 10/4 = 2.50, interpreter/compiled 4.5/4 = 1.12 (1.125 rounds
   // to even), inference 3/1 = 3.00; 125 GFLOP/s is 50% of 250.
   CHECK(lines[3] ==
-        "mlp              4.000     4.500    10.000   2.50   1.12 |     1.000     3.000   3.00 |"
-        "      0.5      125    250.0    50%");
+        "mlp              4.000     5.000     4.500    10.000   2.50   1.12 |     1.000     3.000"
+        "   3.00 |      0.5      125    250.0    50%     20.0");
 }
 
 TEST_CASE("RunAndPrint --json prints one object per model") {

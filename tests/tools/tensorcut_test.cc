@@ -260,9 +260,9 @@ TEST_CASE("bench --json prints one object with the step times and GFLOP/s") {
   REQUIRE(r.code == 0);
   REQUIRE(std::count(r.out.begin(), r.out.end(), '\n') == 1);
   REQUIRE(r.out.rfind("{\"model\": \"linear\",", 0) == 0);
-  for (const char* key :
-       {"compiled_step_ms", "interpreter_step_ms", "eager_step_ms", "compiled_inference_ms",
-        "eager_inference_ms", "gflops", "matmul_peak_gflops", "step_gflop"}) {
+  for (const char* key : {"compiled_step_ms", "function_step_ms", "interpreter_step_ms",
+                          "eager_step_ms", "compile_ms", "compiled_inference_ms",
+                          "eager_inference_ms", "gflops", "matmul_peak_gflops", "step_gflop"}) {
     INFO(key);
     CHECK(JsonNumber(r.out, key) > 0);
   }

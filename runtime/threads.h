@@ -1,0 +1,36 @@
+// Intra-op threads: how many threads oneDNN primitives use (they run on
+// OpenMP). The default is OpenMP's: OMP_NUM_THREADS, else every core. Calls on
+// tiny tensors run on one thread whatever the setting, since opening a
+// parallel region costs more than their work (4-14 us for two threads here).
+//
+//   tc::SetNumThreads(1);                       // e.g. to benchmark one core
+//   { tc::SingleThreaded one; ...small op... }  // what tiny oneDNN calls do
+#ifndef TENSORCUT_RUNTIME_THREADS_H_
+#define TENSORCUT_RUNTIME_THREADS_H_
+
+#include <cstdint>
+
+namespace tc {
+
+// Bytes a oneDNN call touches below which it runs on one thread.
+inline constexpr int64_t kTinyOpBytes = 64 * 1024;
+
+// `threads` >= 1; the setting of the calling thread and those it starts.
+void SetNumThreads(int threads);
+int NumThreads();
+
+// Runs the scope on one thread, then restores the setting.
+class SingleThreaded {
+ public:
+  SingleThreaded();
+  ~SingleThreaded();
+  SingleThreaded(const SingleThreaded&) = delete;
+  SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace tc
+
+#endif  // TENSORCUT_RUNTIME_THREADS_H_
