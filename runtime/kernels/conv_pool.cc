@@ -1,4 +1,5 @@
-// Eager kernels: conv2d and its backwards, max/avg pooling and their backwards.
+// Out-variant kernels: conv2d and its backwards, max/avg pooling and their
+// backwards.
 //
 // f32 runs on oneDNN; f64 runs on direct reference loops, and so does any call
 // with a zero-size operand (the loops need no special case for it). Both paths follow
@@ -6,17 +7,23 @@
 // average pooling divides by the full kernel area (padding counts); max pooling
 // ignores padding and gives a window's gradient to its first maximum in
 // row-major order.
+//
+// Each f32 call runs a OneDnnPlan cached per key (op, shapes, strides,
+// attributes): its primitives, the reorders between the tensors' plain layouts
+// and the layouts oneDNN picks, and the memories those need (reorder buffers,
+// the max-pooling workspace) are built on the first call; later calls only
+// bind the tensors' pointers and execute.
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
-#include <memory>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 
 namespace tc::kernels {
@@ -43,13 +50,8 @@ bool UseOneDnn(std::initializer_list<const Tensor*> operands) {
   return true;
 }
 
-// A new output of type `t` computed from `inputs`: uninitialised when oneDNN
-// runs the call and writes every element, zeros for the reference loops, which
-// accumulate.
-Tensor NewOutput(const TensorType& t, std::initializer_list<const Tensor*> inputs) {
-  const bool onednn = UseOneDnn(inputs) && NumElements(t.shape) > 0;
-  return onednn ? Tensor::Uninitialized(t.shape, t.dtype) : Tensor::Empty(t.shape, t.dtype);
-}
+// Zeros a contiguous output for the reference loops, which accumulate.
+void ZeroFill(const Tensor& t) { std::memset(t.raw_data(), 0, t.bytes()); }
 
 memory::dims Dims(const Pair& p) { return {p[0], p[1]}; }
 
@@ -57,54 +59,48 @@ memory::desc AnyLayout(const memory::desc& plain) {
   return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
 }
 
-// A memory of `desc` over this thread's scratch buffer for execution argument
-// `arg`, grown as needed and kept between calls (a fresh buffer per call costs
-// page faults on every first touch). Every primitive here has finished when
-// its kernel returns, so the buffer is free for the next call.
-memory Scratch(int arg, const memory::desc& desc) {
-  thread_local absl::flat_hash_map<int, std::unique_ptr<Storage>> buffers;
-  std::unique_ptr<Storage>& buffer = buffers[arg];
-  const int64_t bytes = static_cast<int64_t>(desc.get_size());
-  if (buffer == nullptr || buffer->bytes() < bytes) {
-    buffer = std::make_unique<Storage>(bytes, /*zeroed=*/false);
-  }
-  return memory(desc, Engine(), buffer->data());
+// The rank-4 `t`'s shape in the dense NCHW layout.
+memory::desc DenseDesc(const Tensor& t) {
+  return memory::desc(memory::dims(t.shape().begin(), t.shape().end()), memory::data_type::f32,
+                      memory::format_tag::nchw);
 }
 
-// `t`'s data as a memory in the layout `want`: the tensor itself when its own
-// layout already is `want`, else a reordered copy in `arg`'s scratch buffer.
-memory InLayout(int arg, const Tensor& t, const memory::desc& plain, const memory::desc& want) {
-  memory own = Memory(plain, t);
+// ---- plans
+//
+// A plan's external memories are the caller's tensors in their own (plain,
+// strided) layouts. Where a primitive wants another layout, the plan owns a
+// memory in that layout and reorders into it before the primitive (an input)
+// or out of it afterwards (an output); the reorders also take non-contiguous
+// tensors without a separate copy.
+
+void AddReorder(OneDnnPlan& plan, const memory& from, const memory& to) {
+  plan.Add(dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+// The memory `pd` reads as argument `arg` from the tensor of external `slot`
+// (layout `plain`): that tensor, or a plan-owned copy in the primitive's layout.
+memory Input(OneDnnPlan& plan, const dnnl::primitive_desc& pd, int arg, int slot,
+             const memory::desc& plain) {
+  const memory::desc want = pd.query_md(dnnl::query::exec_arg_md, arg);
+  memory own = plan.External(slot, plain);
   if (plain == want) return own;
-  memory copy = Scratch(arg, want);
-  dnnl::reorder(own, copy).execute(Stream(), own, copy);
+  memory copy = plan.Internal(want);
+  AddReorder(plan, own, copy);
   return copy;
 }
 
-// An execution argument held by a tensor, with the tensor's plain desc.
-struct PlainArg {
-  int arg;
-  const Tensor& t;
-  memory::desc plain;
-};
-
-// Executes `prim` from `pd` on plain tensors: each input is reordered into the
-// layout the primitive chose (when it differs), the output is written in that
-// layout and reordered back into `out.t`. `extra` holds arguments already in
-// the primitive's layouts (a pooling workspace).
-void Execute(const dnnl::primitive_desc& pd, const dnnl::primitive& prim,
-             std::initializer_list<PlainArg> inputs, const PlainArg& out,
-             std::unordered_map<int, memory> extra = {}) {
-  for (const PlainArg& in : inputs) {
-    extra[in.arg] = InLayout(in.arg, in.t, in.plain, pd.query_md(dnnl::query::exec_arg_md, in.arg));
-  }
-  const memory::desc out_want = pd.query_md(dnnl::query::exec_arg_md, out.arg);
-  memory out_plain = Memory(out.plain, out.t);
-  memory out_mem = out.plain == out_want ? out_plain : Scratch(out.arg, out_want);
-  extra[out.arg] = out_mem;
-  prim.execute(Stream(), extra);
-  if (out_mem != out_plain) dnnl::reorder(out_mem, out_plain).execute(Stream(), out_mem, out_plain);
-  Stream().wait();
+// Adds `prim` (of `pd`) with `args`, its argument `arg` written into the
+// tensor of external `slot` (layout `plain`): directly, or through a
+// plan-owned memory reordered into the tensor afterwards.
+void AddWritingTo(OneDnnPlan& plan, const dnnl::primitive_desc& pd, const dnnl::primitive& prim,
+                  std::vector<std::pair<int, memory>> args, int arg, int slot,
+                  const memory::desc& plain) {
+  const memory::desc want = pd.query_md(dnnl::query::exec_arg_md, arg);
+  memory own = plan.External(slot, plain);
+  memory result = plain == want ? own : plan.Internal(want);
+  args.emplace_back(arg, result);
+  plan.Add(prim, std::move(args));
+  if (result != own) AddReorder(plan, result, own);
 }
 
 // ---- convolution
@@ -151,7 +147,7 @@ void ForEachConvTap(const Tensor& x, const Tensor& w, const Tensor& y, const Con
   }
 }
 
-// The reference loops; the pass's output (y, x or w) is a zero-filled tensor.
+// The reference loops; the pass's output (y, x or w) is zero-filled.
 template <typename T>
 void RefConv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
              const ConvParams& p) {
@@ -179,11 +175,11 @@ memory::desc WeightDesc(const Tensor& w, int64_t groups) {
                    {st[0] * (s[0] / groups), st[0], st[1], st[2], st[3]});
 }
 
-// Layouts: every primitive is created with format_tag::any, so oneDNN picks its
-// fastest (blocked) layouts, and Execute reorders the plain NCHW tensors in and
-// out. The reorders also take non-contiguous inputs without a separate copy.
-void OneDnnConv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
-                const ConvParams& p) {
+// The plan of `pass` over x (slot 0), w (slot 1) and y (slot 2). Every
+// primitive is created with format_tag::any, so oneDNN picks its fastest
+// (blocked) layouts.
+void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
+                   const ConvParams& p, OneDnnPlan& plan) {
   const memory::desc xd = PlainDesc(x), wd = WeightDesc(w, p.groups), yd = PlainDesc(y);
   const memory::dims stride = Dims(p.stride), pad = Dims(p.padding);
   const memory::dims dilation = {p.dilation[0] - 1, p.dilation[1] - 1};  // oneDNN: 0 = dense
@@ -195,56 +191,68 @@ void OneDnnConv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y
       Engine());
   switch (pass) {
     case ConvPass::kForward:
-      Execute(fwd, dnnl::convolution_forward(fwd),
-              {{DNNL_ARG_SRC, x, xd}, {DNNL_ARG_WEIGHTS, w, wd}}, {DNNL_ARG_DST, y, yd});
+      AddWritingTo(plan, fwd, dnnl::convolution_forward(fwd),
+                   {{DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 0, xd)},
+                    {DNNL_ARG_WEIGHTS, Input(plan, fwd, DNNL_ARG_WEIGHTS, 1, wd)}},
+                   DNNL_ARG_DST, 2, yd);
       break;
     case ConvPass::kBackwardData: {
       const dnnl::convolution_backward_data::primitive_desc bwd(
           {alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad}, Engine(),
           fwd);
-      Execute(bwd, dnnl::convolution_backward_data(bwd),
-              {{DNNL_ARG_DIFF_DST, y, yd}, {DNNL_ARG_WEIGHTS, w, wd}}, {DNNL_ARG_DIFF_SRC, x, xd});
+      AddWritingTo(plan, bwd, dnnl::convolution_backward_data(bwd),
+                   {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 2, yd)},
+                    {DNNL_ARG_WEIGHTS, Input(plan, bwd, DNNL_ARG_WEIGHTS, 1, wd)}},
+                   DNNL_ARG_DIFF_SRC, 0, xd);
       break;
     }
     case ConvPass::kBackwardWeight: {
       const dnnl::convolution_backward_weights::primitive_desc bwd(
           {alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad}, Engine(),
           fwd);
-      Execute(bwd, dnnl::convolution_backward_weights(bwd),
-              {{DNNL_ARG_DIFF_DST, y, yd}, {DNNL_ARG_SRC, x, xd}}, {DNNL_ARG_DIFF_WEIGHTS, w, wd});
+      AddWritingTo(plan, bwd, dnnl::convolution_backward_weights(bwd),
+                   {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 2, yd)},
+                    {DNNL_ARG_SRC, Input(plan, bwd, DNNL_ARG_SRC, 0, xd)}},
+                   DNNL_ARG_DIFF_WEIGHTS, 1, wd);
       break;
     }
   }
 }
 
-// Runs `pass` of conv2d(x, w) = y; the pass's output is a new zero-filled tensor.
+// Runs `pass` of conv2d(x, w) = y; the pass's output (contiguous) is fully
+// written.
 void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
-  if (UseOneDnn({&x, &w, &y})) return OneDnnConv(pass, x, w, y, p);
+  if (UseOneDnn({&x, &w, &y})) {
+    PrimitiveKey key(PrimitiveKey::kConvolution);
+    key.Add(static_cast<int64_t>(pass)).Add(x).Add(w).Add(y);
+    key.Add(p.stride).Add(p.padding).Add(p.dilation).Add(p.groups);
+    CachedPlan(key, [&](OneDnnPlan& plan) {
+      BuildConvPlan(pass, x, w, y, p, plan);
+    }).Run({x.raw_data(), w.raw_data(), y.raw_data()});
+    return;
+  }
+  ZeroFill(pass == ConvPass::kForward ? y : pass == ConvPass::kBackwardData ? x : w);
   VisitFloatDType(x.dtype(), [&](auto zero) { RefConv<decltype(zero)>(pass, x, w, y, p); });
 }
 
-absl::StatusOr<TensorList> Conv2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                        absl::Span<const TensorType> out_types) {
-  Tensor y = NewOutput(out_types[0], {&in[0], &in[1]});
-  Conv(ConvPass::kForward, in[0], in[1], y, ReadConv(attrs));
-  return TensorList{y};
+absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                        absl::Span<const Tensor> out) {
+  Conv(ConvPass::kForward, in[0], in[1], out[0], ReadConv(attrs));
+  return absl::OkStatus();
 }
 
 // conv2d_backward_data(grad, w){input_shape} -> dL/dx.
-absl::StatusOr<TensorList> Conv2dBackwardDataKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                                    absl::Span<const TensorType> out_types) {
-  Tensor dx = NewOutput(out_types[0], {&in[0], &in[1]});
-  Conv(ConvPass::kBackwardData, dx, in[1], in[0], ReadConv(attrs));
-  return TensorList{dx};
+absl::Status Conv2dBackwardDataInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                    absl::Span<const Tensor> out) {
+  Conv(ConvPass::kBackwardData, out[0], in[1], in[0], ReadConv(attrs));
+  return absl::OkStatus();
 }
 
 // conv2d_backward_weight(grad, x){weight_shape} -> dL/dw.
-absl::StatusOr<TensorList> Conv2dBackwardWeightKernel(absl::Span<const Tensor> in,
-                                                      const Attrs& attrs,
-                                                      absl::Span<const TensorType> out_types) {
-  Tensor dw = NewOutput(out_types[0], {&in[0], &in[1]});
-  Conv(ConvPass::kBackwardWeight, in[1], dw, in[0], ReadConv(attrs));
-  return TensorList{dw};
+absl::Status Conv2dBackwardWeightInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                      absl::Span<const Tensor> out) {
+  Conv(ConvPass::kBackwardWeight, in[1], out[0], in[0], ReadConv(attrs));
+  return absl::OkStatus();
 }
 
 // ---- pooling
@@ -357,111 +365,140 @@ void RefAvgPoolBackward(const Tensor& grad, const Tensor& dx, const PoolParams& 
   });
 }
 
-// Pooling primitives take plain contiguous NCHW descs directly (oneDNN's
-// pooling has fast kernels for plain layouts; callers pass contiguous tensors).
+// Pooling primitives run on dense NCHW descs (oneDNN's pooling has fast
+// kernels for plain layouts); a non-contiguous input is reordered first.
 dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
                                                   const Tensor& x, const Tensor& y,
                                                   const PoolParams& p) {
-  return {{prop, alg, PlainDesc(x), PlainDesc(y), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
+  return {{prop, alg, DenseDesc(x), DenseDesc(y), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
            Dims(p.padding)},
           Engine()};
 }
 
-// Pooling backward from grad into dx (both contiguous).
+// Pooling backward from grad into dx.
 dnnl::pooling_backward::primitive_desc PoolBackward(
     dnnl::algorithm alg, const Tensor& grad, const Tensor& dx, const PoolParams& p,
     const dnnl::pooling_forward::primitive_desc& hint) {
-  return {{alg, PlainDesc(dx), PlainDesc(grad), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
+  return {{alg, DenseDesc(dx), DenseDesc(grad), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
            Dims(p.padding)},
           Engine(),
           hint};
 }
 
-void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const PoolParams& p) {
-  const auto pd = PoolForward(dnnl::prop_kind::forward_inference, alg, x, y, p);
-  Execute(pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, x, PlainDesc(x)}},
-          {DNNL_ARG_DST, y, PlainDesc(y)});
+PrimitiveKey PoolKey(PrimitiveKey::Kind kind, dnnl::algorithm alg, const PoolParams& p) {
+  PrimitiveKey key(kind);
+  key.Add(static_cast<int64_t>(alg)).Add(p.kernel).Add(p.stride).Add(p.padding);
+  return key;
 }
 
-absl::StatusOr<TensorList> MaxPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                           absl::Span<const TensorType> out_types) {
+// y = pooling of x (slot 0) into y (slot 1).
+void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const PoolParams& p) {
+  PrimitiveKey key = PoolKey(PrimitiveKey::kPooling, alg, p);
+  key.Add(x).Add(y);
+  CachedPlan(key, [&](OneDnnPlan& plan) {
+    const auto pd = PoolForward(dnnl::prop_kind::forward_inference, alg, x, y, p);
+    AddWritingTo(plan, pd, dnnl::pooling_forward(pd),
+                 {{DNNL_ARG_SRC, Input(plan, pd, DNNL_ARG_SRC, 0, PlainDesc(x))}}, DNNL_ARG_DST, 1,
+                 PlainDesc(y));
+  }).Run({x.raw_data(), y.raw_data()});
+}
+
+absl::Status MaxPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> out) {
   const PoolParams p = ReadPool(attrs);
-  Tensor y = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // all written
-  if (UseOneDnn({&in[0], &y})) {
-    OneDnnPool(dnnl::algorithm::pooling_max, in[0].contiguous(), y, p);
+  const Tensor &x = in[0], &y = out[0];
+  if (UseOneDnn({&x, &y})) {
+    OneDnnPool(dnnl::algorithm::pooling_max, x, y, p);
   } else {
-    VisitFloatDType(y.dtype(), [&](auto zero) { RefMaxPool<decltype(zero)>(in[0], y, p); });
+    VisitFloatDType(y.dtype(), [&](auto zero) { RefMaxPool<decltype(zero)>(x, y, p); });
   }
-  return TensorList{y};
+  return absl::OkStatus();
 }
 
 // max_pool2d_backward(grad, x): oneDNN's backward reads the argmax positions
-// from the forward's workspace, so the forward is rerun in training mode.
-absl::StatusOr<TensorList> MaxPool2dBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                                   absl::Span<const TensorType> out_types) {
-  const PoolParams p = ReadPool(attrs);
-  Tensor dx = NewOutput(out_types[0], {&in[0], &in[1]});
-  if (!UseOneDnn({&in[0], &in[1]})) {
-    VisitFloatDType(dx.dtype(),
-                    [&](auto zero) { RefMaxPoolBackward<decltype(zero)>(in[0], in[1], dx, p); });
-    return TensorList{dx};
-  }
-  const Tensor grad = in[0].contiguous(), x = in[1].contiguous();
+// from the forward's workspace, so the plan reruns the forward in training
+// mode into a pooled output and a workspace it owns, then runs the backward:
+// grad (slot 0), x (slot 1), dx (slot 2).
+void BuildMaxPoolBackwardPlan(const Tensor& grad, const Tensor& x, const Tensor& dx,
+                              const PoolParams& p, OneDnnPlan& plan) {
   const dnnl::algorithm alg = dnnl::algorithm::pooling_max;
   const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, x, grad, p);
-  memory y = Scratch(DNNL_ARG_DST, fwd.dst_desc());
-  memory workspace = Scratch(DNNL_ARG_WORKSPACE, fwd.workspace_desc());
-  dnnl::pooling_forward(fwd).execute(Stream(), {{DNNL_ARG_SRC, Memory(PlainDesc(x), x)},
-                                                {DNNL_ARG_DST, y},
-                                                {DNNL_ARG_WORKSPACE, workspace}});
+  const memory workspace = plan.Internal(fwd.workspace_desc());
+  plan.Add(dnnl::pooling_forward(fwd),
+           {{DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 1, PlainDesc(x))},
+            {DNNL_ARG_DST, plan.Internal(fwd.dst_desc())},
+            {DNNL_ARG_WORKSPACE, workspace}});
   const auto bwd = PoolBackward(alg, grad, dx, p, fwd);
-  Execute(bwd, dnnl::pooling_backward(bwd), {{DNNL_ARG_DIFF_DST, grad, PlainDesc(grad)}},
-          {DNNL_ARG_DIFF_SRC, dx, PlainDesc(dx)}, {{DNNL_ARG_WORKSPACE, workspace}});
-  return TensorList{dx};
+  AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
+               {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))},
+                {DNNL_ARG_WORKSPACE, workspace}},
+               DNNL_ARG_DIFF_SRC, 2, PlainDesc(dx));
 }
 
-absl::StatusOr<TensorList> AvgPool2dKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                           absl::Span<const TensorType> out_types) {
+absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Tensor> out) {
   const PoolParams p = ReadPool(attrs);
-  Tensor y = Tensor::Uninitialized(out_types[0].shape, out_types[0].dtype);  // all written
-  if (UseOneDnn({&in[0], &y})) {
-    OneDnnPool(dnnl::algorithm::pooling_avg_include_padding, in[0].contiguous(), y, p);
-  } else {
-    VisitFloatDType(y.dtype(), [&](auto zero) { RefAvgPool<decltype(zero)>(in[0], y, p); });
-  }
-  return TensorList{y};
-}
-
-// avg_pool2d_backward(grad){input_shape}.
-absl::StatusOr<TensorList> AvgPool2dBackwardKernel(absl::Span<const Tensor> in, const Attrs& attrs,
-                                                   absl::Span<const TensorType> out_types) {
-  const PoolParams p = ReadPool(attrs);
-  Tensor dx = NewOutput(out_types[0], {&in[0]});
-  if (!UseOneDnn({&in[0], &dx})) {
+  const Tensor &grad = in[0], &x = in[1], &dx = out[0];
+  if (!UseOneDnn({&grad, &x, &dx})) {
+    ZeroFill(dx);
     VisitFloatDType(dx.dtype(),
-                    [&](auto zero) { RefAvgPoolBackward<decltype(zero)>(in[0], dx, p); });
-    return TensorList{dx};
+                    [&](auto zero) { RefMaxPoolBackward<decltype(zero)>(grad, x, dx, p); });
+    return absl::OkStatus();
   }
-  const Tensor grad = in[0].contiguous();
+  PrimitiveKey key = PoolKey(PrimitiveKey::kPoolingBackward, dnnl::algorithm::pooling_max, p);
+  key.Add(grad).Add(x).Add(dx);
+  CachedPlan(key, [&](OneDnnPlan& plan) {
+    BuildMaxPoolBackwardPlan(grad, x, dx, p, plan);
+  }).Run({grad.raw_data(), x.raw_data(), dx.raw_data()});
+  return absl::OkStatus();
+}
+
+absl::Status AvgPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> out) {
+  const PoolParams p = ReadPool(attrs);
+  const Tensor &x = in[0], &y = out[0];
+  if (UseOneDnn({&x, &y})) {
+    OneDnnPool(dnnl::algorithm::pooling_avg_include_padding, x, y, p);
+  } else {
+    VisitFloatDType(y.dtype(), [&](auto zero) { RefAvgPool<decltype(zero)>(x, y, p); });
+  }
+  return absl::OkStatus();
+}
+
+// avg_pool2d_backward(grad){input_shape}: grad (slot 0) into dx (slot 1).
+absl::Status AvgPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                   absl::Span<const Tensor> out) {
+  const PoolParams p = ReadPool(attrs);
+  const Tensor &grad = in[0], &dx = out[0];
+  if (!UseOneDnn({&grad, &dx})) {
+    ZeroFill(dx);
+    VisitFloatDType(dx.dtype(),
+                    [&](auto zero) { RefAvgPoolBackward<decltype(zero)>(grad, dx, p); });
+    return absl::OkStatus();
+  }
   const dnnl::algorithm alg = dnnl::algorithm::pooling_avg_include_padding;
-  const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, dx, grad, p);
-  const auto bwd = PoolBackward(alg, grad, dx, p, fwd);
-  Execute(bwd, dnnl::pooling_backward(bwd), {{DNNL_ARG_DIFF_DST, grad, PlainDesc(grad)}},
-          {DNNL_ARG_DIFF_SRC, dx, PlainDesc(dx)});
-  return TensorList{dx};
+  PrimitiveKey key = PoolKey(PrimitiveKey::kPoolingBackward, alg, p);
+  key.Add(grad).Add(dx);
+  CachedPlan(key, [&](OneDnnPlan& plan) {
+    const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, dx, grad, p);
+    const auto bwd = PoolBackward(alg, grad, dx, p, fwd);
+    AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
+                 {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))}},
+                 DNNL_ARG_DIFF_SRC, 1, PlainDesc(dx));
+  }).Run({grad.raw_data(), dx.raw_data()});
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 void RegisterConvPoolKernels(KernelTable& t) {
-  auto set = [&](OpKind op, KernelFn fn) { t.eager[static_cast<int>(op)] = fn; };
-  set(OpKind::kConv2d, &Conv2dKernel);
-  set(OpKind::kConv2dBackwardData, &Conv2dBackwardDataKernel);
-  set(OpKind::kConv2dBackwardWeight, &Conv2dBackwardWeightKernel);
-  set(OpKind::kMaxPool2d, &MaxPool2dKernel);
-  set(OpKind::kMaxPool2dBackward, &MaxPool2dBackwardKernel);
-  set(OpKind::kAvgPool2d, &AvgPool2dKernel);
-  set(OpKind::kAvgPool2dBackward, &AvgPool2dBackwardKernel);
+  BindInto<&Conv2dInto>(t, OpKind::kConv2d);
+  BindInto<&Conv2dBackwardDataInto>(t, OpKind::kConv2dBackwardData);
+  BindInto<&Conv2dBackwardWeightInto>(t, OpKind::kConv2dBackwardWeight);
+  BindInto<&MaxPool2dInto>(t, OpKind::kMaxPool2d);
+  BindInto<&MaxPool2dBackwardInto>(t, OpKind::kMaxPool2dBackward);
+  BindInto<&AvgPool2dInto>(t, OpKind::kAvgPool2d);
+  BindInto<&AvgPool2dBackwardInto>(t, OpKind::kAvgPool2dBackward);
 }
 
 }  // namespace tc::kernels

@@ -12,7 +12,7 @@ namespace tc::kernels {
 namespace {
 
 std::atomic<int64_t> plans_built{0};
-thread_local bool in_execute = false;
+std::atomic<int> executes_running{0};
 
 }  // namespace
 
@@ -61,12 +61,12 @@ void OneDnnPlan::Run(absl::Span<void* const> pointers) {
   for (auto& [slot, memory] : external_) memory.set_data_handle(pointers[slot]);
   std::optional<SingleThreaded> one_thread;
   if (external_bytes_ < kTinyOpBytes) one_thread.emplace();
-  in_execute = true;
+  ++executes_running;
   for (const Step& step : steps_) {
     dnnl_primitive_execute(step.primitive.get(), Stream().get(), static_cast<int>(step.args.size()),
                            step.args.data());
   }
-  in_execute = false;
+  --executes_running;
   Stream().wait();
 }
 
@@ -90,6 +90,6 @@ OneDnnPlan& CachedPlan(const PrimitiveKey& key, absl::FunctionRef<void(OneDnnPla
 
 int64_t OneDnnPlansBuilt() { return plans_built.load(); }
 
-bool InOneDnnExecute() { return in_execute; }
+bool InOneDnnExecute() { return executes_running.load(std::memory_order_relaxed) > 0; }
 
 }  // namespace tc::kernels

@@ -108,8 +108,10 @@ OneDnnPlan& CachedPlan(const PrimitiveKey& key, absl::FunctionRef<void(OneDnnPla
 // first call creates no oneDNN primitive.
 int64_t OneDnnPlansBuilt();
 
-// True on a thread while it is inside a oneDNN execute call, so that an
-// allocation counter can tell oneDNN's own allocations from tensorcut's.
+// True while some thread is inside a oneDNN execute call, so that an
+// allocation counter in a single-threaded caller can tell oneDNN's own
+// allocations (on the caller's thread or oneDNN's OpenMP workers) from
+// tensorcut's.
 bool InOneDnnExecute();
 
 }  // namespace tc::kernels
