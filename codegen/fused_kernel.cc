@@ -73,7 +73,11 @@ class InputReader {
     int64_t col = index[last];
     for (int64_t k = 0;;) {
       const int64_t run = std::min(inner - col, len - k);
-      for (int64_t j = 0; j < run; ++j) out[k + j] = base[row + (col + j) * step];
+      if (step == 0) {  // broadcast along the row: a fill, which vectorises
+        std::fill_n(out + k, run, base[row]);
+      } else {
+        for (int64_t j = 0; j < run; ++j) out[k + j] = base[row + (col + j) * step];
+      }
       k += run;
       if (k == len) return;
       col = 0;

@@ -471,6 +471,7 @@ std::string Program::PlanString() const {
                     absl::StrJoin(step.results, ", ",
                                   [&](std::string* out, int s) { absl::StrAppend(out, "#", s); }),
                     "\n");
+    if (step.fused) absl::StrAppend(&plan, step.fused->ToString());
   }
   absl::StrAppend(&plan, "arena ", arena_bytes_, " bytes (", unshared_bytes_, " unshared)\n");
   return plan;

@@ -60,7 +60,8 @@ class Program {
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t unshared_bytes() const { return unshared_bytes_; }
   // One line per step: "fused", "into", "view", "copy", "constant" or
-  // "eager", the node(s) and, for planned results, their arena offsets.
+  // "eager", its (last) node's op and its result slots; a fused step's
+  // register program follows its line. Then the arena's size.
   std::string PlanString() const;
 
  private:

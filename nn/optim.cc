@@ -26,10 +26,16 @@ std::string StateName(absl::string_view key, absl::string_view slot) {
 
 // The loops below are the whole cost of a step: one pass over contiguous data,
 // coefficients converted to the parameter's type once, as PyTorch's scalars are.
+// The pointers never alias (a parameter, its grad and its own state), which
+// lets the compiler vectorise the loops; plain SGD gets a loop of its own.
 template <typename T>
-void SgdLoop(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, double dampening,
-             double weight_decay, bool nesterov, bool first) {
+void SgdLoop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n, double lr,
+             double momentum, double dampening, double weight_decay, bool nesterov, bool first) {
   const T lr_t = lr, mom = momentum, keep = 1 - dampening, wd = weight_decay;
+  if (weight_decay == 0 && buf == nullptr) {
+    for (int64_t i = 0; i < n; ++i) p[i] -= lr_t * g[i];
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     T d = g[i];
     if (weight_decay != 0) d += wd * p[i];
@@ -42,8 +48,9 @@ void SgdLoop(T* p, const T* g, T* buf, int64_t n, double lr, double momentum, do
 }
 
 template <typename T>
-void AdamLoop(T* p, const T* g, T* m, T* v, int64_t n, double lr, double beta1, double beta2,
-              double eps, double weight_decay, bool decoupled, int64_t step) {
+void AdamLoop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
+              double lr, double beta1, double beta2, double eps, double weight_decay,
+              bool decoupled, int64_t step) {
   const double bias1 = 1 - std::pow(beta1, static_cast<double>(step));
   const double bias2 = 1 - std::pow(beta2, static_cast<double>(step));
   const T step_size = lr / bias1, bias2_sqrt = std::sqrt(bias2), eps_t = eps;
