@@ -82,13 +82,15 @@ void FloatMap(absl::Span<const Tensor> in, const Tensor& out, F f) {
 
 absl::Status GeluInto(absl::Span<const Tensor> in, const Attrs& attrs,
                       absl::Span<const Tensor> outs) {
-  FloatMap<1>(in, outs[0], math::Gelu{attrs.Str("approximate") == "tanh"});
+  math::VisitGelu<false>(attrs.Str("approximate") == "tanh",
+                         [&](auto f) { FloatMap<1>(in, outs[0], f); });
   return absl::OkStatus();
 }
 
 absl::Status GeluBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                               absl::Span<const Tensor> outs) {
-  FloatMap<2>(in, outs[0], math::GeluBackward{attrs.Str("approximate") == "tanh"});
+  math::VisitGelu<true>(attrs.Str("approximate") == "tanh",
+                        [&](auto f) { FloatMap<2>(in, outs[0], f); });
   return absl::OkStatus();
 }
 

@@ -4,13 +4,13 @@
 // are bitwise equal by construction: same formula, same type, same order.
 //
 //   double y = math::Sigmoid{}(x);
-//   float d = math::GeluBackward{/*tanh_form=*/true}(grad, x);
+//   float d = math::GeluBackward</*kTanh=*/true>{}(grad, x);
 //   Map1<float, float>(x, out, math::Relu{});  // a loop calls one per element
 //   math::VisitPlainOp(OpKind::kAdd, [&](auto f) { ... });  // f is math::Add{}
 //
 // VisitPlainOp is the one map from OpKind to functor for the ops without
-// attributes; gelu and gelu_backward take theirs as members, and VisitPow
-// picks pow's functor from its exponent.
+// attributes; VisitGelu picks gelu's and gelu_backward's from their form, and
+// VisitPow pow's from its exponent.
 #ifndef TENSORCUT_RUNTIME_KERNELS_ELEMENTWISE_MATH_H_
 #define TENSORCUT_RUNTIME_KERNELS_ELEMENTWISE_MATH_H_
 
@@ -20,6 +20,7 @@
 
 #include "absl/base/casts.h"
 #include "graph/op_def.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace tc::kernels::math {
 
@@ -182,37 +183,63 @@ inline constexpr double kInvSqrt2 = 0.70710678118654752440;
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 
 // x * Phi(x), or its tanh approximation (approximate="tanh").
+// erf and exp as gelu uses them: vectorisable in f32 (vector_math.h), libm's
+// in f64.
+template <typename T>
+T GeluErf(T x) {
+  if constexpr (std::is_same_v<T, float>) return VectorErf(x);
+  return std::erf(x);
+}
+template <typename T>
+T GeluExp(T x) {
+  if constexpr (std::is_same_v<T, float>) return VectorExp(x);
+  return std::exp(x);
+}
+
+// gelu(x) = x Phi(x): exactly (with erf) or in PyTorch's tanh form. The form
+// is a type, so a loop over the functor carries no branch on it.
+template <bool kTanh>
 struct Gelu {
-  bool tanh_form = false;
   template <typename T>
   T operator()(T x) const {
-    if (tanh_form) {
+    if constexpr (kTanh) {
       return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
     }
-    return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+    return T(0.5) * x * (T(1) + GeluErf(x * T(kInvSqrt2)));
   }
 };
 
 // grad * gelu'(x), in the same form as Gelu.
+template <bool kTanh>
 struct GeluBackward {
-  bool tanh_form = false;
   template <typename T>
   T operator()(T grad, T x) const {
     return grad * Derivative(x);
   }
   template <typename T>
   T Derivative(T x) const {
-    if (tanh_form) {
+    if constexpr (kTanh) {
       const T inner = T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x);
       const T t = std::tanh(inner);
       const T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * x * x);
       return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner;
     }
-    const T cdf = T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2)));
-    const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
+    const T cdf = T(0.5) * (T(1) + GeluErf(x * T(kInvSqrt2)));
+    const T pdf = T(kInvSqrt2Pi) * GeluExp(T(-0.5) * x * x);
     return cdf + x * pdf;
   }
 };
+
+// Calls fn with gelu's functor (kBackward: gelu_backward's) of the form named
+// by gelu's "approximate" attribute being "tanh".
+template <bool kBackward, typename Fn>
+void VisitGelu(bool tanh_form, Fn&& fn) {
+  if constexpr (kBackward) {
+    tanh_form ? fn(GeluBackward<true>{}) : fn(GeluBackward<false>{});
+  } else {
+    tanh_form ? fn(Gelu<true>{}) : fn(Gelu<false>{});
+  }
+}
 
 // x to a constant power other than 2.
 struct Pow {
