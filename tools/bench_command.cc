@@ -14,6 +14,7 @@ int BenchCommand() {
   bench::BenchOptions options;
   options.runs = absl::GetFlag(FLAGS_runs);
   options.threads = absl::GetFlag(FLAGS_threads);
+  options.seed = absl::GetFlag(FLAGS_seed);
   const absl::Status status =
       bench::RunAndPrint(absl::GetFlag(FLAGS_model), options, absl::GetFlag(FLAGS_json), stdout);
   if (status.ok()) return 0;

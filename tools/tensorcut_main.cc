@@ -53,7 +53,7 @@ constexpr Subcommand kSubcommands[] = {
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
      GraphCommand, "model stage decompose strategy budget dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
-     BenchCommand, "model runs threads json"},
+     BenchCommand, "model runs threads json seed"},
 };
 
 const Subcommand* Find(absl::string_view name) {
