@@ -1,5 +1,7 @@
 #include "codegen/fused_kernel.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/threads.h"
 
 namespace tc::codegen {
 namespace {
@@ -172,24 +175,41 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
   if (n == 0) return;
   absl::InlinedVector<InputReader, 8> readers;
   for (const Tensor& t : inputs) readers.emplace_back(t, shape_);
-  // One block of 8-byte slots per register (wide enough for every dtype),
-  // kept per thread so that a run allocates nothing once it has grown.
-  thread_local std::vector<uint64_t> scratch;
-  if (scratch.size() < static_cast<size_t>(num_registers_ * kBlockSize)) {
-    scratch.resize(num_registers_ * kBlockSize);
+  absl::InlinedVector<char*, 8> out_base;
+  for (const Tensor& t : outputs) out_base.push_back(static_cast<char*>(t.raw_data()));
+  // Blocks [first, last) on the calling thread: registers point at this
+  // thread's block buffers, kept per thread so that a run allocates nothing
+  // once they have grown (8-byte slots: wide enough for every dtype).
+  auto run_blocks = [&](int64_t first, int64_t last) {
+    thread_local std::vector<uint64_t> scratch;
+    if (scratch.size() < static_cast<size_t>(num_registers_ * kBlockSize)) {
+      scratch.resize(num_registers_ * kBlockSize);
+    }
+    absl::InlinedVector<void*, 32> buffers(num_registers_), regs(num_registers_);
+    for (int r = 0; r < num_registers_; ++r) buffers[r] = regs[r] = &scratch[r * kBlockSize];
+    for (int64_t block = first; block < last; ++block) {
+      const int64_t start = block * kBlockSize, len = std::min(kBlockSize, n - start);
+      for (int i = 0; i < num_inputs_; ++i) {
+        regs[i] = const_cast<void*>(readers[i].Read(start, len, buffers[i]));
+      }
+      for (size_t o = 0; o < out_base.size(); ++o) {
+        regs[output_registers_[o]] = out_base[o] + start * ItemSize(output_dtypes_[o]);
+      }
+      for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len);
+    }
+  };
+  const int64_t blocks = (n + kBlockSize - 1) / kBlockSize;
+  // Each thread takes one contiguous range of blocks; a small group stays on
+  // the calling thread, where a parallel region would cost more than it saves.
+  const int threads = n < kParallelElements ? 1 : std::min<int64_t>(NumThreads(), blocks);
+  if (threads == 1) {
+    run_blocks(0, blocks);
+    return;
   }
-  absl::InlinedVector<void*, 32> buffers(num_registers_), regs(num_registers_);
-  for (int r = 0; r < num_registers_; ++r) buffers[r] = regs[r] = &scratch[r * kBlockSize];
-  for (int64_t start = 0; start < n; start += kBlockSize) {
-    const int64_t len = std::min(kBlockSize, n - start);
-    for (int i = 0; i < num_inputs_; ++i) {
-      regs[i] = const_cast<void*>(readers[i].Read(start, len, buffers[i]));
-    }
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      regs[output_registers_[o]] =
-          static_cast<char*>(outputs[o].raw_data()) + start * ItemSize(output_dtypes_[o]);
-    }
-    for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), count = omp_get_num_threads();
+    run_blocks(blocks * t / count, blocks * (t + 1) / count);
   }
 }
 

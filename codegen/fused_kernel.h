@@ -34,6 +34,9 @@ namespace tc::codegen {
 class FusedKernel {
  public:
   static constexpr int64_t kBlockSize = 256;
+  // Groups of at least this many elements run their blocks on every intra-op
+  // thread (runtime/threads.h); smaller ones on the calling thread.
+  static constexpr int64_t kParallelElements = 64 * 1024;
 
   static FusedKernel Compile(const FusionGroup& group);
 
@@ -41,7 +44,7 @@ class FusedKernel {
   // contiguous tensor per group output.
   std::vector<Tensor> Run(absl::Span<const Tensor> inputs) const;
   // The same into `outputs`: contiguous tensors of the group's output types,
-  // every element written. Allocates nothing once this thread's block buffers
+  // every element written. Allocates nothing once each thread's block buffers
   // have grown to the program's size.
   void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const;
   const Shape& shape() const { return shape_; }
