@@ -64,9 +64,14 @@ dnnl::memory::desc DenseDesc(const dnnl::memory::dims& dims) {
 
 // ---- batch norm
 
+constexpr int64_t kParallelElements = 64 * 1024;
+
 struct BnDims {
   int64_t n, c, s;
   int64_t count() const { return n * s; }  // values per channel
+  // Channels are independent: large inputs split them over the intra-op
+  // threads (each channel on one thread, so results do not depend on them).
+  bool parallel() const { return n * c * s >= kParallelElements; }
   int64_t at(int64_t i, int64_t ch, int64_t j) const { return (i * c + ch) * s + j; }
 };
 
@@ -85,6 +90,7 @@ using MutableRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 template <typename T>
 void BatchNormStats(const T* x, const BnDims& d, T* mean, T* var) {
+#pragma omp parallel for if (d.parallel())
   for (int64_t ch = 0; ch < d.c; ++ch) {
     T sum = 0, sq = 0;
     for (int64_t i = 0; i < d.n; ++i) sum += Row<T>(x + d.at(i, ch, 0), d.s).sum();
@@ -100,6 +106,7 @@ void BatchNormStats(const T* x, const BnDims& d, T* mean, T* var) {
 template <typename T>
 void BatchNormApply(const T* x, const T* w, const T* b, const T* mean, const T* var,
                     const BnDims& d, double eps, T* y) {
+#pragma omp parallel for if (d.parallel())
   for (int64_t ch = 0; ch < d.c; ++ch) {
     const T scale = w[ch] / std::sqrt(var[ch] + static_cast<T>(eps));
     const T shift = b[ch] - mean[ch] * scale;
@@ -118,6 +125,7 @@ template <typename T>
 void BatchNormBackward(const T* g, const T* x, const T* w, const T* mean, const T* var,
                        const BnDims& d, double eps, T* dx, T* dw, T* db) {
   const T m = static_cast<T>(d.count());
+#pragma omp parallel for if (d.parallel())
   for (int64_t ch = 0; ch < d.c; ++ch) {
     const T invstd = T(1) / std::sqrt(var[ch] + static_cast<T>(eps));
     T sum_g = 0, sum_gxm = 0;  // sum(g), sum(g * (x - mean))
