@@ -14,7 +14,7 @@
 //
 // Registers r0..r{k-1} hold the group's inputs, read through their strides
 // (broadcast to the group's shape; a contiguous input is read in place). The
-// registers of output values point into the outputs, contiguous new tensors;
+// registers of output values point into the outputs (contiguous tensors);
 // the other registers are block buffers, reused once their value is dead.
 // Each op evaluates its eager kernel's formula (runtime/kernels/
 // elementwise_math.h), so results are bitwise equal to the interpreter's.
@@ -34,9 +34,6 @@ namespace tc::codegen {
 class FusedKernel {
  public:
   static constexpr int64_t kBlockSize = 256;
-  // Groups of at least this many elements run their blocks on every intra-op
-  // thread (runtime/threads.h); smaller ones on the calling thread.
-  static constexpr int64_t kParallelElements = 64 * 1024;
 
   static FusedKernel Compile(const FusionGroup& group);
 
@@ -44,8 +41,10 @@ class FusedKernel {
   // contiguous tensor per group output.
   std::vector<Tensor> Run(absl::Span<const Tensor> inputs) const;
   // The same into `outputs`: contiguous tensors of the group's output types,
-  // every element written. Allocates nothing once each thread's block buffers
-  // have grown to the program's size.
+  // every element written. Groups of kParallelElements or more split their
+  // blocks over the intra-op threads (runtime/threads.h). Allocates nothing
+  // once each thread's block buffers have grown to the program's size (up to
+  // 8 inputs and 32 registers).
   void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const;
   const Shape& shape() const { return shape_; }
 

@@ -27,7 +27,7 @@
 namespace tc::codegen {
 
 struct FusionGroup {
-  std::vector<const Node*> nodes;     // in graph order; at least two
+  std::vector<const Node*> nodes;     // in graph order; at least two from PlanFusion
   std::vector<const Value*> inputs;   // values read from outside, in order of first read
   std::vector<const Value*> outputs;  // results read outside or returned, in graph order
   Shape shape;                        // the shape of every node's result

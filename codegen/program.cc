@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codegen/fused_kernel.h"
@@ -35,14 +36,6 @@ absl::string_view KindName(StepKind kind) {
       return "eager";
   }
   return "?";
-}
-
-std::vector<int64_t> ContiguousStrides(const Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) {
-    strides[d] = strides[d + 1] * shape[d + 1];
-  }
-  return strides;
 }
 
 int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -162,8 +155,16 @@ absl::Status Program::Lower() {
   for (const FusionGroup& g : groups) {
     for (const Node* n : g.nodes) group_of[n] = &g;
   }
-  absl::flat_hash_map<const Value*, bool> is_output;
-  for (const Value* out : graph_.outputs()) is_output[out] = true;
+  // Nodes whose result the graph returns, directly or through views of it:
+  // such a constant is recomputed every run, since its caller may write it.
+  absl::flat_hash_set<const Node*> returned_nodes;
+  for (const Value* out : graph_.outputs()) {
+    const Value* v = out;
+    while (!v->is_placeholder() && GetOpDef(v->producer()->op()).Has(kTraitView)) {
+      v = v->producer()->input(0);
+    }
+    if (!v->is_placeholder()) returned_nodes.insert(v->producer());
+  }
 
   auto slots_of = [&](auto values) {
     std::vector<int> s;
@@ -184,9 +185,7 @@ absl::Status Program::Lower() {
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());
       for (const Value* r : node->results()) step.result_types.push_back(r->type());
-      const bool returned = std::any_of(node->results().begin(), node->results().end(),
-                                        [&](const Value* r) { return is_output.contains(r); });
-      if (def.Has(kTraitCreation) && !def.Has(kTraitRandom) && !returned) {
+      if (def.Has(kTraitCreation) && !def.Has(kTraitRandom) && !returned_nodes.contains(node)) {
         step.kind = StepKind::kConstant;
       } else if (GetIntoKernel(node->op()) != nullptr) {
         step.kind = StepKind::kInto;
@@ -360,63 +359,75 @@ void Program::RefreshHeldOutputs() {
 
 absl::Status Program::RunSteps() {
   for (Step& step : steps_) {
-    switch (step.kind) {
-      case StepKind::kConstant:
-        break;
-      case StepKind::kView: {
-        if (!step.rebind) break;
-        const Tensor& base = slots_[step.inputs[0]];
-        for (size_t r = 0; r < step.results.size(); ++r) {
-          Tensor& view = slots_[step.results[r]];
-          if (view.handle_count() > 1) {  // returned last run and still held
-            view = Tensor::View(nullptr, view.dtype(), view.shape(), view.strides(), 0);
-          }
-          view.impl()->storage = base.storage();
-          view.impl()->offset = base.offset() + step.offset_deltas[r];
-        }
-        break;
-      }
-      case StepKind::kCopy: {
-        const Tensor& src = slots_[step.inputs[0]];
-        const Tensor& dst = slots_[step.results[0]];
-        kernels::VisitDType(src.dtype(), [&](auto zero) {
-          CopyTo<decltype(zero)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
-        });
-        break;
-      }
-      case StepKind::kEager: {
-        for (size_t i = 0; i < step.inputs.size(); ++i)
-          step.input_handles[i] = slots_[step.inputs[i]];
-        absl::StatusOr<TensorList> out =
-            RunNodeKernel(*step.node, step.input_handles, step.result_types);
-        if (!out.ok()) return out.status();
-        for (size_t r = 0; r < step.results.size(); ++r) slots_[step.results[r]] = (*out)[r];
-        break;
-      }
-      case StepKind::kFused:
-      case StepKind::kInto: {
-        for (size_t i = 0; i < step.inputs.size(); ++i)
-          step.input_handles[i] = slots_[step.inputs[i]];
-        for (size_t r = 0; r < step.results.size(); ++r) {
-          step.result_handles[r] = slots_[step.results[r]];
-        }
-        if (step.kind == StepKind::kFused) {
-          step.fused->RunInto(step.input_handles, step.result_handles);
-        } else if (absl::Status s =
-                       step.into(step.input_handles, step.node->attrs(), step.result_handles);
-                   !s.ok()) {
-          const Node& node = *step.node;
-          return absl::Status(s.code(),
-                              absl::StrCat(OpName(node.op()), ": ", s.message(),
-                                           node.source().empty() ? "" : " (at ", node.source(),
-                                           node.source().empty() ? "" : ")"));
-        }
-        break;
-      }
+    if (absl::Status s = RunStep(step); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Program::RunStep(Step& step) {
+  // Whatever happens, let go of what the step was handed: arguments stay the
+  // caller's, and a held output would look taken to the next run.
+  struct Release {
+    Step& step;
+    ~Release() {
+      for (Tensor& t : step.input_handles) t = Tensor();
+      for (Tensor& t : step.result_handles) t = Tensor();
     }
-    // Release what the step was handed: arguments stay the caller's.
-    for (Tensor& t : step.input_handles) t = Tensor();
-    for (Tensor& t : step.result_handles) t = Tensor();
+  } release{step};
+  switch (step.kind) {
+    case StepKind::kConstant:
+      break;
+    case StepKind::kView: {
+      if (!step.rebind) break;
+      const Tensor& base = slots_[step.inputs[0]];
+      for (size_t r = 0; r < step.results.size(); ++r) {
+        Tensor& view = slots_[step.results[r]];
+        if (view.handle_count() > 1) {  // returned last run and still held
+          view = Tensor::View(nullptr, view.dtype(), view.shape(), view.strides(), 0);
+        }
+        view.impl()->storage = base.storage();
+        view.impl()->offset = base.offset() + step.offset_deltas[r];
+      }
+      break;
+    }
+    case StepKind::kCopy: {
+      const Tensor& src = slots_[step.inputs[0]];
+      const Tensor& dst = slots_[step.results[0]];
+      kernels::VisitDType(src.dtype(), [&](auto zero) {
+        CopyTo<decltype(zero)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
+      });
+      break;
+    }
+    case StepKind::kEager: {
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        step.input_handles[i] = slots_[step.inputs[i]];
+      }
+      absl::StatusOr<TensorList> out =
+          RunNodeKernel(*step.node, step.input_handles, step.result_types);
+      if (!out.ok()) return out.status();
+      for (size_t r = 0; r < step.results.size(); ++r) slots_[step.results[r]] = (*out)[r];
+      break;
+    }
+    case StepKind::kFused:
+    case StepKind::kInto: {
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        step.input_handles[i] = slots_[step.inputs[i]];
+      }
+      for (size_t r = 0; r < step.results.size(); ++r) {
+        step.result_handles[r] = slots_[step.results[r]];
+      }
+      if (step.kind == StepKind::kFused) {
+        step.fused->RunInto(step.input_handles, step.result_handles);
+      } else if (absl::Status s =
+                     step.into(step.input_handles, step.node->attrs(), step.result_handles);
+                 !s.ok()) {
+        const Node& node = *step.node;
+        const std::string at =
+            node.source().empty() ? "" : absl::StrCat(" (at ", node.source(), ")");
+        return absl::Status(s.code(), absl::StrCat(OpName(node.op()), ": ", s.message(), at));
+      }
+      break;
+    }
   }
   return absl::OkStatus();
 }
@@ -427,7 +438,6 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
         absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
   }
   if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
-  for (Tensor& t : outputs) t = Tensor();  // the caller's last outputs, let go
   absl::MutexLock lock(&mutex_);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].is_contiguous()) {
@@ -435,10 +445,17 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
       continue;
     }
     Tensor& staged = staged_args_[i];
-    if (!staged.defined()) staged = Tensor::Uninitialized(args[i].shape(), args[i].dtype());
+    // A staged copy returned last run (the graph returns its argument) and
+    // still held stays its holder's.
+    if (!staged.defined() || staged.handle_count() > 1 || staged.storage().use_count() > 1) {
+      staged = Tensor::Uninitialized(args[i].shape(), args[i].dtype());
+    }
     kernels::CopyStrided(args[i], staged);
     slots_[i] = staged;
   }
+  // The caller's last outputs, let go (after binding the arguments, which may
+  // be those very tensors).
+  for (Tensor& t : outputs) t = Tensor();
   RefreshHeldOutputs();
   absl::Status status = RunSteps();
   if (status.ok()) {

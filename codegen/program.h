@@ -71,6 +71,7 @@ class Program {
   explicit Program(Graph graph);
   absl::Status Lower();
   absl::Status RunSteps();
+  absl::Status RunStep(Step& step);
   void RefreshHeldOutputs();
 
   Graph graph_;

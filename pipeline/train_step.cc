@@ -60,6 +60,21 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
       captured.graph.outputs()[0]->type().shape.size() != 0) {
     return absl::InvalidArgumentError("TrainStep: the loss must be one scalar tensor");
   }
+  const DType loss_dtype = captured.graph.outputs()[0]->type().dtype;
+  if (loss_dtype != DType::kF32 && loss_dtype != DType::kF64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainStep: the loss must be f32 or f64, got ", DTypeName(loss_dtype)));
+  }
+  // A random op's seed is an attribute fixed at capture: compiled once, it
+  // would draw the same numbers every step.
+  for (const Node* node : captured.graph.nodes()) {
+    if (GetOpDef(node->op()).Has(kTraitRandom)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TrainStep: ", OpName(node->op()), node->source().empty() ? "" : " at ", node->source(),
+          " would draw the same numbers every step; train models with random ops through "
+          "tc::compile's function"));
+    }
+  }
   if (absl::Status s =
           pipeline->generate_ir_for_training({.decompositions = options.decompositions});
       !s.ok()) {
@@ -144,6 +159,9 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   }
   optimizer_->step();
   optimizer_->zero_grad();
+  // Gradients may be views of saved forward outputs: let go of them, or the
+  // forward would find its buffers held and allocate new ones.
+  for (Tensor& g : backward_outputs_) g = Tensor();
   return loss;
 }
 

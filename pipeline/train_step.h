@@ -17,7 +17,9 @@
 // tensor memory and creates no oneDNN primitive: every value lives in memory
 // the programs planned at compile time. Mutated buffers (BatchNorm's running
 // statistics) are copied back into the module's buffers; each parameter's
-// .grad is left undefined after a run.
+// .grad is left undefined after a run. Models with random ops (dropout) are
+// rejected: their seeds are fixed at capture, so every step would draw the
+// same mask; tc::compile's function handles them.
 #ifndef TENSORCUT_PIPELINE_TRAIN_STEP_H_
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 

@@ -1,7 +1,8 @@
-// Intra-op threads: how many threads oneDNN primitives use (they run on
-// OpenMP). The default is OpenMP's: OMP_NUM_THREADS, else every core. Calls on
-// tiny tensors run on one thread whatever the setting, since opening a
-// parallel region costs more than their work (4-14 us for two threads here).
+// Intra-op threads: how many threads oneDNN primitives, fused elementwise
+// groups and batch norm use (all on OpenMP). The default is OpenMP's:
+// OMP_NUM_THREADS, else every core. Work on small tensors runs on one thread
+// whatever the setting, since opening a parallel region costs more than the
+// work (4-14 us for two threads here).
 //
 //   tc::SetNumThreads(1);                       // e.g. to benchmark one core
 //   { tc::SingleThreaded one; ...small op... }  // what tiny oneDNN calls do
@@ -14,6 +15,8 @@ namespace tc {
 
 // Bytes a oneDNN call touches below which it runs on one thread.
 inline constexpr int64_t kTinyOpBytes = 64 * 1024;
+// Elements below which tensorcut's own loops stay on the calling thread.
+inline constexpr int64_t kParallelElements = 64 * 1024;
 
 // `threads` >= 1; the setting of the calling thread and those it starts.
 void SetNumThreads(int threads);

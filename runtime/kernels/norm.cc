@@ -22,6 +22,7 @@
 #include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
+#include "runtime/threads.h"
 
 namespace tc::kernels {
 namespace {
@@ -63,8 +64,6 @@ dnnl::memory::desc DenseDesc(const dnnl::memory::dims& dims) {
 }
 
 // ---- batch norm
-
-constexpr int64_t kParallelElements = 64 * 1024;
 
 struct BnDims {
   int64_t n, c, s;

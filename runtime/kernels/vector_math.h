@@ -2,7 +2,8 @@
 // loops, where libm's expf and erff stay scalar calls (erff alone was a fifth
 // of the transformer's training step). Accuracy, checked against libm in
 // double by tests/runtime/vector_math_test.cc:
-//   VectorExp: relative error < 2.5e-7 (2 ulp), 0 below -87.3, +inf above 88.7;
+//   VectorExp: relative error < 2.5e-7 (2 ulp), 0 below -87.3, +inf above
+//   88.376 (where float overflows);
 //   VectorErf: absolute error < 3.5e-7 (3 ulp near 1; gelu, x Phi(x), inherits
 //   under 2 ulp); exact sign, erf(+-inf) = +-1. Both: NaN in, NaN out.
 // Only f32 uses them; f64 keeps libm.
@@ -20,8 +21,9 @@ namespace tc::kernels {
 // e^x: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two parts so n ln2 is
 // exact), e^r by its Taylor polynomial to r^7, and 2^n put in the exponent.
 inline float VectorExp(float x) {
+  constexpr float kMaxExp = 88.3762626647949f;  // log(FLT_MAX)
   // Clamped by selects: std::fmin and std::fmax are libm calls, not vectorised.
-  const float clamped = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+  const float clamped = x < -87.3f ? -87.3f : (x > kMaxExp ? kMaxExp : x);
   // n = round(x / ln2) by the 1.5 * 2^23 trick: std::floor does not vectorise.
   const float n = (clamped * 1.44269504088896341f + 12582912.f) - 12582912.f;
   const float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
@@ -35,7 +37,7 @@ inline float VectorExp(float x) {
   p = p * r + 1.f;
   const float scale = absl::bit_cast<float>(static_cast<int32_t>(n + 127.f) << 23);
   const float y = p * scale;
-  const float edges = x < -87.3f ? 0.f : (x > 88.7f ? std::numeric_limits<float>::infinity() : y);
+  const float edges = x < -87.3f ? 0.f : (x > kMaxExp ? std::numeric_limits<float>::infinity() : y);
   return x != x ? x : edges;  // NaN: selects, not branches, so the caller's loop vectorises
 }
 

@@ -1,0 +1,89 @@
+// Programs (codegen/program.h) as their callers see them: outputs and views a
+// caller holds are never overwritten, released ones are reused, arguments may
+// be the very outputs of the last run, returned constants stay the caller's,
+// and a kernel error leaves the program usable.
+#include "codegen/program.h"
+
+#include "catch2/catch.hpp"
+#include "runtime/ops.h"
+
+namespace tc::codegen {
+namespace {
+
+TEST_CASE("a program never overwrites outputs or views a caller still holds") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {2, 3}});
+  Value* y = g.AddNode(OpKind::kRelu, {x}).value()[0];
+  Value* z = g.AddNode(OpKind::kPermute, {y}, {{"dims", std::vector<int64_t>{1, 0}}}).value()[0];
+  REQUIRE(g.SetOutputs({y, z}).ok());
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  const Tensor a = from_vector<float>({1, -2, 3, -4, 5, -6}, {2, 3});
+  const Tensor b = from_vector<float>({-1, 2, -3, 4, -5, 6}, {2, 3});
+  std::vector<Tensor> first = program->Run({a}).value();
+  const Tensor kept_view = first[1];
+  first.clear();  // the output handle is dropped, a view of it is kept
+  std::vector<Tensor> second = program->Run({b}).value();
+  REQUIRE(kept_view.to_vector<float>() == std::vector<float>{1, 0, 0, 5, 3, 0});
+  REQUIRE(second[0].to_vector<float>() == std::vector<float>{0, 2, 0, 4, 0, 6});
+  // Released outputs are reused: the same buffer comes back.
+  const void* data = second[0].raw_data();
+  second.clear();
+  REQUIRE(program->Run({a}).value()[0].raw_data() == data);
+}
+
+TEST_CASE("the outputs of a run can be the arguments of the next") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {2, 2}});
+  Value* y = g.AddNode(OpKind::kAdd, {x, x}).value()[0];
+  REQUIRE(g.SetOutputs({y}).ok());
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  std::vector<Tensor> state = {from_vector<float>({1, 2, 3, 4}, {2, 2})};
+  for (int i = 0; i < 3; ++i) REQUIRE(program->Run(state, absl::MakeSpan(state)).ok());
+  REQUIRE(state[0].to_vector<float>() == std::vector<float>{8, 16, 24, 32});
+}
+
+TEST_CASE("a returned argument copied from a strided view stays the caller's") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {2, 2}});
+  REQUIRE(g.SetOutputs({x}).ok());
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  const Tensor a = from_vector<float>({1, 2, 3, 4}, {2, 2}).transpose(0, 1);
+  const Tensor b = from_vector<float>({5, 6, 7, 8}, {2, 2}).transpose(0, 1);
+  const Tensor first = program->Run({a}).value()[0];
+  const Tensor second = program->Run({b}).value()[0];
+  REQUIRE(first.to_vector<float>() == std::vector<float>{1, 3, 2, 4});
+  REQUIRE(second.to_vector<float>() == std::vector<float>{5, 7, 6, 8});
+}
+
+TEST_CASE("a returned constant, or a view of one, is made afresh every run") {
+  Graph g;
+  Value* c = g.AddNode(OpKind::kFull, {},
+                       {{"shape", std::vector<int64_t>{2}}, {"value", 1.0}, {"dtype", DType::kF32}})
+                 .value()[0];
+  Value* v = g.AddNode(OpKind::kReshape, {c}, {{"shape", std::vector<int64_t>{1, 2}}}).value()[0];
+  REQUIRE(g.SetOutputs({v}).ok());
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  Tensor first = program->Run({}).value()[0];
+  first.set<float>({0, 0}, 42.f);  // the caller's to write
+  REQUIRE(program->Run({}).value()[0].to_vector<float>() == std::vector<float>{1, 1});
+}
+
+TEST_CASE("a kernel error names the op and leaves the program usable") {
+  Graph g;
+  Value* w = g.AddPlaceholder("w", {DType::kF32, {3, 2}});
+  Value* i = g.AddPlaceholder("i", {DType::kI64, {2}});
+  Value* e = g.AddNode(OpKind::kEmbedding, {w, i}).value()[0];
+  Value* r = g.AddNode(OpKind::kRelu, {e}).value()[0];
+  REQUIRE(g.SetOutputs({r}).ok());
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  const Tensor weight = from_vector<float>({1, -2, 3, -4, 5, -6}, {3, 2});
+  absl::StatusOr<std::vector<Tensor>> bad =
+      program->Run({weight, from_vector<int64_t>({0, 7}, {2})});
+  REQUIRE_FALSE(bad.ok());
+  REQUIRE_THAT(std::string(bad.status().message()), Catch::StartsWith("embedding: "));
+  std::vector<Tensor> good = program->Run({weight, from_vector<int64_t>({2, 0}, {2})}).value();
+  REQUIRE(good[0].to_vector<float>() == std::vector<float>{5, 0, 1, 0});
+}
+
+}  // namespace
+}  // namespace tc::codegen
