@@ -80,7 +80,9 @@ struct Program::Step {
   StepKind kind;
   const Node* node;  // the step's node; a fused group's last
   std::optional<FusedKernel> fused;
+  int fused_nodes = 0;  // in the fused group
   IntoKernelFn into = nullptr;
+  bool with_bias = false;                // a convolution that also adds its reader's bias
   std::vector<int> inputs, results;      // slots
   std::vector<TensorType> result_types;  // of an eager node
   // A view of an argument or of an eager result is rebound every run: its
@@ -179,6 +181,7 @@ absl::Status Program::Lower() {
       if (node != g->second->nodes.back()) continue;
       step.kind = StepKind::kFused;
       step.fused = FusedKernel::Compile(*g->second);
+      step.fused_nodes = g->second->nodes.size();
       step.inputs = slots_of(g->second->inputs);
       step.results = slots_of(g->second->outputs);
     } else {
@@ -229,6 +232,7 @@ absl::Status Program::Lower() {
     step.result_handles.resize(step.results.size());
     steps_.push_back(std::move(step));
   }
+  FuseConvolutionBias(values, layout);
 
   // Constants are computed now, once.
   for (Step& step : steps_) {
@@ -338,6 +342,61 @@ absl::Status Program::Lower() {
   }
   output_slots_ = slots_of(graph_.outputs());
   return absl::OkStatus();
+}
+
+// conv2d whose result only a lone add of a [1, C, 1, 1] bias reads (as
+// nn::Conv2d computes its bias) becomes one convolution with that bias,
+// saving a pass over the output; the add's result is the convolution's.
+void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
+                                  absl::Span<const Tensor> layout) {
+  std::vector<int> readers(values.size(), 0);
+  for (const Step& step : steps_) {
+    for (int s : step.inputs) ++readers[s];
+  }
+  for (const Value* out : graph_.outputs())
+    ++readers[std::find(values.begin(), values.end(), out) - values.begin()];
+  absl::flat_hash_map<int, Step*> producer;
+  for (Step& step : steps_) {
+    for (int s : step.results) producer[s] = &step;
+  }
+  // The fused step runs where the add stood: the bias may be computed (a view
+  // bound) after the convolution's own place.
+  std::vector<bool> removed(steps_.size(), false);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    Step& add = steps_[i];
+    if (add.kind != StepKind::kFused || add.fused_nodes != 1 || add.node->op() != OpKind::kAdd ||
+        add.inputs.size() != 2) {
+      continue;
+    }
+    for (int k = 0; k < 2; ++k) {
+      const int conv_out = add.inputs[k], bias = add.inputs[1 - k];
+      auto conv = producer.find(conv_out);
+      if (conv == producer.end() || conv->second->kind != StepKind::kInto ||
+          conv->second->node->op() != OpKind::kConv2d || conv->second->with_bias ||
+          readers[conv_out] != 1) {
+        continue;
+      }
+      const TensorType& y = values[conv_out]->type();
+      const Tensor& b = layout[bias];
+      if (values[add.results[0]]->type() != y || b.dtype() != y.dtype ||
+          b.shape() != Shape{1, y.shape[1], 1, 1} || !b.is_contiguous()) {
+        continue;
+      }
+      Step& convolution = *conv->second;
+      removed[&convolution - steps_.data()] = true;
+      convolution.with_bias = true;
+      convolution.inputs.push_back(bias);
+      convolution.input_handles.resize(convolution.inputs.size());
+      convolution.results = add.results;
+      add = std::move(convolution);
+      break;
+    }
+  }
+  std::vector<Step> kept;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(steps_[i]));
+  }
+  steps_ = std::move(kept);
 }
 
 void Program::RefreshHeldOutputs() {
@@ -484,7 +543,8 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) 
 std::string Program::PlanString() const {
   std::string plan;
   for (const Step& step : steps_) {
-    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()), " -> ",
+    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()),
+                    step.with_bias ? "+bias" : "", " -> ",
                     absl::StrJoin(step.results, ", ",
                                   [&](std::string* out, int s) { absl::StrAppend(out, "#", s); }),
                     "\n");

@@ -12,7 +12,9 @@
 // (reshape, permute, slice, expand) as handles whose layout was worked out at
 // compile time, a reshape that cannot be a view as one strided copy, and
 // constants (`full`) are computed once. An op with none of these runs its
-// eager kernel and allocates its results, the one step kind that does.
+// eager kernel and allocates its results, the one step kind that does. A
+// convolution whose only reader adds a per-channel bias runs with that bias
+// (one pass over its output instead of two).
 //
 // Memory. The results of computing steps live in one arena: each gets an
 // offset from its lifetime (producer to last reader, through the views of it),
@@ -70,6 +72,7 @@ class Program {
 
   explicit Program(Graph graph);
   absl::Status Lower();
+  void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   absl::Status RunSteps();
   absl::Status RunStep(Step& step);
   void RefreshHeldOutputs();

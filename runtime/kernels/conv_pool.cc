@@ -176,27 +176,35 @@ memory::desc WeightDesc(const Tensor& w, int64_t groups) {
                    {st[0] * (s[0] / groups), st[0], st[1], st[2], st[3]});
 }
 
-// The plan of `pass` over x (slot 0), w (slot 1) and y (slot 2). Every
+// The plan of `pass` over x (slot 0), w (slot 1), y (slot 2) and, for a
+// forward with `bias` defined, the bias (slot 3, C contiguous values). Every
 // primitive is created with format_tag::any, so oneDNN picks its fastest
 // (blocked) layouts.
 void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
-                   const ConvParams& p, OneDnnPlan& plan) {
+                   const Tensor& bias, const ConvParams& p, OneDnnPlan& plan) {
   const memory::desc xd = PlainDesc(x), wd = WeightDesc(w, p.groups), yd = PlainDesc(y);
   const memory::dims stride = Dims(p.stride), pad = Dims(p.padding);
   const memory::dims dilation = {p.dilation[0] - 1, p.dilation[1] - 1};  // oneDNN: 0 = dense
   const dnnl::prop_kind prop = pass == ConvPass::kForward ? dnnl::prop_kind::forward_inference
                                                           : dnnl::prop_kind::forward_training;
   const dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
+  const memory::desc bd =
+      bias.defined() ? PlainDesc(DType::kF32, {y.shape()[1]}, {1}) : memory::desc();
   const dnnl::convolution_forward::primitive_desc fwd(
-      {prop, alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad},
+      bias.defined() ? dnnl::convolution_forward::desc(prop, alg, AnyLayout(xd), AnyLayout(wd), bd,
+                                                       AnyLayout(yd), stride, dilation, pad, pad)
+                     : dnnl::convolution_forward::desc(prop, alg, AnyLayout(xd), AnyLayout(wd),
+                                                       AnyLayout(yd), stride, dilation, pad, pad),
       Engine());
   switch (pass) {
-    case ConvPass::kForward:
-      AddWritingTo(plan, fwd, dnnl::convolution_forward(fwd),
-                   {{DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 0, xd)},
-                    {DNNL_ARG_WEIGHTS, Input(plan, fwd, DNNL_ARG_WEIGHTS, 1, wd)}},
-                   DNNL_ARG_DST, 2, yd);
+    case ConvPass::kForward: {
+      std::vector<std::pair<int, memory>> args = {
+          {DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 0, xd)},
+          {DNNL_ARG_WEIGHTS, Input(plan, fwd, DNNL_ARG_WEIGHTS, 1, wd)}};
+      if (bias.defined()) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bd));
+      AddWritingTo(plan, fwd, dnnl::convolution_forward(fwd), std::move(args), DNNL_ARG_DST, 2, yd);
       break;
+    }
     case ConvPass::kBackwardData: {
       const dnnl::convolution_backward_data::primitive_desc bwd(
           {alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad}, Engine(),
@@ -220,25 +228,38 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
   }
 }
 
-// Runs `pass` of conv2d(x, w) = y; the pass's output (contiguous) is fully
-// written.
-void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p) {
+// Runs `pass` of conv2d(x, w) = y, plus a per-channel `bias` (contiguous, C
+// values) when it is defined; the pass's output (contiguous) is fully written.
+void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p,
+          const Tensor& bias = Tensor()) {
   if (UseOneDnn({&x, &w, &y})) {
     PrimitiveKey key(PrimitiveKey::kConvolution);
-    key.Add(static_cast<int64_t>(pass)).Add(x).Add(w).Add(y);
+    key.Add(static_cast<int64_t>(pass)).Add(x).Add(w).Add(y).Add(bias.defined());
     key.Add(p.stride).Add(p.padding).Add(p.dilation).Add(p.groups);
     CachedPlan(key, [&](OneDnnPlan& plan) {
-      BuildConvPlan(pass, x, w, y, p, plan);
-    }).Run({x.raw_data(), w.raw_data(), y.raw_data()});
+      BuildConvPlan(pass, x, w, y, bias, p, plan);
+    }).Run({x.raw_data(), w.raw_data(), y.raw_data(), bias.defined() ? bias.raw_data() : nullptr});
     return;
   }
   ZeroFill(pass == ConvPass::kForward ? y : pass == ConvPass::kBackwardData ? x : w);
-  VisitFloatDType(x.dtype(), [&](auto zero) { RefConv<decltype(zero)>(pass, x, w, y, p); });
+  VisitFloatDType(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    RefConv<T>(pass, x, w, y, p);
+    if (!bias.defined()) return;
+    // After the sums, as a separate add would: the same roundings.
+    const T* bp = bias.data<T>();
+    T* yp = y.data<T>();
+    const int64_t channels = y.shape()[1], plane = y.shape()[2] * y.shape()[3];
+    for (int64_t i = 0; i < y.numel(); ++i) yp[i] += bp[i / plane % channels];
+  });
 }
 
+// conv2d(x, w), or with a third input, conv2d(x, w) + bias for a contiguous
+// bias of C elements (shaped [1, C, 1, 1]): the fusion codegen/program.cc
+// makes of a convolution whose only reader adds a per-channel bias.
 absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                         absl::Span<const Tensor> out) {
-  Conv(ConvPass::kForward, in[0], in[1], out[0], ReadConv(attrs));
+  Conv(ConvPass::kForward, in[0], in[1], out[0], ReadConv(attrs), in.size() > 2 ? in[2] : Tensor());
   return absl::OkStatus();
 }
 

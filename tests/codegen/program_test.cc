@@ -5,7 +5,9 @@
 #include "codegen/program.h"
 
 #include "catch2/catch.hpp"
+#include "codegen/interpreter.h"
 #include "runtime/ops.h"
+#include "runtime/random.h"
 
 namespace tc::codegen {
 namespace {
@@ -83,6 +85,45 @@ TEST_CASE("a kernel error names the op and leaves the program usable") {
   REQUIRE_THAT(std::string(bad.status().message()), Catch::StartsWith("embedding: "));
   std::vector<Tensor> good = program->Run({weight, from_vector<int64_t>({2, 0}, {2})}).value();
   REQUIRE(good[0].to_vector<float>() == std::vector<float>{5, 0, 1, 0});
+}
+
+// conv2d(x, w) + reshape(b, [1, C, 1, 1]), as nn::Conv2d computes it.
+Graph ConvWithBias(DType dtype) {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {dtype, {2, 3, 5, 5}});
+  Value* w = g.AddPlaceholder("w", {dtype, {4, 3, 3, 3}});
+  Value* b = g.AddPlaceholder("b", {dtype, {4}});
+  Value* y = g.AddNode(OpKind::kConv2d, {x, w},
+                       {{"stride", std::vector<int64_t>{1, 1}},
+                        {"padding", std::vector<int64_t>{1, 1}},
+                        {"dilation", std::vector<int64_t>{1, 1}},
+                        {"groups", int64_t{1}}})
+                 .value()[0];
+  Value* b4 =
+      g.AddNode(OpKind::kReshape, {b}, {{"shape", std::vector<int64_t>{1, 4, 1, 1}}}).value()[0];
+  Value* z = g.AddNode(OpKind::kAdd, {y, b4}).value()[0];
+  g.SetOutputs({z}).IgnoreError();
+  return g;
+}
+
+TEST_CASE("a convolution whose only reader adds a channel bias runs with the bias") {
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    INFO(DTypeName(dtype));
+    const Graph g = ConvWithBias(dtype);
+    std::shared_ptr<Program> program = Program::Compile(g).value();
+    REQUIRE_THAT(program->PlanString(), Catch::Contains("into conv2d+bias"));
+    REQUIRE_THAT(program->PlanString(), !Catch::Contains("fused add"));
+    Generator gen(3);
+    const std::vector<Tensor> args = {randn({2, 3, 5, 5}, dtype, &gen),
+                                      randn({4, 3, 3, 3}, dtype, &gen), randn({4}, dtype, &gen)};
+    const Tensor fused = program->Run(args).value()[0];
+    const Tensor reference = Interpret(g).value()(args).value()[0];
+    // f64 runs the reference loops, adding the bias after the sums as the
+    // unfused add does; oneDNN adds it inside its f32 accumulation.
+    const double tol = dtype == DType::kF64 ? 0 : 1e-5;
+    const std::vector<double> a = fused.to_vector<double>(), e = reference.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(e[i]).margin(tol).epsilon(tol));
+  }
 }
 
 }  // namespace
