@@ -8,6 +8,7 @@
 #include "codegen/interpreter.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
+#include "runtime/threads.h"
 
 namespace tc::codegen {
 namespace {
@@ -85,6 +86,31 @@ TEST_CASE("a kernel error names the op and leaves the program usable") {
   REQUIRE_THAT(std::string(bad.status().message()), Catch::StartsWith("embedding: "));
   std::vector<Tensor> good = program->Run({weight, from_vector<int64_t>({2, 0}, {2})}).value();
   REQUIRE(good[0].to_vector<float>() == std::vector<float>{5, 0, 1, 0});
+}
+
+TEST_CASE("a large fused group gives the same bits on one thread as on two") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {512, 300}});
+  Value* b = g.AddPlaceholder("b", {DType::kF32, {300}});
+  Value* y = g.AddNode(OpKind::kMul, {x, b}).value()[0];
+  Value* z = g.AddNode(OpKind::kGelu, {y}, {{"approximate", std::string("none")}}).value()[0];
+  g.SetOutputs({z}).IgnoreError();
+  std::shared_ptr<Program> program = Program::Compile(g).value();
+  Generator gen(5);
+  const std::vector<Tensor> args = {randn({512, 300}, DType::kF32, &gen),
+                                    randn({300}, DType::kF32, &gen)};
+  const int saved = NumThreads();
+  SetNumThreads(1);
+  const std::vector<float> one = program->Run(args).value()[0].to_vector<float>();
+  SetNumThreads(2);
+  const std::vector<float> two = program->Run(args).value()[0].to_vector<float>();
+  SetNumThreads(saved);
+  REQUIRE(one == two);
+  {
+    SingleThreaded scope;
+    REQUIRE(NumThreads() == 1);
+  }
+  REQUIRE(NumThreads() == saved);
 }
 
 // conv2d(x, w) + reshape(b, [1, C, 1, 1]), as nn::Conv2d computes it.
