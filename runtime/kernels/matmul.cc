@@ -145,6 +145,28 @@ void EigenMatmul(const Operand& a, const Operand& b, const Operand* bias, const 
                    });
 }
 
+// A 2-D product of at most kTinyMatmul multiply-adds (the seed's linear layer,
+// a bias-sized gradient): direct loops over the operands' strides, where a
+// oneDNN call costs more in dispatch than the work.
+constexpr int64_t kTinyMatmul = 4096;
+
+template <typename T>
+void TinyMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+  const int64_t m = y.shape[0], n = y.shape[1], k = a.shape[1];
+  const T* ap = a.t.data<T>();
+  const T* bp = b.t.data<T>();
+  T* yp = y.t.data<T>();
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      T sum = bias != nullptr ? bias->t.data<T>()[j * bias->strides[1]] : T(0);
+      for (int64_t p = 0; p < k; ++p) {
+        sum += ap[i * a.strides[0] + p * a.strides[1]] * bp[p * b.strides[0] + j * b.strides[1]];
+      }
+      yp[i * y.strides[0] + j * y.strides[1]] = sum;
+    }
+  }
+}
+
 // y = a b (+ bias), all four aligned to y's rank; y is contiguous, its elements
 // unspecified before the call.
 void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
@@ -156,7 +178,10 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
   }
   VisitFloatDType(y.t.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    if constexpr (std::is_same_v<T, float>) {
+    const int64_t rank = y.shape.size();
+    if (std::is_same_v<T, float> && rank == 2 && y.t.numel() * a.shape[1] <= kTinyMatmul) {
+      TinyMatmul<T>(a, b, bias, y);
+    } else if constexpr (std::is_same_v<T, float>) {
       OneDnnMatmul(a, b, bias, y);
     } else {
       EigenMatmul<T>(a, b, bias, y);
