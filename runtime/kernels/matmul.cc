@@ -158,10 +158,13 @@ void TinyMatmul(const Operand& a, const Operand& b, const Operand* bias, const O
   T* yp = y.t.data<T>();
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      T sum = bias != nullptr ? bias->t.data<T>()[j * bias->strides[1]] : T(0);
+      T sum = 0;
       for (int64_t p = 0; p < k; ++p) {
         sum += ap[i * a.strides[0] + p * a.strides[1]] * bp[p * b.strides[0] + j * b.strides[1]];
       }
+      // The bias last, so that linear equals its decomposition (matmul, then
+      // add) bit for bit.
+      if (bias != nullptr) sum += bias->t.data<T>()[j * bias->strides[1]];
       yp[i * y.strides[0] + j * y.strides[1]] = sum;
     }
   }
