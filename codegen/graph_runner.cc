@@ -88,9 +88,13 @@ absl::StatusOr<std::vector<Tensor>> RunPlan(const Graph& graph, const SlotPlan& 
 absl::StatusOr<TensorList> RunNodeKernel(const Node& node, absl::Span<const Tensor> inputs,
                                          absl::Span<const TensorType> result_types) {
   absl::StatusOr<TensorList> out = RunKernel(node.op(), inputs, node.attrs(), result_types);
-  if (out.ok() || node.source().empty()) return out;
-  return absl::Status(out.status().code(),
-                      absl::StrCat(out.status().message(), " (at ", node.source(), ")"));
+  if (out.ok()) return out;
+  return AtSource(node, out.status());
+}
+
+absl::Status AtSource(const Node& node, const absl::Status& status) {
+  if (node.source().empty()) return status;
+  return absl::Status(status.code(), absl::StrCat(status.message(), " (at ", node.source(), ")"));
 }
 
 }  // namespace tc::codegen

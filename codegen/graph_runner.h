@@ -68,6 +68,10 @@ using StepFn =
 absl::StatusOr<std::vector<Tensor>> RunPlan(const Graph& graph, const SlotPlan& plan,
                                             absl::Span<const Tensor> args, StepFn run_step);
 
+// `status`, an error of `node`'s kernel, with " (at <source>)" appended when
+// the node has a source.
+absl::Status AtSource(const Node& node, const absl::Status& status);
+
 // Runs the node's eager kernel; a kernel error gets " (at <source>)" appended.
 absl::StatusOr<TensorList> RunNodeKernel(const Node& node, absl::Span<const Tensor> inputs,
                                          absl::Span<const TensorType> result_types);

@@ -45,10 +45,8 @@ int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 // memory.
 std::vector<FusionGroup> AllFusionGroups(const Graph& graph) {
   std::vector<FusionGroup> groups = PlanFusion(graph);
-  absl::flat_hash_map<const Node*, bool> grouped;
-  for (const FusionGroup& g : groups) {
-    for (const Node* n : g.nodes) grouped[n] = true;
-  }
+  absl::flat_hash_set<const Node*> grouped;
+  for (const FusionGroup& g : groups) grouped.insert(g.nodes.begin(), g.nodes.end());
   for (const Node* node : graph.nodes()) {
     if (grouped.contains(node) || !IsFusible(*node)) continue;
     FusionGroup g{{node},
@@ -232,6 +230,7 @@ absl::Status Program::Lower() {
     step.result_handles.resize(step.results.size());
     steps_.push_back(std::move(step));
   }
+  output_slots_ = slots_of(graph_.outputs());
   FuseConvolutionBias(values, layout);
 
   // Constants are computed now, once.
@@ -313,14 +312,7 @@ absl::Status Program::Lower() {
           Tensor::View(arena_, l.dtype(), l.shape(), l.strides(), element_offset + l.offset());
     }
   }
-  for (OwnedBuffer& buffer : owned_) {
-    auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
-    for (size_t i = 0; i < buffer.slots.size(); ++i) {
-      const Tensor& l = buffer.layouts[i];
-      slots_[buffer.slots[i]] =
-          Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
-    }
-  }
+  for (const OwnedBuffer& buffer : owned_) BindNewStorage(buffer);
   // Views bound once: over constants.
   for (Step& step : steps_) {
     if (step.kind != StepKind::kView || step.rebind) continue;
@@ -340,7 +332,13 @@ absl::Status Program::Lower() {
       slots_[s] = Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), 0);
     }
   }
-  output_slots_ = slots_of(graph_.outputs());
+  for (const Step& step : steps_) {
+    std::vector<int>* per_run = step.kind == StepKind::kEager                 ? &eager_slots_
+                                : step.kind == StepKind::kView && step.rebind ? &rebound_view_slots_
+                                                                              : nullptr;
+    if (per_run != nullptr)
+      per_run->insert(per_run->end(), step.results.begin(), step.results.end());
+  }
   return absl::OkStatus();
 }
 
@@ -353,8 +351,7 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
   for (const Step& step : steps_) {
     for (int s : step.inputs) ++readers[s];
   }
-  for (const Value* out : graph_.outputs())
-    ++readers[std::find(values.begin(), values.end(), out) - values.begin()];
+  for (int s : output_slots_) ++readers[s];
   absl::flat_hash_map<int, Step*> producer;
   for (Step& step : steps_) {
     for (int s : step.results) producer[s] = &step;
@@ -406,13 +403,15 @@ void Program::RefreshHeldOutputs() {
     bool held =
         slots_[buffer.slots[0]].storage().use_count() > static_cast<long>(buffer.slots.size());
     for (int s : buffer.slots) held = held || slots_[s].handle_count() > 1;
-    if (!held) continue;
-    auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
-    for (size_t i = 0; i < buffer.slots.size(); ++i) {
-      const Tensor& l = buffer.layouts[i];
-      slots_[buffer.slots[i]] =
-          Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
-    }
+    if (held) BindNewStorage(buffer);
+  }
+}
+
+void Program::BindNewStorage(const OwnedBuffer& buffer) {
+  auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
+  for (size_t i = 0; i < buffer.slots.size(); ++i) {
+    const Tensor& l = buffer.layouts[i];
+    slots_[buffer.slots[i]] = Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
   }
 }
 
@@ -480,10 +479,8 @@ absl::Status Program::RunStep(Step& step) {
       } else if (absl::Status s =
                      step.into(step.input_handles, step.node->attrs(), step.result_handles);
                  !s.ok()) {
-        const Node& node = *step.node;
-        const std::string at =
-            node.source().empty() ? "" : absl::StrCat(" (at ", node.source(), ")");
-        return absl::Status(s.code(), absl::StrCat(OpName(node.op()), ": ", s.message(), at));
+        return AtSource(*step.node, absl::Status(s.code(), absl::StrCat(OpName(step.node->op()),
+                                                                        ": ", s.message())));
       }
       break;
     }
@@ -520,16 +517,13 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
   if (status.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = slots_[output_slots_[i]];
   }
-  // Let go of the caller's tensors: arguments, views of them and eager results.
+  // Let go of the caller's tensors: arguments, views of them and eager
+  // results. A rebound view's handle is kept (unless its caller holds it),
+  // only its storage dropped, so the next run allocates no handle.
   for (size_t i = 0; i < args.size(); ++i) slots_[i] = Tensor();
-  for (const Step& step : steps_) {
-    if (step.kind == StepKind::kEager) {
-      for (int s : step.results) slots_[s] = Tensor();
-    } else if (step.kind == StepKind::kView && step.rebind) {
-      for (int s : step.results) {
-        if (slots_[s].handle_count() == 1) slots_[s].impl()->storage.reset();
-      }
-    }
+  for (int s : eager_slots_) slots_[s] = Tensor();
+  for (int s : rebound_view_slots_) {
+    if (slots_[s].handle_count() == 1) slots_[s].impl()->storage.reset();
   }
   return status;
 }

@@ -76,11 +76,16 @@ class Program {
   absl::Status RunSteps();
   absl::Status RunStep(Step& step);
   void RefreshHeldOutputs();
+  // Gives `buffer` a new storage and its slots new handles into it.
+  void BindNewStorage(const OwnedBuffer& buffer);
 
   Graph graph_;
   std::vector<Step> steps_;
   std::vector<OwnedBuffer> owned_;  // output buffers outside the arena
   std::vector<int> output_slots_;
+  // Slots a run binds afresh: eager results, and views of arguments or of
+  // eager results.
+  std::vector<int> eager_slots_, rebound_view_slots_;
   std::shared_ptr<Storage> arena_;
   int64_t arena_bytes_ = 0;
   int64_t unshared_bytes_ = 0;
