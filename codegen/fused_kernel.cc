@@ -163,13 +163,6 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
   return kernel;
 }
 
-std::vector<Tensor> FusedKernel::Run(absl::Span<const Tensor> inputs) const {
-  std::vector<Tensor> outputs;
-  for (DType dtype : output_dtypes_) outputs.push_back(Tensor::Uninitialized(shape_, dtype));
-  RunInto(inputs, outputs);
-  return outputs;
-}
-
 void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const {
   const int64_t n = NumElements(shape_);
   if (n == 0) return;

@@ -10,7 +10,7 @@
 //   //     r5: f32 = relu(r4)
 //   //     return (r4, r5)
 //   //   }
-//   std::vector<Tensor> outputs = kernel.Run({x, w, b});
+//   kernel.RunInto({x, w, b}, {h, y});  // h, y: contiguous outputs
 //
 // Registers r0..r{k-1} hold the group's inputs, read through their strides
 // (broadcast to the group's shape; a contiguous input is read in place). The
@@ -37,16 +37,12 @@ class FusedKernel {
 
   static FusedKernel Compile(const FusionGroup& group);
 
-  // One tensor per group input (its type, any strides); returns one
-  // contiguous tensor per group output.
-  std::vector<Tensor> Run(absl::Span<const Tensor> inputs) const;
-  // The same into `outputs`: contiguous tensors of the group's output types,
-  // every element written. Groups of kParallelElements or more split their
-  // blocks over the intra-op threads (runtime/threads.h). Allocates nothing
-  // once each thread's block buffers have grown to the program's size (up to
-  // 8 inputs and 32 registers).
+  // One tensor per group input (its type, any strides) in; `outputs`:
+  // contiguous tensors of the group's output types, every element written. Groups of
+  // kParallelElements or more split their blocks over the intra-op threads (runtime/threads.h).
+  // Allocates nothing once each thread's block buffers have grown to the program's size (up to 8
+  // inputs and 32 registers).
   void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const;
-  const Shape& shape() const { return shape_; }
 
   // The program, one instruction per line, then "return (r5, r7)".
   std::string ToString() const;

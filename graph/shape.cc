@@ -23,6 +23,15 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape) {
   return strides;
 }
 
+bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
 std::string ShapeToString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }

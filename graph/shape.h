@@ -18,6 +18,9 @@ using Shape = std::vector<int64_t>;
 int64_t NumElements(absl::Span<const int64_t> shape);
 // Row-major strides, in elements.
 std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape);
+// Whether `strides` lay `shape` out row-major without gaps (any stride is
+// fine along a size-1 dim).
+bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides);
 // "[4,3]"; a scalar is "[]".
 std::string ShapeToString(absl::Span<const int64_t> shape);
 

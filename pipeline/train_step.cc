@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
+#include "runtime/ops.h"
 
 namespace tc {
 namespace {
@@ -27,18 +28,6 @@ class WithLoss : public nn::Module {
   std::shared_ptr<nn::Module> model_;
   nn::LossFn loss_;
 };
-
-Tensor Filled(const TensorType& type, double value) {
-  Tensor t = Tensor::Empty(type.shape, type.dtype);
-  if (type.dtype == DType::kF32) {
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(value);
-  } else if (type.dtype == DType::kF64) {
-    double* p = t.data<double>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = value;
-  }
-  return t;
-}
 
 }  // namespace
 
@@ -123,7 +112,8 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
   const std::vector<Value*>& fw_outputs = part->forward.outputs();
   for (int i = 0; i < layout.num_forward_outputs; ++i) {
     const TensorType& type = fw_outputs[i]->type();
-    if (IsFloating(type.dtype)) step->backward_args_.push_back(Filled(type, i == 0 ? 1.0 : 0.0));
+    if (IsFloating(type.dtype))
+      step->backward_args_.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
   }
   step->forward_outputs_.resize(step->forward_->num_outputs());
   step->backward_outputs_.resize(step->backward_->num_outputs());

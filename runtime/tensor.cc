@@ -116,15 +116,7 @@ Tensor Tensor::View(std::shared_ptr<Storage> storage, DType dtype, Shape shape,
 
 int64_t Tensor::size(int64_t d) const { return impl_->shape[d < 0 ? d + dim() : d]; }
 
-bool Tensor::is_contiguous() const {
-  int64_t expected = 1;
-  for (int64_t i = dim() - 1; i >= 0; --i) {
-    if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim
-    if (impl_->strides[i] != expected) return false;
-    expected *= impl_->shape[i];
-  }
-  return true;
-}
+bool Tensor::is_contiguous() const { return IsContiguous(impl_->shape, impl_->strides); }
 
 void* Tensor::raw_data() const {
   if (impl_->storage == nullptr && impl_->trace != nullptr) {

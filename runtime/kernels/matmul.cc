@@ -75,15 +75,6 @@ Tensor Dense(const Tensor& t) {
   return copy;
 }
 
-bool IsDense(const Operand& op) {
-  int64_t expected = 1;
-  for (int64_t d = static_cast<int64_t>(op.shape.size()) - 1; d >= 0; --d) {
-    if (op.shape[d] != 1 && op.strides[d] != expected) return false;
-    expected *= op.shape[d];
-  }
-  return true;
-}
-
 // The matmul primitive of these operands, or an empty plan when oneDNN would
 // pick its reference kernel for an operand without unit strides (a slice with a
 // step, a broadcast row): far slower than copying the operand first.
@@ -98,7 +89,9 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
                                             ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md)
                                             : dnnl::matmul::desc(a_md, b_md, y_md),
                                         Engine());
-  if (absl::StartsWith(pd.impl_info_str(), "ref") && (!IsDense(a) || !IsDense(b))) return;
+  if (absl::StartsWith(pd.impl_info_str(), "ref") &&
+      (!IsContiguous(a.shape, a.strides) || !IsContiguous(b.shape, b.strides)))
+    return;
   std::vector<std::pair<int, dnnl::memory>> args = {{DNNL_ARG_SRC, plan.External(0, a_md)},
                                                     {DNNL_ARG_WEIGHTS, plan.External(1, b_md)},
                                                     {DNNL_ARG_DST, plan.External(2, y_md)}};

@@ -74,14 +74,7 @@ void Fold(const Tensor& x, const Reduction& r, Acc* acc, F f) {
 struct FoldedLayout {
   Dims shape, strides;
 
-  bool dense() const {
-    int64_t expected = 1;
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (shape[d] != 1 && strides[d] != expected) return false;
-      expected *= shape[d];
-    }
-    return true;
-  }
+  bool dense() const { return IsContiguous(shape, strides); }
 };
 
 FoldedLayout Folded(const Tensor& x, const Reduction& r, bool folded_first) {
