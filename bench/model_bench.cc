@@ -36,11 +36,7 @@ absl::StatusOr<CompiledStep> CompileStep(nn::ModelSpec& spec, const codegen::Com
   const JointGraph& joint = **pipeline->joint_graph();
   absl::StatusOr<partition::PartitionResult> part = pipeline->partition(partition_fn, joint);
   if (!part.ok()) return part.status();
-  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(compiler, *part);
-  if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(compiler, *part, *fw);
-  if (!bw.ok()) return bw.status();
-  absl::StatusOr<Function> fn = pipeline->make_autograd_function(*fw, *bw, *part);
+  absl::StatusOr<Function> fn = pipeline->compile_training(compiler, *part);
   if (!fn.ok()) return fn.status();
   CompiledStep step{*std::move(fn)};
   for (const Node* node : joint.graph.nodes()) step.joint_flops += partition::NodeFlops(*node);
@@ -59,15 +55,17 @@ absl::Status TapeStep(const nn::ModelSpec& spec, const Function& forward, nn::SG
 }
 
 // The whole step compiled (tc::TrainStep) on a fresh copy of the model, and
-// the median time of compiling it (capture to both programs) over `compiles`.
+// the median time of compiling it (capture to both programs) over five
+// compiles.
 absl::StatusOr<Timing> TimeCompiledStep(const BenchOptions& options,
-                                        const partition::PartitionFn& partition_fn, int compiles,
+                                        const partition::PartitionFn& partition_fn,
                                         Timing* compile) {
   absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
   if (!spec.ok()) return spec.status();
   nn::SGD sgd(spec->module->named_parameters(), options.lr);
   std::unique_ptr<tc::TrainStep> step;
-  absl::StatusOr<Timing> t = TimeCalls(0, compiles, [&]() -> absl::Status {
+  constexpr int kCompiles = 5;
+  absl::StatusOr<Timing> t = TimeCalls(0, kCompiles, [&]() -> absl::Status {
     absl::StatusOr<std::unique_ptr<tc::TrainStep>> s = tc::TrainStep::Create(
         *spec->module, spec->loss, spec->inputs, spec->targets, sgd,
         {.partition_fn = partition_fn, .decompositions = options.decompositions});
@@ -173,7 +171,7 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
   r.runs = options.runs;
   r.matmul_size = options.matmul_size;
   double joint_flops = 0;
-  absl::StatusOr<Timing> t = TimeCompiledStep(options, partition_fn, 5, &r.compile);
+  absl::StatusOr<Timing> t = TimeCompiledStep(options, partition_fn, &r.compile);
   if (!t.ok()) return t.status();
   r.compiled_step = *t;
   if (t = TimeTraining(options, partition_fn, options.compiler, &joint_flops); !t.ok()) {

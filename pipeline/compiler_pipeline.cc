@@ -167,6 +167,15 @@ absl::StatusOr<Function> CompilerPipeline::make_autograd_function(
   return MakeAutogradFunction(model_, forward.run, backward.run, joint_->layout);
 }
 
+absl::StatusOr<Function> CompilerPipeline::compile_training(
+    const codegen::Compiler& compiler, const partition::PartitionResult& partition) {
+  absl::StatusOr<CompiledForward> fw = fw_compile(compiler, partition);
+  if (!fw.ok()) return fw.status();
+  absl::StatusOr<CompiledBackward> bw = bw_compile(compiler, partition, *fw);
+  if (!bw.ok()) return bw.status();
+  return make_autograd_function(*fw, *bw, partition);
+}
+
 absl::StatusOr<Function> CompilerPipeline::make_inference_function(
     const codegen::Executable& forward) {
   if (inference_ == nullptr) {
@@ -192,11 +201,7 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
   absl::StatusOr<partition::PartitionResult> part =
       pipeline->partition(options.partition_fn, **pipeline->joint_graph());
   if (!part.ok()) return part.status();
-  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(options.compiler, *part);
-  if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(options.compiler, *part, *fw);
-  if (!bw.ok()) return bw.status();
-  return pipeline->make_autograd_function(*fw, *bw, *part);
+  return pipeline->compile_training(options.compiler, *part);
 }
 
 }  // namespace tc

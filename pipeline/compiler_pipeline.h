@@ -75,6 +75,10 @@ class CompilerPipeline {
                                                   const CompiledBackward& backward,
                                                   const partition::PartitionResult& partition);
   absl::StatusOr<Function> make_inference_function(const codegen::Executable& forward);
+  // fw_compile, bw_compile and make_autograd_function in one call, both
+  // halves through `compiler`.
+  absl::StatusOr<Function> compile_training(const codegen::Compiler& compiler,
+                                            const partition::PartitionResult& partition);
 
   // The captured forward graph: placeholders are the parameters under their
   // FQNs in registration order, the buffers, then the user inputs.

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "codegen/fusing_compiler.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
@@ -89,7 +90,7 @@ absl::Status Run() {
     if (!part.ok()) return part.status();
     const double partition_ms = 1e3 * Seconds(start);
     const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, *part);
-    absl::StatusOr<Function> step = CompileTraining(*pipeline, *part);
+    absl::StatusOr<Function> step = pipeline->compile_training(codegen::fusing(), *part);
     if (!step.ok()) return step.status();
     const std::string label = name == "budget" ? absl::StrFormat("budget %g", budget) : name;
     std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.2f %8.2f\n", label.c_str(),

@@ -70,11 +70,7 @@ absl::Status Run() {
   absl::StatusOr<partition::PartitionResult> save_all =
       pipeline->partition(partition::DefaultPartition, joint);
   if (!save_all.ok()) return save_all.status();
-  absl::StatusOr<CompiledForward> fw = pipeline->fw_compile(codegen::fusing(), *part);
-  if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = pipeline->bw_compile(codegen::fusing(), *part, *fw);
-  if (!bw.ok()) return bw.status();
-  absl::StatusOr<Function> step_fn = pipeline->make_autograd_function(*fw, *bw, *part);
+  absl::StatusOr<Function> step_fn = pipeline->compile_training(codegen::fusing(), *part);
   if (!step_fn.ok()) return step_fn.status();
   const int64_t saved_bytes = SavedBytes(*part), default_bytes = SavedBytes(*save_all);
   std::printf(

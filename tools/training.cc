@@ -158,15 +158,6 @@ absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorT
   return pipeline;
 }
 
-absl::StatusOr<Function> CompileTraining(CompilerPipeline& pipeline,
-                                         const partition::PartitionResult& part) {
-  absl::StatusOr<CompiledForward> fw = pipeline.fw_compile(codegen::fusing(), part);
-  if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = pipeline.bw_compile(codegen::fusing(), part, *fw);
-  if (!bw.ok()) return bw.status();
-  return pipeline.make_autograd_function(*fw, *bw, part);
-}
-
 absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
                                                              nn::ParamList params, double lr) {
   if (name == "sgd") return std::make_unique<nn::SGD>(std::move(params), lr);
@@ -272,7 +263,7 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   absl::StatusOr<partition::PartitionResult> part = pipeline_->partition(partition_fn, joint());
   if (!part.ok()) return part.status();
   partition_ = *std::move(part);
-  absl::StatusOr<Function> step_fn = CompileTraining(*pipeline_, partition_);
+  absl::StatusOr<Function> step_fn = pipeline_->compile_training(codegen::fusing(), partition_);
   if (!step_fn.ok()) return step_fn.status();
   step_fn_ = *std::move(step_fn);
   compile_seconds_ = Seconds(start);

@@ -51,11 +51,6 @@ absl::StatusOr<CompilerPipeline> JointPipeline(
     nn::Module& module, const TensorTree& inputs,
     const DecompositionTable* decompositions = &DefaultDecompositions());
 
-// The compiled training function of `part` (a partition of `pipeline`'s joint
-// graph): both halves through the fusing compiler.
-absl::StatusOr<Function> CompileTraining(CompilerPipeline& pipeline,
-                                         const partition::PartitionResult& part);
-
 // "sgd" (plain SGD), "adam" or "adamw" over `params`; InvalidArgument
 // naming the known ones otherwise.
 absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
