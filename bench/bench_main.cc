@@ -9,7 +9,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "bench/model_bench.h"
-#include "codegen/fusing_compiler.h"
+#include "codegen/interpreter.h"
 #include "runtime/error.h"
 
 ABSL_FLAG(std::string, model, "mlp", "linear, mlp, cnn, transformer, or all");
@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
   options.threads = absl::GetFlag(FLAGS_threads);
   if (absl::GetFlag(FLAGS_decompose)) options.decompositions = &tc::DefaultDecompositions();
   const std::string compiler = absl::GetFlag(FLAGS_compiler);
-  if (compiler == "fusing") {
-    options.compiler = tc::codegen::fusing();
-  } else if (compiler != "interpreter") {
+  if (compiler == "interpreter") {
+    options.compiler = tc::codegen::interpreter();
+  } else if (compiler != "fusing") {
     std::fprintf(stderr, "bench: --compiler must be fusing or interpreter, got '%s'\n",
                  compiler.c_str());
     return 2;
