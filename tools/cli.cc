@@ -11,7 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/model_bench.h"
 #include "runtime/ops.h"
+#include "runtime/random.h"
 
 namespace tc {
 
@@ -27,15 +29,12 @@ int ExitCode(absl::string_view subcommand, const absl::Status& status) {
 }
 
 double MedianMs(int runs, const std::function<void()>& fn) {
-  fn();
-  std::vector<double> ms;
-  for (int i = 0; i < std::max(1, runs); ++i) {
-    const Clock::time_point start = Clock::now();
-    fn();
-    ms.push_back(1e3 * Seconds(start));
-  }
-  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-  return ms[ms.size() / 2];
+  return bench::TimeCalls(/*warmup=*/1, std::max(1, runs),
+                          [&] {
+                            fn();
+                            return absl::OkStatus();
+                          })
+      ->median_ms;
 }
 
 ProgressBar::ProgressBar(int64_t first_step, int64_t last_step, int64_t items_per_step,
@@ -90,6 +89,15 @@ absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t stream) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    std::swap(order[i], order[RandomBits(stream, static_cast<uint64_t>(i)) % (i + 1)]);
+  }
+  return order;
 }
 
 void Gather(const nn::Dataset& data, const std::vector<int64_t>& order, int64_t first,

@@ -81,11 +81,7 @@ absl::Status Run() {
 
   nn::Adam optimizer(model->named_parameters(), absl::GetFlag(FLAGS_lr));
   const int64_t steps = train->labels.numel() / batch;
-  std::vector<int64_t> order(train->labels.numel());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-  for (size_t i = order.size() - 1; i > 0; --i) {  // Fisher-Yates from the counter RNG
-    std::swap(order[i], order[RandomBits(1, i) % (i + 1)]);
-  }
+  const std::vector<int64_t> order = ShuffledOrder(train->labels.numel(), /*stream=*/1);
   ProgressBar progress(0, steps, batch, /*every=*/100);
   const Clock::time_point train_start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {

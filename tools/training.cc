@@ -50,13 +50,8 @@ class FashionData : public TrainingData {
   }
 
  private:
-  void Shuffle(int64_t epoch) {  // Fisher-Yates
-    order_.resize(data_.labels.numel());
-    for (size_t i = 0; i < order_.size(); ++i) order_[i] = static_cast<int64_t>(i);
-    const uint64_t stream = RandomBits(seed_, static_cast<uint64_t>(epoch));
-    for (size_t i = order_.size() - 1; i > 0; --i) {
-      std::swap(order_[i], order_[RandomBits(stream, i) % (i + 1)]);
-    }
+  void Shuffle(int64_t epoch) {
+    order_ = ShuffledOrder(data_.labels.numel(), RandomBits(seed_, static_cast<uint64_t>(epoch)));
     order_epoch_ = epoch;
   }
 
