@@ -62,28 +62,32 @@ class FashionData : public TrainingData {
   int64_t order_epoch_ = -1;
 };
 
-// kSyntheticBatches batches like the example: floating tensors drawn afresh
+// kSyntheticBatches batches like the example: floating tensors drawn once
 // from Generator(RandomBits(seed, i)) for batch i, the others kept.
 class SyntheticData : public TrainingData {
  public:
-  SyntheticData(TensorTree inputs, TensorTree targets, uint64_t seed)
-      : inputs_(std::move(inputs)), targets_(std::move(targets)), seed_(seed) {}
+  SyntheticData(const TensorTree& inputs, const TensorTree& targets, uint64_t seed) {
+    for (int64_t i = 0; i < kSyntheticBatches; ++i) {
+      Generator gen(RandomBits(seed, static_cast<uint64_t>(i)));
+      auto draw = [&](const Tensor& t) {
+        return IsFloating(t.dtype()) ? randn(t.shape(), t.dtype(), &gen) : t;
+      };
+      TensorTree in = inputs.Map(draw);  // inputs first: the draw order of each batch
+      batches_.push_back({std::move(in), targets.Map(draw)});
+    }
+  }
 
   absl::string_view name() const override { return "synthetic"; }
   int64_t steps_per_epoch() const override { return kSyntheticBatches; }
 
   void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
-    Generator gen(RandomBits(seed_, static_cast<uint64_t>(step % kSyntheticBatches)));
-    auto draw = [&](const Tensor& t) {
-      return IsFloating(t.dtype()) ? randn(t.shape(), t.dtype(), &gen) : t;
-    };
-    inputs = inputs_.Map(draw);
-    targets = targets_.Map(draw);
+    const auto& [in, out] = batches_[step % kSyntheticBatches];
+    inputs = in;
+    targets = out;
   }
 
  private:
-  TensorTree inputs_, targets_;
-  uint64_t seed_;
+  std::vector<std::pair<TensorTree, TensorTree>> batches_;
 };
 
 // Whether `spec` takes Fashion-MNIST: one f32 input of 784 values per example
