@@ -1,8 +1,5 @@
 #include "codegen/graph_runner.h"
 
-#include <algorithm>
-
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/verifier.h"
 
@@ -34,55 +31,6 @@ absl::Status CheckArguments(absl::Span<Value* const> placeholders, absl::Span<co
     }
   }
   return absl::OkStatus();
-}
-
-SlotPlan PlanSlots(const Graph& graph, absl::Span<const StepValues> steps) {
-  SlotPlan plan;
-  absl::flat_hash_map<const Value*, int> slot;
-  for (const Value* p : graph.placeholders()) slot[p] = plan.num_slots++;
-  // For each slot, the step after which it is released: its last reader, or
-  // its producer when nothing reads it; -1 for placeholders nothing reads.
-  std::vector<int> release_after(plan.num_slots, -1);
-  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
-    SlotPlan::Step& step = plan.steps.emplace_back();
-    for (const Value* in : steps[i].inputs) {
-      step.inputs.push_back(slot.at(in));
-      release_after[slot.at(in)] = i;
-    }
-    for (const Value* r : steps[i].results) {
-      step.results.push_back(slot[r] = plan.num_slots++);
-      release_after.push_back(i);
-    }
-  }
-  for (const Value* out : graph.outputs()) {
-    plan.outputs.push_back(slot.at(out));
-    release_after[slot.at(out)] = -1;  // returned, so kept to the end
-  }
-  for (int s = 0; s < plan.num_slots; ++s) {
-    if (release_after[s] >= 0) plan.steps[release_after[s]].release.push_back(s);
-  }
-  return plan;
-}
-
-absl::StatusOr<std::vector<Tensor>> RunPlan(const Graph& graph, const SlotPlan& plan,
-                                            absl::Span<const Tensor> args, StepFn run_step) {
-  if (absl::Status s = CheckArguments(graph.placeholders(), args); !s.ok()) return s;
-  std::vector<Tensor> values(plan.num_slots);
-  std::copy(args.begin(), args.end(), values.begin());
-  std::vector<Tensor> inputs;
-  for (int i = 0; i < static_cast<int>(plan.steps.size()); ++i) {
-    const SlotPlan::Step& step = plan.steps[i];
-    inputs.clear();
-    for (int s : step.inputs) inputs.push_back(values[s]);
-    absl::StatusOr<TensorList> out = run_step(i, inputs);
-    if (!out.ok()) return out.status();
-    for (size_t r = 0; r < step.results.size(); ++r) values[step.results[r]] = std::move((*out)[r]);
-    for (int s : step.release) values[s] = Tensor();
-  }
-  std::vector<Tensor> outputs;
-  outputs.reserve(plan.outputs.size());
-  for (int s : plan.outputs) outputs.push_back(values[s]);
-  return outputs;
 }
 
 absl::StatusOr<TensorList> RunNodeKernel(const Node& node, absl::Span<const Tensor> inputs,

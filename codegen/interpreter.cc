@@ -1,7 +1,10 @@
 #include "codegen/interpreter.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace tc::codegen {
 
@@ -11,20 +14,50 @@ absl::StatusOr<Interpreter> Interpreter::Create(const Graph& graph) {
 }
 
 Interpreter::Interpreter(Graph graph) : graph_(std::move(graph)) {
-  std::vector<StepValues> values;
+  absl::flat_hash_map<const Value*, int> slot;
+  for (const Value* p : graph_.placeholders()) slot[p] = num_slots_++;
+  // For each slot, the step after which it is released: its last reader, or
+  // its producer when nothing reads it; -1 for placeholders nothing reads.
+  std::vector<int> release_after(num_slots_, -1);
   for (const Node* node : graph_.nodes()) {
-    Step step{node};
-    for (const Value* r : node->results()) step.result_types.push_back(r->type());
-    steps_.push_back(std::move(step));
-    values.push_back({node->inputs(), node->results()});
+    const int i = static_cast<int>(steps_.size());
+    Step& step = steps_.emplace_back(Step{node});
+    for (const Value* in : node->inputs()) {
+      step.inputs.push_back(slot.at(in));
+      release_after[slot.at(in)] = i;
+    }
+    for (const Value* r : node->results()) {
+      step.result_types.push_back(r->type());
+      step.results.push_back(slot[r] = num_slots_++);
+      release_after.push_back(i);
+    }
   }
-  slots_ = PlanSlots(graph_, values);
+  for (const Value* out : graph_.outputs()) {
+    output_slots_.push_back(slot.at(out));
+    release_after[slot.at(out)] = -1;  // returned, so kept to the end
+  }
+  for (int s = 0; s < num_slots_; ++s) {
+    if (release_after[s] >= 0) steps_[release_after[s]].release.push_back(s);
+  }
 }
 
 absl::StatusOr<std::vector<Tensor>> Interpreter::Run(absl::Span<const Tensor> args) const {
-  return RunPlan(graph_, slots_, args, [&](int i, absl::Span<const Tensor> inputs) {
-    return RunNodeKernel(*steps_[i].node, inputs, steps_[i].result_types);
-  });
+  if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
+  std::vector<Tensor> values(num_slots_);
+  std::copy(args.begin(), args.end(), values.begin());
+  std::vector<Tensor> inputs;
+  for (const Step& step : steps_) {
+    inputs.clear();
+    for (int s : step.inputs) inputs.push_back(values[s]);
+    absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, inputs, step.result_types);
+    if (!out.ok()) return out.status();
+    for (size_t r = 0; r < step.results.size(); ++r) values[step.results[r]] = std::move((*out)[r]);
+    for (int s : step.release) values[s] = Tensor();
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_slots_.size());
+  for (int s : output_slots_) outputs.push_back(values[s]);
+  return outputs;
 }
 
 absl::StatusOr<Executable> Interpret(const Graph& graph) {

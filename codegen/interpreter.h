@@ -44,17 +44,22 @@ class Interpreter {
   const Graph& graph() const { return graph_; }
 
  private:
-  // One node, with the result types its kernel is called with.
+  // One node: the result types its kernel is called with, and where a run
+  // keeps values, one slot each in a table (placeholders first): the slots it
+  // reads and writes, and those released after it (their last use, or
+  // results nothing reads; graph outputs are kept to the end).
   struct Step {
     const Node* node;
     std::vector<TensorType> result_types;
+    std::vector<int> inputs, results, release;
   };
 
   explicit Interpreter(Graph graph);
 
   Graph graph_;
   std::vector<Step> steps_;
-  SlotPlan slots_;  // one step per node
+  int num_slots_ = 0;
+  std::vector<int> output_slots_;
 };
 
 // The interpreter as an Executable (the graph is copied).
