@@ -32,6 +32,28 @@ bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> str
   return true;
 }
 
+std::vector<int64_t> DenseStrides(absl::Span<const int64_t> shape, absl::Span<const int> order) {
+  if (order.empty()) return ContiguousStrides(shape);
+  std::vector<int64_t> strides(shape.size());
+  int64_t next = 1;
+  for (auto d = order.rbegin(); d != order.rend(); ++d) {
+    strides[*d] = next;
+    next *= shape[*d];
+  }
+  return strides;
+}
+
+bool IsChannelsLast(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides) {
+  // Kernels ask this on every call: computed in place, allocating nothing.
+  if (shape.size() != 4 || IsContiguous(shape, strides)) return false;
+  int64_t expected = 1;
+  for (auto d = kChannelsLast.rbegin(); d != kChannelsLast.rend(); ++d) {
+    if (shape[*d] != 1 && strides[*d] != expected) return false;
+    expected *= shape[*d];
+  }
+  return true;
+}
+
 std::string ShapeToString(absl::Span<const int64_t> shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }

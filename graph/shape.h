@@ -1,5 +1,6 @@
 // Shapes and the arithmetic on them shared by shape inference and kernels:
-// element counts, contiguous strides, NumPy broadcasting, dimension wrapping.
+// element counts, contiguous and channels-last strides, NumPy broadcasting,
+// dimension wrapping.
 #ifndef TENSORCUT_GRAPH_SHAPE_H_
 #define TENSORCUT_GRAPH_SHAPE_H_
 
@@ -21,6 +22,17 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape);
 // Whether `strides` lay `shape` out row-major without gaps (any stride is
 // fine along a size-1 dim).
 bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides);
+
+// The order of a dense layout's dims in memory, outermost first: {0, 1, 2, 3}
+// is row-major NCHW, kChannelsLast is NHWC (what oneDNN's convolutions
+// prefer), the logical shape staying [N, C, H, W] either way.
+using DimOrder = std::vector<int>;
+inline const DimOrder kChannelsLast = {0, 2, 3, 1};
+// Strides that lay `shape` out densely in `order` (row-major when empty).
+std::vector<int64_t> DenseStrides(absl::Span<const int64_t> shape, absl::Span<const int> order);
+// Whether `strides` lay a rank-4 `shape` out densely channels-last, in a
+// way row-major strides would not (so a [1, C, 1, 1] tensor is not).
+bool IsChannelsLast(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides);
 // "[4,3]"; a scalar is "[]".
 std::string ShapeToString(absl::Span<const int64_t> shape);
 

@@ -29,9 +29,11 @@ using TensorList = std::vector<Tensor>;
 using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                                 absl::Span<const TensorType> out_types);
 
-// An out-variant kernel: writes every element of `outputs`, contiguous tensors
-// of the inferred types that the caller allocated (a compiled plan reuses them
-// from call to call). Views and data-dependent shapes have none.
+// An out-variant kernel: writes every element of `outputs`, dense tensors of
+// the inferred types that the caller allocated (a compiled plan reuses them
+// from call to call): row-major, or channels-last where a program's layout
+// plan (codegen/layout_plan.h) makes them so for the ops it names. Inputs may
+// have any strides. Views and data-dependent shapes have none.
 using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                       absl::Span<const Tensor> outputs);
 

@@ -3,10 +3,16 @@
 //
 // f32 runs on oneDNN; f64 runs on direct reference loops, and so does any call
 // with a zero-size operand (the loops need no special case for it). Both paths follow
-// the same conventions: NCHW; weight [O, C/groups, KH, KW]; symmetric padding;
-// average pooling divides by the full kernel area (padding counts); max pooling
-// ignores padding and gives a window's gradient to its first maximum in
-// row-major order.
+// the same conventions: logical NCHW shapes; weight [O, C/groups, KH, KW];
+// symmetric padding; average pooling divides by the full kernel area (padding
+// counts); max pooling ignores padding and gives a window's gradient to its
+// first maximum in row-major order.
+//
+// Layouts: inputs may have any strides; outputs are dense, row-major or
+// channels-last (NHWC in memory), and every path writes them through their
+// strides. Max pooling whose windows tile the input has loops of its own for
+// row-major and for channels-last data; pooling primitives run on NHWC when x
+// is channels-last, so neither layout is reordered.
 //
 // Each f32 call runs a OneDnnPlan cached per key (op, shapes, strides,
 // attributes): its primitives, the reorders between the tensors' plain layouts
@@ -25,6 +31,7 @@
 #include "runtime/kernels/onednn.h"
 #include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/threads.h"
 
 namespace tc::kernels {
@@ -51,7 +58,7 @@ bool UseOneDnn(std::initializer_list<const Tensor*> operands) {
   return true;
 }
 
-// Zeros a contiguous output for the reference loops, which accumulate.
+// Zeros a dense output for the reference loops, which accumulate.
 void ZeroFill(const Tensor& t) { std::memset(t.raw_data(), 0, t.bytes()); }
 
 memory::dims Dims(const Pair& p) { return {p[0], p[1]}; }
@@ -60,10 +67,12 @@ memory::desc AnyLayout(const memory::desc& plain) {
   return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
 }
 
-// The rank-4 `t`'s shape in the dense NCHW layout.
-memory::desc DenseDesc(const Tensor& t) {
+bool ChannelsLast(const Tensor& t) { return IsChannelsLast(t.shape(), t.strides()); }
+
+// The rank-4 `t`'s shape in a dense layout: NHWC when `channels_last`, else NCHW.
+memory::desc DenseDesc(const Tensor& t, bool channels_last) {
   return memory::desc(memory::dims(t.shape().begin(), t.shape().end()), memory::data_type::f32,
-                      memory::format_tag::nchw);
+                      channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);
 }
 
 // ---- plans
@@ -177,12 +186,22 @@ memory::desc WeightDesc(const Tensor& w, int64_t groups) {
 }
 
 // The plan of `pass` over x (slot 0), w (slot 1), y (slot 2) and, for a
-// forward with `bias` defined, the bias (slot 3, C contiguous values). Every
-// primitive is created with format_tag::any, so oneDNN picks its fastest
-// (blocked) layouts.
+// forward with `bias` defined, the bias (slot 3, C contiguous values).
 void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
                    const Tensor& bias, const ConvParams& p, OneDnnPlan& plan) {
   const memory::desc xd = PlainDesc(x), wd = WeightDesc(w, p.groups), yd = PlainDesc(y);
+  // With a channels-last activation, both activations are NHWC for the
+  // primitive (the row-major one reordered): oneDNN has NHWC kernels for
+  // every pass, but left to choose, its backward passes pick a blocked layout
+  // (reorders in and out), and given one NHWC and one free activation, its
+  // reference loops. Otherwise (and always for the weights) oneDNN chooses.
+  const bool nhwc =
+      IsChannelsLast(x.shape(), x.strides()) || IsChannelsLast(y.shape(), y.strides());
+  auto activation = [&](const memory::desc& plain) {
+    return nhwc ? memory::desc(plain.dims(), plain.data_type(), memory::format_tag::nhwc)
+                : AnyLayout(plain);
+  };
+  const memory::desc xa = activation(xd), ya = activation(yd);
   const memory::dims stride = Dims(p.stride), pad = Dims(p.padding);
   const memory::dims dilation = {p.dilation[0] - 1, p.dilation[1] - 1};  // oneDNN: 0 = dense
   const dnnl::prop_kind prop = pass == ConvPass::kForward ? dnnl::prop_kind::forward_inference
@@ -191,10 +210,10 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
   const memory::desc bd =
       bias.defined() ? PlainDesc(DType::kF32, {y.shape()[1]}, {1}) : memory::desc();
   const dnnl::convolution_forward::primitive_desc fwd(
-      bias.defined() ? dnnl::convolution_forward::desc(prop, alg, AnyLayout(xd), AnyLayout(wd), bd,
-                                                       AnyLayout(yd), stride, dilation, pad, pad)
-                     : dnnl::convolution_forward::desc(prop, alg, AnyLayout(xd), AnyLayout(wd),
-                                                       AnyLayout(yd), stride, dilation, pad, pad),
+      bias.defined() ? dnnl::convolution_forward::desc(prop, alg, xa, AnyLayout(wd), bd, ya, stride,
+                                                       dilation, pad, pad)
+                     : dnnl::convolution_forward::desc(prop, alg, xa, AnyLayout(wd), ya, stride,
+                                                       dilation, pad, pad),
       Engine());
   switch (pass) {
     case ConvPass::kForward: {
@@ -207,8 +226,7 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
     }
     case ConvPass::kBackwardData: {
       const dnnl::convolution_backward_data::primitive_desc bwd(
-          {alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad}, Engine(),
-          fwd);
+          {alg, xa, AnyLayout(wd), ya, stride, dilation, pad, pad}, Engine(), fwd);
       AddWritingTo(plan, bwd, dnnl::convolution_backward_data(bwd),
                    {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 2, yd)},
                     {DNNL_ARG_WEIGHTS, Input(plan, bwd, DNNL_ARG_WEIGHTS, 1, wd)}},
@@ -217,8 +235,7 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
     }
     case ConvPass::kBackwardWeight: {
       const dnnl::convolution_backward_weights::primitive_desc bwd(
-          {alg, AnyLayout(xd), AnyLayout(wd), AnyLayout(yd), stride, dilation, pad, pad}, Engine(),
-          fwd);
+          {alg, xa, AnyLayout(wd), ya, stride, dilation, pad, pad}, Engine(), fwd);
       AddWritingTo(plan, bwd, dnnl::convolution_backward_weights(bwd),
                    {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 2, yd)},
                     {DNNL_ARG_SRC, Input(plan, bwd, DNNL_ARG_SRC, 0, xd)}},
@@ -229,7 +246,7 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
 }
 
 // Runs `pass` of conv2d(x, w) = y, plus a per-channel `bias` (contiguous, C
-// values) when it is defined; the pass's output (contiguous) is fully written.
+// values) when it is defined; the pass's output (dense) is fully written.
 void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p,
           const Tensor& bias = Tensor()) {
   if (UseOneDnn({&x, &w, &y})) {
@@ -249,8 +266,9 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
     // After the sums, as a separate add would: the same roundings.
     const T* bp = bias.data<T>();
     T* yp = y.data<T>();
-    const int64_t channels = y.shape()[1], plane = y.shape()[2] * y.shape()[3];
-    for (int64_t i = 0; i < y.numel(); ++i) yp[i] += bp[i / plane % channels];
+    const int64_t per_channel[] = {0, 1, 0, 0};  // bias strides seen from y
+    ForEachOffset<2>(y.shape(), {y.strides(), per_channel},
+                     [&](int64_t yo, int64_t bo) { yp[yo] += bp[bo]; });
   });
 }
 
@@ -287,23 +305,22 @@ PoolParams ReadPool(const Attrs& attrs) {
   return {ReadPair(attrs, "kernel"), ReadPair(attrs, "stride"), ReadPair(attrs, "padding")};
 }
 
-// One pooling window clipped to the input: rows [h0, h1), cols [w0, w1) of
-// plane (n, c); `out` is the row-major index of its output element.
+// The pooling window of output element (n, c, oh, ow) clipped to the input:
+// rows [h0, h1), cols [w0, w1) of plane (n, c).
 struct Window {
-  int64_t out, n, c, h0, h1, w0, w1;
+  int64_t n, c, oh, ow, h0, h1, w0, w1;
 };
 
 // Calls fn(window) for every output element of pooling an input of `in` shape.
 template <typename Fn>
 void ForEachWindow(const Shape& in, const Shape& out, const PoolParams& p, Fn fn) {
-  int64_t index = 0;
   for (int64_t n = 0; n < out[0]; ++n) {
     for (int64_t c = 0; c < out[1]; ++c) {
       for (int64_t oh = 0; oh < out[2]; ++oh) {
         const int64_t h = oh * p.stride[0] - p.padding[0];
         for (int64_t ow = 0; ow < out[3]; ++ow) {
           const int64_t w = ow * p.stride[1] - p.padding[1];
-          fn(Window{index++, n, c, std::max<int64_t>(h, 0), std::min(h + p.kernel[0], in[2]),
+          fn(Window{n, c, oh, ow, std::max<int64_t>(h, 0), std::min(h + p.kernel[0], in[2]),
                     std::max<int64_t>(w, 0), std::min(w + p.kernel[1], in[3])});
         }
       }
@@ -340,21 +357,23 @@ void RefMaxPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
   T* yp = y.data<T>();
   ForEachWindow(x.shape(), y.shape(), p, [&](const Window& win) {
     const Pos m = ArgMax<T>(x, win);
-    yp[win.out] = m.h < 0 ? -std::numeric_limits<T>::infinity()
-                          : xp[Offset(x.strides(), win.n, win.c, m.h, m.w)];
+    yp[Offset(y.strides(), win.n, win.c, win.oh, win.ow)] =
+        m.h < 0 ? -std::numeric_limits<T>::infinity()
+                : xp[Offset(x.strides(), win.n, win.c, m.h, m.w)];
   });
 }
 
-// dx (contiguous, zero-filled) gets each window's grad at the window's argmax.
+// dx (dense, zero-filled) gets each window's grad at the window's argmax.
 template <typename T>
 void RefMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
                         const PoolParams& p) {
-  const Tensor g = grad.contiguous();
-  const T* gp = g.data<T>();
+  const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
-  ForEachWindow(x.shape(), g.shape(), p, [&](const Window& win) {
+  ForEachWindow(x.shape(), grad.shape(), p, [&](const Window& win) {
     const Pos m = ArgMax<T>(x, win);
-    if (m.h >= 0) dxp[Offset(dx.strides(), win.n, win.c, m.h, m.w)] += gp[win.out];
+    if (m.h < 0) return;
+    dxp[Offset(dx.strides(), win.n, win.c, m.h, m.w)] +=
+        gp[Offset(grad.strides(), win.n, win.c, win.oh, win.ow)];
   });
 }
 
@@ -368,38 +387,50 @@ void RefAvgPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
     for (int64_t h = win.h0; h < win.h1; ++h) {
       for (int64_t w = win.w0; w < win.w1; ++w) sum += xp[Offset(x.strides(), win.n, win.c, h, w)];
     }
-    yp[win.out] = sum / area;
+    yp[Offset(y.strides(), win.n, win.c, win.oh, win.ow)] = sum / area;
   });
 }
 
 template <typename T>
 void RefAvgPoolBackward(const Tensor& grad, const Tensor& dx, const PoolParams& p) {
-  const Tensor g = grad.contiguous();
-  const T* gp = g.data<T>();
+  const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
   const T area = static_cast<T>(p.kernel[0] * p.kernel[1]);
-  ForEachWindow(dx.shape(), g.shape(), p, [&](const Window& win) {
+  ForEachWindow(dx.shape(), grad.shape(), p, [&](const Window& win) {
+    const T g = gp[Offset(grad.strides(), win.n, win.c, win.oh, win.ow)];
     for (int64_t h = win.h0; h < win.h1; ++h) {
       for (int64_t w = win.w0; w < win.w1; ++w) {
-        dxp[Offset(dx.strides(), win.n, win.c, h, w)] += gp[win.out] / area;
+        dxp[Offset(dx.strides(), win.n, win.c, h, w)] += g / area;
       }
     }
   });
 }
 
 // Max pooling whose windows tile the input (kernel == stride, no padding, as
-// MaxPool2d(k) has), on dense NCHW data: the forward takes each window's
-// maximum a row of outputs at a time, which vectorises, and the backward
-// finds each window's first maximum again from x instead of keeping a
-// workspace. Both follow ArgMax's rule (the first maximum in row-major order),
-// so they give exactly the reference's results; oneDNN's pooling on plain NCHW
-// took 3-4x longer, and its backward must rerun the forward.
-bool TiledMaxPool(const PoolParams& p, std::initializer_list<const Tensor*> operands) {
-  if (p.kernel != p.stride || p.padding != Pair{0, 0}) return false;
-  for (const Tensor* t : operands) {
-    if (!t->is_contiguous()) return false;
+// MaxPool2d(k) has), on dense NCHW or NHWC data: the forward takes each
+// window's maximum many outputs at a time (a row of windows, or a window's
+// channels), which vectorises, and the backward finds each window's first
+// maximum again from x instead of keeping a workspace. All follow ArgMax's
+// rule (the first maximum in row-major order), so they give exactly the
+// reference's results; oneDNN's pooling on plain NCHW took 3-4x longer, and
+// its backward must rerun the forward.
+enum class Tiling { kNone, kRowMajor, kChannelsLast };
+
+// How max pooling of x runs tiled: `row_major` must all be contiguous for the
+// NCHW loops, `channels_last` all channels-last for the NHWC loops (which
+// take the others with any strides).
+Tiling MaxPoolTiling(const PoolParams& p, const Tensor& x,
+                     std::initializer_list<const Tensor*> row_major,
+                     std::initializer_list<const Tensor*> channels_last) {
+  if (p.kernel != p.stride || p.padding != Pair{0, 0} || x.numel() == 0) return Tiling::kNone;
+  auto all = [](std::initializer_list<const Tensor*> ts, auto pred) {
+    return std::all_of(ts.begin(), ts.end(), pred);
+  };
+  if (all(row_major, [](const Tensor* t) { return t->is_contiguous(); })) return Tiling::kRowMajor;
+  if (all(channels_last, [](const Tensor* t) { return ChannelsLast(*t); })) {
+    return Tiling::kChannelsLast;
   }
-  return true;
+  return Tiling::kNone;
 }
 
 template <typename T>
@@ -468,21 +499,122 @@ void TiledMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
   }
 }
 
-// Pooling primitives run on dense NCHW descs (oneDNN's pooling has fast
-// kernels for plain layouts); a non-contiguous input is reordered first.
+// The NHWC loops: a window's C channels are contiguous in x, so each step
+// takes a chunk of them at once into a local buffer, whose results are then
+// stored through the strides of y (or read through those of grad). The loops
+// across a chunk carry `omp simd`: GCC vectorises them at -O2, which this
+// library builds with, only when told to.
+constexpr int64_t kChannelChunk = 128;
+
+// best[c] = the maximum of channel c over the kh x kw window of NHWC data
+// whose first tap is at `first` (`len` channels, taps `channels` apart along a
+// row and `row_stride` down), with ArgMax's comparison.
+template <typename T>
+void WindowMax(const T* first, int64_t kh, int64_t kw, int64_t row_stride, int64_t channels,
+               int64_t len, T* best) {
+  std::copy(first, first + len, best);
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = i == 0 ? 1 : 0; j < kw; ++j) {
+      const T* in = first + i * row_stride + j * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < len; ++c) best[c] = in[c] > best[c] ? in[c] : best[c];
+    }
+  }
+}
+
+template <typename T>
+void TiledMaxPoolForwardChannelsLast(const Tensor& x, const Tensor& y, const PoolParams& p) {
+  const int64_t kh = p.kernel[0], kw = p.kernel[1];
+  const int64_t channels = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const int64_t oh = y.shape()[2], ow = y.shape()[3], rows = x.shape()[0] * oh;
+  const std::vector<int64_t>& ys = y.strides();
+  const T* xp = x.data<T>();
+  T* yp = y.data<T>();
+#pragma omp parallel for if (x.numel() >= kParallelElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t n = row / oh, r = row % oh;
+    T best[kChannelChunk];
+    for (int64_t col = 0; col < ow; ++col) {
+      const T* window = xp + ((n * h + r * kh) * w + col * kw) * channels;
+      T* out = yp + Offset(ys, n, 0, r, col);
+      for (int64_t c0 = 0; c0 < channels; c0 += kChannelChunk) {
+        const int64_t len = std::min(kChannelChunk, channels - c0);
+        WindowMax(window + c0, kh, kw, w * channels, channels, len, best);
+        for (int64_t c = 0; c < len; ++c) out[(c0 + c) * ys[1]] = best[c];
+      }
+    }
+  }
+}
+
+// The backward writes each window's part of dx whole: the grad at the
+// window's first maximum, 0 elsewhere. That maximum is the first tap equal to
+// the window's maximum; and the first tap is it unless a later one is larger
+// (so also when it is NaN, which no later tap replaces). Selects, not
+// branches, since relu's many tied zeros would mispredict.
+template <typename T>
+void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const Tensor& dx,
+                                      const PoolParams& p) {
+  const int64_t kh = p.kernel[0], kw = p.kernel[1];
+  const int64_t channels = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
+  const int64_t oh = grad.shape()[2], ow = grad.shape()[3], rows = x.shape()[0] * oh;
+  const std::vector<int64_t>& gs = grad.strides();
+  const T* xp = x.data<T>();
+  const T* gp = grad.data<T>();
+  T* dxp = dx.data<T>();
+  // Rows and columns no window covers stay 0.
+  if (oh * kh != h || ow * kw != w) std::memset(dxp, 0, dx.bytes());
+#pragma omp parallel for if (x.numel() >= kParallelElements)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t n = row / oh, r = row % oh;
+    T best[kChannelChunk], unclaimed[kChannelChunk];
+    for (int64_t col = 0; col < ow; ++col) {
+      const int64_t window = ((n * h + r * kh) * w + col * kw) * channels;
+      const T* g = gp + Offset(gs, n, 0, r, col);
+      for (int64_t c0 = 0; c0 < channels; c0 += kChannelChunk) {
+        const int64_t len = std::min(kChannelChunk, channels - c0);
+        const T* first = xp + window + c0;
+        T* dx_first = dxp + window + c0;
+        WindowMax(first, kh, kw, w * channels, channels, len, best);
+        for (int64_t c = 0; c < len; ++c) unclaimed[c] = g[(c0 + c) * gs[1]];
+#pragma omp simd
+        for (int64_t c = 0; c < len; ++c) {
+          const bool hit = !(first[c] < best[c]);
+          dx_first[c] = hit ? unclaimed[c] : T(0);
+          unclaimed[c] = hit ? T(0) : unclaimed[c];
+        }
+        for (int64_t i = 0; i < kh; ++i) {
+          for (int64_t j = i == 0 ? 1 : 0; j < kw; ++j) {
+            const int64_t tap = (i * w + j) * channels;
+#pragma omp simd
+            for (int64_t c = 0; c < len; ++c) {
+              const bool hit = first[tap + c] == best[c];
+              dx_first[tap + c] = hit ? unclaimed[c] : T(0);
+              unclaimed[c] = hit ? T(0) : unclaimed[c];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Pooling primitives run on dense descs (oneDNN's pooling has fast kernels
+// for plain layouts), NHWC when the pooled input is channels-last (x, or dx
+// for the average's backward), else NCHW; a tensor in another layout is
+// reordered.
 dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
                                                   const Tensor& x, const Tensor& y,
                                                   const PoolParams& p) {
-  return {{prop, alg, DenseDesc(x), DenseDesc(y), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
-           Dims(p.padding)},
+  const bool nhwc = ChannelsLast(x);
+  return {{prop, alg, DenseDesc(x, nhwc), DenseDesc(y, nhwc), Dims(p.stride), Dims(p.kernel),
+           Dims(p.padding), Dims(p.padding)},
           Engine()};
 }
 
-// Pooling backward from grad into dx.
+// Pooling backward from grad into dx, in the layouts of the forward `hint`.
 dnnl::pooling_backward::primitive_desc PoolBackward(
-    dnnl::algorithm alg, const Tensor& grad, const Tensor& dx, const PoolParams& p,
-    const dnnl::pooling_forward::primitive_desc& hint) {
-  return {{alg, DenseDesc(dx), DenseDesc(grad), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
+    dnnl::algorithm alg, const PoolParams& p, const dnnl::pooling_forward::primitive_desc& hint) {
+  return {{alg, hint.src_desc(), hint.dst_desc(), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
            Dims(p.padding)},
           Engine(),
           hint};
@@ -510,8 +642,12 @@ absl::Status MaxPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                            absl::Span<const Tensor> out) {
   const PoolParams p = ReadPool(attrs);
   const Tensor &x = in[0], &y = out[0];
-  if (x.numel() > 0 && TiledMaxPool(p, {&x, &y})) {
+  const Tiling tiling = MaxPoolTiling(p, x, {&x, &y}, {&x});
+  if (tiling == Tiling::kRowMajor) {
     VisitFloatDType(y.dtype(), [&](auto zero) { TiledMaxPoolForward<decltype(zero)>(x, y, p); });
+  } else if (tiling == Tiling::kChannelsLast) {
+    VisitFloatDType(y.dtype(),
+                    [&](auto zero) { TiledMaxPoolForwardChannelsLast<decltype(zero)>(x, y, p); });
   } else if (UseOneDnn({&x, &y})) {
     OneDnnPool(dnnl::algorithm::pooling_max, x, y, p);
   } else {
@@ -533,7 +669,7 @@ void BuildMaxPoolBackwardPlan(const Tensor& grad, const Tensor& x, const Tensor&
            {{DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 1, PlainDesc(x))},
             {DNNL_ARG_DST, plan.Internal(fwd.dst_desc())},
             {DNNL_ARG_WORKSPACE, workspace}});
-  const auto bwd = PoolBackward(alg, grad, dx, p, fwd);
+  const auto bwd = PoolBackward(alg, p, fwd);
   AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
                {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))},
                 {DNNL_ARG_WORKSPACE, workspace}},
@@ -544,9 +680,16 @@ absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
                                    absl::Span<const Tensor> out) {
   const PoolParams p = ReadPool(attrs);
   const Tensor &grad = in[0], &x = in[1], &dx = out[0];
-  if (x.numel() > 0 && TiledMaxPool(p, {&grad, &x, &dx})) {
+  const Tiling tiling = MaxPoolTiling(p, x, {&grad, &x, &dx}, {&x, &dx});
+  if (tiling == Tiling::kRowMajor) {
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { TiledMaxPoolBackward<decltype(zero)>(grad, x, dx, p); });
+    return absl::OkStatus();
+  }
+  if (tiling == Tiling::kChannelsLast) {
+    VisitFloatDType(dx.dtype(), [&](auto zero) {
+      TiledMaxPoolBackwardChannelsLast<decltype(zero)>(grad, x, dx, p);
+    });
     return absl::OkStatus();
   }
   if (!UseOneDnn({&grad, &x, &dx})) {
@@ -591,7 +734,7 @@ absl::Status AvgPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
   key.Add(grad).Add(dx);
   CachedPlan(key, [&](OneDnnPlan& plan) {
     const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, dx, grad, p);
-    const auto bwd = PoolBackward(alg, grad, dx, p, fwd);
+    const auto bwd = PoolBackward(alg, p, fwd);
     AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
                  {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))}},
                  DNNL_ARG_DIFF_SRC, 1, PlainDesc(dx));

@@ -3,16 +3,26 @@
 //
 // Normalisation sees its input as a 3-D [N, C, S] (batch norm: statistics per
 // channel C over N and S = H*W*...) or a 2-D [R, D] (layer norm: statistics per
-// row R over the D = prod(x.shape[axis:]) normalised elements) contiguous
+// row R over the D = prod(x.shape[axis:]) normalised elements) row-major
 // array. Batch norm runs on vectorised loops here for every dtype. Layer norm
 // in f32 runs on oneDNN's layer normalisation primitives, built once per shape
 // (primitive_cache.h); in f64, and on tensors with no elements (where only the
 // conventions for empty statistics matter), on the reference loops here.
+//
+// Layouts: inputs may have any strides; an output is dense, row-major or (for
+// batch norm's y and dx, rank 4) channels-last. When x, that output and (for
+// the backward) the grad are all channels-last, batch norm runs on the data
+// as a row-major [N*H*W, C] array, vectorised across channels; otherwise
+// strided inputs are copied row-major and a channels-last output is computed
+// row-major, then copied out through its strides.
+//
 // After a first call with the same shapes nothing is allocated: outputs are
-// the caller's, strided inputs are copied into reused per-thread buffers.
+// the caller's, the copies and partial sums live in reused per-thread buffers.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "Eigen/Core"
@@ -35,21 +45,47 @@ dnnl::normalization_flags ScaleShift() {
 // At most this many inputs per kernel (grad, x, w, mean, var).
 constexpr int kMaxInputs = 5;
 
-// The elements of input `slot`, `t`, as a contiguous array: t's own data when
-// t is contiguous, else a row-major copy in this thread's scratch buffer for
-// that slot, grown when too small and reused by later calls. Copies here
+// This thread's scratch buffers: one per input slot (0 .. kMaxInputs - 1),
+// then these.
+enum ScratchSlot { kOutputSlot = kMaxInputs, kPartialSlot, kChannelSlot, kNumScratchSlots };
+
+// Scratch buffer `slot` of this thread, of at least `size` elements: grown
+// when too small and reused by later calls.
+template <typename T>
+T* Scratch(int slot, int64_t size) {
+  thread_local std::array<std::vector<T>, kNumScratchSlots> buffers;
+  std::vector<T>& buffer = buffers[slot];
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(size);
+  return buffer.data();
+}
+
+// The elements of input `slot`, `t`, as a row-major array: t's own data when
+// t is contiguous, else a copy in that slot's scratch buffer. Copies here
 // rather than with Tensor::contiguous(), which would allocate and dispatch a
 // cast op from inside a kernel, showing it to the installed hooks.
 template <typename T>
 T* DenseData(const Tensor& t, int slot) {
   if (t.is_contiguous()) return t.data<T>();
-  thread_local std::array<std::vector<T>, kMaxInputs> scratch;
-  std::vector<T>& buffer = scratch[slot];
-  if (static_cast<int64_t>(buffer.size()) < t.numel()) buffer.resize(t.numel());
+  T* dst = Scratch<T>(slot, t.numel());
+  T* next = dst;
   const T* src = t.data<T>();
-  T* dst = buffer.data();
-  ForEachOffset<1>(t.shape(), {t.strides()}, [&](int64_t offset) { *dst++ = src[offset]; });
-  return buffer.data();
+  ForEachOffset<1>(t.shape(), {t.strides()}, [&](int64_t offset) { *next++ = src[offset]; });
+  return dst;
+}
+
+// Where a kernel writes output `t` as a row-major array: t's own data when t
+// is contiguous, else the output scratch buffer, which CopyOut then copies
+// into t.
+template <typename T>
+T* RowMajorOut(const Tensor& t) {
+  return t.is_contiguous() ? t.data<T>() : Scratch<T>(kOutputSlot, t.numel());
+}
+
+template <typename T>
+void CopyOut(const T* row_major, const Tensor& t) {
+  if (t.is_contiguous()) return;
+  T* dst = t.data<T>();
+  ForEachOffset<1>(t.shape(), {t.strides()}, [&](int64_t offset) { dst[offset] = *row_major++; });
 }
 
 void FillZero(const Tensor& t) {
@@ -78,10 +114,10 @@ BnDims BatchNormDims(const Shape& x) {
   return {x[0], x[1], NumElements(absl::MakeConstSpan(x).subspan(2))};
 }
 
-// Batch norm runs on the loops below for every dtype: each (sample, channel)
-// plane is a contiguous row of S elements, which Eigen reduces and maps with
-// vector instructions. (oneDNN's batch norm for plain NCHW data, the only
-// layout tensors have here, is a scalar loop several times slower.)
+// Batch norm on row-major data runs on the loops below for every dtype: each
+// (sample, channel) plane is a contiguous row of S elements, which Eigen
+// reduces and maps with vector instructions. (oneDNN's batch norm for plain
+// NCHW data is a scalar loop several times slower.)
 template <typename T>
 using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
@@ -145,18 +181,177 @@ void BatchNormBackward(const T* g, const T* x, const T* w, const T* mean, const 
   }
 }
 
+// ---- batch norm on channels-last data
+//
+// A channels-last [N, C, H, W] tensor is a row-major [M, C] array, M = N*H*W.
+// Sums take its rows a group at a time, as one vector of group * C elements
+// (long enough to vectorise well whatever C is) added into as many
+// accumulators, folded per channel at the end. The rows are split into a
+// fixed number of chunks, each with its own accumulators, added in chunk
+// order: the same roundings on any number of threads. The loops carry
+// `omp simd`: GCC vectorises them at -O2, which this library builds with,
+// only when told to.
+
+constexpr int64_t kRowChunks = 64;
+constexpr int64_t kGroupElements = 256;
+
+struct RowDims {
+  int64_t m, c;
+  int64_t group() const { return std::max<int64_t>(1, kGroupElements / c); }  // rows
+  int64_t width() const { return group() * c; }                               // elements
+  // Whole groups, so that only the last chunk ends with single rows.
+  int64_t rows_per_chunk() const {
+    const int64_t rows = (m + kRowChunks - 1) / kRowChunks;
+    return (rows + group() - 1) / group() * group();
+  }
+  int64_t chunks() const { return (m + rows_per_chunk() - 1) / rows_per_chunk(); }
+  bool parallel() const { return m * c >= kParallelElements; }
+};
+
+// Whether batch norm runs on the row loops: every operand channels-last, not empty.
+bool AllChannelsLast(std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands) {
+    if (t->numel() == 0 || !IsChannelsLast(t->shape(), t->strides())) return false;
+  }
+  return true;
+}
+
+RowDims ChannelsLastRows(const Shape& x) { return {NumElements(x) / x[1], x[1]}; }
+
+// sums[a * C + ch] = the sum over all rows of accumulator a's terms for
+// channel ch, where add(r, len, acc) adds the terms of the `len` elements
+// from row r on (a group of rows, or one) to acc[a * width + i], i < len.
+template <typename T, typename AddRows>
+void ChunkedChannelSums(const RowDims& d, int64_t accumulators, T* sums, AddRows add) {
+  const int64_t width = d.width(), size = accumulators * width, rows = d.rows_per_chunk();
+  T* partial = Scratch<T>(kPartialSlot, d.chunks() * size);
+#pragma omp parallel for if (d.parallel())
+  for (int64_t chunk = 0; chunk < d.chunks(); ++chunk) {
+    T* acc = partial + chunk * size;
+    std::fill(acc, acc + size, T(0));
+    const int64_t end = std::min(d.m, (chunk + 1) * rows);
+    int64_t r = chunk * rows;
+    for (; r + d.group() <= end; r += d.group()) add(r, width, acc);
+    for (; r < end; ++r) add(r, d.c, acc);
+  }
+  std::fill(sums, sums + accumulators * d.c, T(0));
+  for (int64_t chunk = 0; chunk < d.chunks(); ++chunk) {
+    for (int64_t a = 0; a < accumulators; ++a) {
+      for (int64_t j = 0; j < d.group(); ++j) {
+        const T* acc = partial + chunk * size + a * width + j * d.c;
+        for (int64_t ch = 0; ch < d.c; ++ch) sums[a * d.c + ch] += acc[ch];
+      }
+    }
+  }
+}
+
+// C per-channel `values` repeated over a group of rows, into `out`.
+template <typename T>
+void RepeatOverGroup(const T* values, const RowDims& d, T* out) {
+  for (int64_t j = 0; j < d.group(); ++j) std::copy(values, values + d.c, out + j * d.c);
+}
+
+template <typename T>
+void BatchNormStatsRows(const T* x, const RowDims& d, T* mean, T* var) {
+  const int64_t c = d.c;
+  ChunkedChannelSums(d, 1, mean, [&](int64_t r, int64_t len, T* acc) {
+    const T* xr = x + r * c;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) acc[i] += xr[i];
+  });
+  for (int64_t ch = 0; ch < c; ++ch) mean[ch] /= static_cast<T>(d.m);
+  T* mean_group = Scratch<T>(kChannelSlot, d.width());
+  RepeatOverGroup(mean, d, mean_group);
+  ChunkedChannelSums(d, 1, var, [&](int64_t r, int64_t len, T* acc) {
+    const T* xr = x + r * c;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) {
+      acc[i] += (xr[i] - mean_group[i]) * (xr[i] - mean_group[i]);
+    }
+  });
+  for (int64_t ch = 0; ch < c; ++ch) var[ch] /= static_cast<T>(d.m);
+}
+
+// y = x * scale + shift per channel, as BatchNormApply.
+template <typename T>
+void BatchNormApplyRows(const T* x, const T* w, const T* b, const T* mean, const T* var,
+                        const RowDims& d, double eps, T* y) {
+  const int64_t c = d.c;
+  T* scale = Scratch<T>(kChannelSlot, 2 * c);
+  T* shift = scale + c;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    scale[ch] = w[ch] / std::sqrt(var[ch] + static_cast<T>(eps));
+    shift[ch] = b[ch] - mean[ch] * scale[ch];
+  }
+#pragma omp parallel for if (d.parallel())
+  for (int64_t r = 0; r < d.m; ++r) {
+    const T* xr = x + r * c;
+    T* yr = y + r * c;
+#pragma omp simd
+    for (int64_t ch = 0; ch < c; ++ch) yr[ch] = xr[ch] * scale[ch] + shift[ch];
+  }
+}
+
+// The gradient of BatchNormBackward, with the same per-channel terms.
+template <typename T>
+void BatchNormBackwardRows(const T* g, const T* x, const T* w, const T* mean, const T* var,
+                           const RowDims& d, double eps, T* dx, T* dw, T* db) {
+  const int64_t c = d.c, width = d.width();
+  const T m = static_cast<T>(d.m);
+  // sum(g), sum(g * (x - mean)); then dx = g * g_scale - x * x_scale + shift.
+  T* mean_group = Scratch<T>(kChannelSlot, width + 5 * c);
+  T* sums = mean_group + width;
+  T *g_scale = sums + 2 * c, *x_scale = g_scale + c, *shift = x_scale + c;
+  RepeatOverGroup(mean, d, mean_group);
+  ChunkedChannelSums(d, 2, sums, [&](int64_t r, int64_t len, T* acc) {
+    const T *gr = g + r * c, *xr = x + r * c;
+    T* acc_gx = acc + width;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) {
+      acc[i] += gr[i];
+      acc_gx[i] += gr[i] * (xr[i] - mean_group[i]);
+    }
+  });
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const T invstd = T(1) / std::sqrt(var[ch] + static_cast<T>(eps));
+    const T sum_g = sums[ch], sum_gx = sums[c + ch] * invstd;
+    db[ch] = sum_g;
+    dw[ch] = sum_gx;
+    g_scale[ch] = w[ch] * invstd;
+    x_scale[ch] = g_scale[ch] * invstd * sum_gx / m;
+    shift[ch] = x_scale[ch] * mean[ch] - g_scale[ch] * sum_g / m;
+  }
+#pragma omp parallel for if (d.parallel())
+  for (int64_t r = 0; r < d.m; ++r) {
+    const T *gr = g + r * c, *xr = x + r * c;
+    T* dxr = dx + r * c;
+#pragma omp simd
+    for (int64_t ch = 0; ch < c; ++ch) {
+      dxr[ch] = gr[ch] * g_scale[ch] - xr[ch] * x_scale[ch] + shift[ch];
+    }
+  }
+}
+
 absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
                            absl::Span<const Tensor> out) {  // x, w, b -> y, mean, var
   const double eps = attrs.Float("eps");
-  const BnDims d = BatchNormDims(in[0].shape());
-  VisitFloatDType(in[0].dtype(), [&](auto zero) {
+  const Tensor &x = in[0], &y = out[0];
+  VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* x = DenseData<T>(in[0], 0);
-    T* mean = out[1].data<T>();
-    T* var = out[2].data<T>();
-    BatchNormStats(x, d, mean, var);
-    BatchNormApply(x, DenseData<T>(in[1], 1), DenseData<T>(in[2], 2), mean, var, d, eps,
-                   out[0].data<T>());
+    const T *w = DenseData<T>(in[1], 1), *b = DenseData<T>(in[2], 2);
+    T *mean = out[1].data<T>(), *var = out[2].data<T>();
+    if (AllChannelsLast({&x, &y})) {
+      const RowDims d = ChannelsLastRows(x.shape());
+      BatchNormStatsRows(x.data<T>(), d, mean, var);
+      BatchNormApplyRows(x.data<T>(), w, b, mean, var, d, eps, y.data<T>());
+      return;
+    }
+    const BnDims d = BatchNormDims(x.shape());
+    const T* xd = DenseData<T>(x, 0);
+    T* yd = RowMajorOut<T>(y);
+    BatchNormStats(xd, d, mean, var);
+    BatchNormApply(xd, w, b, mean, var, d, eps, yd);
+    CopyOut(yd, y);
   });
   return absl::OkStatus();
 }
@@ -164,11 +359,19 @@ absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
 absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                     absl::Span<const Tensor> out) {  // x, w, b, mean, var -> y
   const double eps = attrs.Float("eps");
-  const BnDims d = BatchNormDims(in[0].shape());
-  VisitFloatDType(in[0].dtype(), [&](auto zero) {
+  const Tensor &x = in[0], &y = out[0];
+  VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BatchNormApply(DenseData<T>(in[0], 0), DenseData<T>(in[1], 1), DenseData<T>(in[2], 2),
-                   DenseData<T>(in[3], 3), DenseData<T>(in[4], 4), d, eps, out[0].data<T>());
+    const T *w = DenseData<T>(in[1], 1), *b = DenseData<T>(in[2], 2);
+    const T *mean = DenseData<T>(in[3], 3), *var = DenseData<T>(in[4], 4);
+    if (AllChannelsLast({&x, &y})) {
+      BatchNormApplyRows(x.data<T>(), w, b, mean, var, ChannelsLastRows(x.shape()), eps,
+                         y.data<T>());
+      return;
+    }
+    T* yd = RowMajorOut<T>(y);
+    BatchNormApply(DenseData<T>(x, 0), w, b, mean, var, BatchNormDims(x.shape()), eps, yd);
+    CopyOut(yd, y);
   });
   return absl::OkStatus();
 }
@@ -177,12 +380,21 @@ absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& at
 absl::Status BatchNormBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                    absl::Span<const Tensor> out) {
   const double eps = attrs.Float("eps");
-  const BnDims d = BatchNormDims(in[1].shape());
-  VisitFloatDType(in[1].dtype(), [&](auto zero) {
+  const Tensor &g = in[0], &x = in[1], &dx = out[0];
+  VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    BatchNormBackward(DenseData<T>(in[0], 0), DenseData<T>(in[1], 1), DenseData<T>(in[2], 2),
-                      DenseData<T>(in[3], 3), DenseData<T>(in[4], 4), d, eps, out[0].data<T>(),
-                      out[1].data<T>(), out[2].data<T>());
+    const T *w = DenseData<T>(in[2], 2), *mean = DenseData<T>(in[3], 3),
+            *var = DenseData<T>(in[4], 4);
+    T *dw = out[1].data<T>(), *db = out[2].data<T>();
+    if (AllChannelsLast({&g, &x, &dx})) {
+      BatchNormBackwardRows(g.data<T>(), x.data<T>(), w, mean, var, ChannelsLastRows(x.shape()),
+                            eps, dx.data<T>(), dw, db);
+      return;
+    }
+    T* dxd = RowMajorOut<T>(dx);
+    BatchNormBackward(DenseData<T>(g, 0), DenseData<T>(x, 1), w, mean, var,
+                      BatchNormDims(x.shape()), eps, dxd, dw, db);
+    CopyOut(dxd, dx);
   });
   return absl::OkStatus();
 }
