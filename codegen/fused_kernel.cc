@@ -16,15 +16,17 @@
 namespace tc::codegen {
 namespace {
 
-// Reads one input, broadcast to the group's shape, in row-major blocks.
+// Reads one input, broadcast to the group's shape, in blocks of the
+// iteration order (the outputs' memory order: dims in `order`, outermost
+// first).
 class InputReader {
  public:
-  InputReader(const Tensor& t, const Shape& shape)
+  InputReader(const Tensor& t, const Shape& shape, absl::Span<const int> order)
       : base_(static_cast<const char*>(t.raw_data())), item_(ItemSize(t.dtype())) {
     // Coalesce dims as ForEachOffset does: a contiguous input becomes one dim
     // of stride 1, a bias broadcast over rows [rows (stride 0), cols (stride 1)].
     const int64_t lead = static_cast<int64_t>(shape.size()) - t.dim();
-    for (size_t d = 0; d < shape.size(); ++d) {
+    for (const int d : order) {
       if (shape[d] == 1) continue;
       // t's stride along d, 0 where t is broadcast (a missing or size-1 dim).
       const int64_t td = static_cast<int64_t>(d) - lead;
@@ -39,7 +41,17 @@ class InputReader {
     }
     if (dims_.empty()) dims_ = {NumElements(shape)}, strides_ = {0};  // one element
     in_place_ = dims_.size() == 1 && strides_[0] == 1;
+    // Broadcast along every dim but a last one of stride 1 (or 0) whose size
+    // divides the block: every full block reads the same elements.
+    const int last = static_cast<int>(dims_.size()) - 1;
+    same_every_block_ =
+        !in_place_ && strides_[last] <= 1 && FusedKernel::kBlockSize % dims_[last] == 0;
+    for (int d = 0; d < last; ++d) same_every_block_ = same_every_block_ && strides_[d] == 0;
   }
+
+  // Whether every full block reads the same elements: a scalar, or a
+  // per-channel vector broadcast over channels-last rows.
+  bool same_every_block() const { return same_every_block_; }
 
   // Elements [start, start + len) of the input: in place when contiguous,
   // else gathered into `buffer`.
@@ -97,6 +109,7 @@ class InputReader {
   int64_t item_;
   absl::InlinedVector<int64_t, 8> dims_, strides_;
   bool in_place_ = false;
+  bool same_every_block_ = false;
 };
 
 }  // namespace
@@ -163,11 +176,16 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
   return kernel;
 }
 
-void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const {
+void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
+                          absl::Span<const int> order) const {
   const int64_t n = NumElements(shape_);
   if (n == 0) return;
+  absl::InlinedVector<int, 8> dims(order.begin(), order.end());
+  if (dims.empty()) {
+    for (int d = 0; d < static_cast<int>(shape_.size()); ++d) dims.push_back(d);
+  }
   absl::InlinedVector<InputReader, 8> readers;
-  for (const Tensor& t : inputs) readers.emplace_back(t, shape_);
+  for (const Tensor& t : inputs) readers.emplace_back(t, shape_, dims);
   absl::InlinedVector<char*, 8> out_base;
   for (const Tensor& t : outputs) out_base.push_back(static_cast<char*>(t.raw_data()));
   // Blocks [first, last) on the calling thread: registers point at this
@@ -183,7 +201,9 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
     for (int64_t block = first; block < last; ++block) {
       const int64_t start = block * kBlockSize, len = std::min(kBlockSize, n - start);
       for (int i = 0; i < num_inputs_; ++i) {
-        regs[i] = const_cast<void*>(readers[i].Read(start, len, buffers[i]));
+        if (!readers[i].same_every_block() || block == first) {
+          regs[i] = const_cast<void*>(readers[i].Read(start, len, buffers[i]));
+        }
       }
       for (size_t o = 0; o < out_base.size(); ++o) {
         regs[output_registers_[o]] = out_base[o] + start * ItemSize(output_dtypes_[o]);

@@ -10,11 +10,11 @@
 //   //     r5: f32 = relu(r4)
 //   //     return (r4, r5)
 //   //   }
-//   kernel.RunInto({x, w, b}, {h, y});  // h, y: contiguous outputs
+//   kernel.RunInto({x, w, b}, {h, y});  // h, y: row-major outputs
 //
 // Registers r0..r{k-1} hold the group's inputs, read through their strides
-// (broadcast to the group's shape; a contiguous input is read in place). The
-// registers of output values point into the outputs (contiguous tensors);
+// (broadcast to the group's shape; an input dense in the iteration order is
+// read in place). The registers of output values point into the outputs;
 // the other registers are block buffers, reused once their value is dead.
 // Each op evaluates its eager kernel's formula (runtime/kernels/
 // elementwise_math.h), so results are bitwise equal to the interpreter's.
@@ -38,11 +38,14 @@ class FusedKernel {
   static FusedKernel Compile(const FusionGroup& group);
 
   // One tensor per group input (its type, any strides) in; `outputs`:
-  // contiguous tensors of the group's output types, every element written. Groups of
-  // kParallelElements or more split their blocks over the intra-op threads (runtime/threads.h).
-  // Allocates nothing once each thread's block buffers have grown to the program's size (up to 8
-  // inputs and 32 registers).
-  void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs) const;
+  // tensors of the group's output types, dense in `order` (graph/shape.h's
+  // DimOrder; row-major when empty), every element written in that memory
+  // order. Groups of kParallelElements or more split their blocks over the
+  // intra-op threads (runtime/threads.h). Allocates nothing once each
+  // thread's block buffers have grown to the program's size (up to 8 inputs
+  // and 32 registers).
+  void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
+               absl::Span<const int> order = {}) const;
 
   // The program, one instruction per line, then "return (r5, r7)".
   std::string ToString() const;

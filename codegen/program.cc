@@ -11,6 +11,7 @@
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
+#include "codegen/layout_plan.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -72,6 +73,14 @@ void CopyTo(const Tensor& src, absl::Span<const int64_t> shape,
                             [&](int64_t o, int64_t i) { d[o] = s[i]; });
 }
 
+// Whether `t` is laid out with `strides` (any stride along a size-1 dim).
+bool SameDenseLayout(const Tensor& t, absl::Span<const int64_t> strides) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.shape()[d] != 1 && t.strides()[d] != strides[d]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 struct Program::Step {
@@ -81,6 +90,7 @@ struct Program::Step {
   int fused_nodes = 0;  // in the fused group
   IntoKernelFn into = nullptr;
   bool with_bias = false;                // a convolution that also adds its reader's bias
+  DimOrder order;                        // a fused step's iteration (its outputs' memory) order
   std::vector<int> inputs, results;      // slots
   std::vector<TensorType> result_types;  // of an eager node
   // A view of an argument or of an eager result is rebound every run: its
@@ -104,14 +114,28 @@ struct Program::OwnedBuffer {
 Program::Program(Graph graph) : graph_(std::move(graph)) {}
 Program::~Program() = default;
 
-absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph) {
+absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
+                                                          const ProgramOptions& options) {
   if (absl::Status s = CheckCompilable(graph, "program"); !s.ok()) return s;
+  const std::vector<DimOrder>& orders = options.argument_orders;
+  if (!orders.empty() && orders.size() != graph.placeholders().size()) {
+    return absl::InvalidArgumentError(absl::StrCat("program: expected ",
+                                                   graph.placeholders().size(),
+                                                   " argument orders, got ", orders.size()));
+  }
+  for (size_t i = 0; i < orders.size(); ++i) {
+    if (!orders[i].empty() && orders[i].size() != graph.placeholders()[i]->type().shape.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "program: argument ", i, " has rank ", graph.placeholders()[i]->type().rank(),
+          ", its order has ", orders[i].size(), " dims"));
+    }
+  }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
-  if (absl::Status s = program->Lower(); !s.ok()) return s;
+  if (absl::Status s = program->Lower(options); !s.ok()) return s;
   return program;
 }
 
-absl::Status Program::Lower() {
+absl::Status Program::Lower(const ProgramOptions& options) {
   absl::MutexLock lock(&mutex_);
   // Slots: the placeholders, then every node result in graph order.
   absl::flat_hash_map<const Value*, int> slot;
@@ -137,11 +161,17 @@ absl::Status Program::Lower() {
   for (const Value* v : values) scratch_bytes = std::max(scratch_bytes, v->type().bytes());
   auto scratch = std::make_shared<Storage>(scratch_bytes);
   std::vector<Tensor> layout(num_values);
-  auto contiguous_layout = [&](const Value* v) {
+  auto dense_layout = [&](const Value* v, absl::Span<const int> order) {
     const TensorType& t = v->type();
-    return Tensor::View(scratch, t.dtype, t.shape, ContiguousStrides(t.shape), 0);
+    return Tensor::View(scratch, t.dtype, t.shape, DenseStrides(t.shape, order), 0);
   };
-  for (const Value* p : graph_.placeholders()) layout[slot[p]] = contiguous_layout(p);
+  for (size_t i = 0; i < graph_.placeholders().size(); ++i) {
+    const Value* p = graph_.placeholders()[i];
+    layout[slot[p]] =
+        dense_layout(p, options.argument_orders.empty() ? DimOrder() : options.argument_orders[i]);
+    argument_strides_.push_back(layout[slot[p]].strides());
+  }
+  const LayoutPlanner planner(graph_, options.free_outputs_from);
 
   // Where each value's memory comes from: the slot of the value owning its
   // buffer (itself for computed values, arguments and eager results).
@@ -171,9 +201,15 @@ absl::Status Program::Lower() {
     for (const Value* v : values) s.push_back(slot.at(v));
     return s;
   };
+  auto layouts_of = [&](const std::vector<int>& slots) {
+    std::vector<Tensor> l;
+    for (int s : slots) l.push_back(layout[s]);
+    return l;
+  };
   for (const Node* node : graph_.nodes()) {
     Step step{StepKind::kInto, node};
     const OpDef& def = GetOpDef(node->op());
+    DimOrder order;  // of the results of a fused or into step
     auto g = group_of.find(node);
     if (g != group_of.end()) {
       if (node != g->second->nodes.back()) continue;
@@ -182,6 +218,7 @@ absl::Status Program::Lower() {
       step.fused_nodes = g->second->nodes.size();
       step.inputs = slots_of(g->second->inputs);
       step.results = slots_of(g->second->outputs);
+      step.order = order = planner.ForGroup(*g->second, layouts_of(step.inputs));
     } else {
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());
@@ -191,9 +228,9 @@ absl::Status Program::Lower() {
       } else if (GetIntoKernel(node->op()) != nullptr) {
         step.kind = StepKind::kInto;
         step.into = GetIntoKernel(node->op());
+        order = planner.ForNode(*node, layouts_of(step.inputs));
       } else if (def.Has(kTraitView)) {
-        std::vector<Tensor> in;
-        for (int s : step.inputs) in.push_back(layout[s]);
+        const std::vector<Tensor> in = layouts_of(step.inputs);
         absl::StatusOr<TensorList> out = RunNodeKernel(*node, in, step.result_types);
         if (!out.ok()) return out.status();
         if ((*out)[0].storage() == scratch) {
@@ -220,7 +257,9 @@ absl::Status Program::Lower() {
     if (step.kind != StepKind::kView) {
       for (size_t r = 0; r < step.results.size(); ++r) {
         const int s = step.results[r];
-        layout[s] = contiguous_layout(values[s]);
+        // An into step's order is its first result's; a fused step's, all.
+        const bool ordered = step.kind == StepKind::kFused || r == 0;
+        layout[s] = dense_layout(values[s], ordered ? order : DimOrder());
         origin[s] = step.kind == StepKind::kEager      ? Origin::kEager
                     : step.kind == StepKind::kConstant ? Origin::kConstant
                                                        : Origin::kPlanned;
@@ -231,6 +270,9 @@ absl::Status Program::Lower() {
     steps_.push_back(std::move(step));
   }
   output_slots_ = slots_of(graph_.outputs());
+  for (const Tensor& l : layout) {  // undefined for values inside fused groups
+    channels_last_.push_back(l.defined() && IsChannelsLast(l.shape(), l.strides()));
+  }
   FuseConvolutionBias(values, layout);
 
   // Constants are computed now, once.
@@ -475,7 +517,7 @@ absl::Status Program::RunStep(Step& step) {
         step.result_handles[r] = slots_[step.results[r]];
       }
       if (step.kind == StepKind::kFused) {
-        step.fused->RunInto(step.input_handles, step.result_handles);
+        step.fused->RunInto(step.input_handles, step.result_handles, step.order);
       } else if (absl::Status s =
                      step.into(step.input_handles, step.node->attrs(), step.result_handles);
                  !s.ok()) {
@@ -496,7 +538,7 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
   if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
   absl::MutexLock lock(&mutex_);
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].is_contiguous()) {
+    if (SameDenseLayout(args[i], argument_strides_[i])) {
       slots_[i] = args[i];
       continue;
     }
@@ -504,7 +546,9 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
     // A staged copy returned last run (the graph returns its argument) and
     // still held stays its holder's.
     if (!staged.defined() || staged.handle_count() > 1 || staged.storage().use_count() > 1) {
-      staged = Tensor::Uninitialized(args[i].shape(), args[i].dtype());
+      staged = Tensor::View(std::make_shared<Storage>(std::max<int64_t>(args[i].bytes(), 1),
+                                                      /*zeroed=*/false),
+                            args[i].dtype(), args[i].shape(), argument_strides_[i], 0);
     }
     kernels::CopyStrided(args[i], staged);
     slots_[i] = staged;
@@ -534,13 +578,22 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) 
   return outputs;
 }
 
+DimOrder Program::output_order(int i) const {
+  return channels_last_[output_slots_[i]] ? kChannelsLast : DimOrder();
+}
+
 std::string Program::PlanString() const {
   std::string plan;
+  for (size_t i = 0; i < argument_strides_.size(); ++i) {
+    if (channels_last_[i]) absl::StrAppend(&plan, "argument #", i, ":nhwc\n");
+  }
   for (const Step& step : steps_) {
     absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()),
                     step.with_bias ? "+bias" : "", " -> ",
                     absl::StrJoin(step.results, ", ",
-                                  [&](std::string* out, int s) { absl::StrAppend(out, "#", s); }),
+                                  [&](std::string* out, int s) {
+                                    absl::StrAppend(out, "#", s, channels_last_[s] ? ":nhwc" : "");
+                                  }),
                     "\n");
     if (step.fused) absl::StrAppend(&plan, step.fused->ToString());
   }

@@ -27,10 +27,18 @@
 // buffer still held is left to its holder and the run allocates a new one, so
 // nothing a caller kept is ever overwritten.
 //
+// Layouts. Values are row-major unless the layout planner (codegen/
+// layout_plan.h) makes them channels-last: convolutional activations, and
+// graph outputs from `free_outputs_from` on when the caller takes any layout
+// (a training step's saved values, handed to a backward compiled with
+// `argument_orders` to match). An argument in another layout than its
+// placeholder's is copied into it first.
+//
 // A run holds a lock: one program runs on one thread at a time.
 #ifndef TENSORCUT_CODEGEN_PROGRAM_H_
 #define TENSORCUT_CODEGEN_PROGRAM_H_
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,14 +49,23 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "graph/ir.h"
+#include "graph/shape.h"
 #include "runtime/tensor.h"
 
 namespace tc::codegen {
 
+struct ProgramOptions {
+  // Per placeholder, the layout its arguments come in; empty: all row-major.
+  std::vector<DimOrder> argument_orders;
+  // Outputs from this index on may be in any layout; earlier ones are row-major.
+  int free_outputs_from = std::numeric_limits<int>::max();
+};
+
 class Program {
  public:
   // Fails when the graph does not verify or an op has no kernel.
-  static absl::StatusOr<std::shared_ptr<Program>> Compile(const Graph& graph);
+  static absl::StatusOr<std::shared_ptr<Program>> Compile(const Graph& graph,
+                                                          const ProgramOptions& options = {});
   ~Program();
 
   // Checks `args` against the placeholders (as the interpreter does), runs
@@ -58,12 +75,17 @@ class Program {
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args);
 
   int num_outputs() const { return static_cast<int>(output_slots_.size()); }
+  // The layout of output i: kChannelsLast, or empty for row-major (or a
+  // view in neither layout).
+  DimOrder output_order(int i) const;
   // The arena's size, and what the values in it would take without sharing.
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t unshared_bytes() const { return unshared_bytes_; }
-  // One line per step: "fused", "into", "view", "copy", "constant" or
-  // "eager", its (last) node's op and its result slots; a fused step's
-  // register program follows its line. Then the arena's size.
+  // A line per channels-last argument ("argument #2:nhwc"), then one line
+  // per step: "fused", "into", "view", "copy", "constant" or
+  // "eager", its (last) node's op and its result slots, "#7:nhwc" for a
+  // channels-last one; a fused step's register program follows its line.
+  // Then the arena's size.
   std::string PlanString() const;
 
  private:
@@ -71,7 +93,7 @@ class Program {
   struct OwnedBuffer;
 
   explicit Program(Graph graph);
-  absl::Status Lower();
+  absl::Status Lower(const ProgramOptions& options);
   void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   absl::Status RunSteps();
   absl::Status RunStep(Step& step);
@@ -83,6 +105,8 @@ class Program {
   std::vector<Step> steps_;
   std::vector<OwnedBuffer> owned_;  // output buffers outside the arena
   std::vector<int> output_slots_;
+  std::vector<std::vector<int64_t>> argument_strides_;  // per placeholder
+  std::vector<bool> channels_last_;                     // per slot
   // Slots a run binds afresh: eager results, and views of arguments or of
   // eager results.
   std::vector<int> eager_slots_, rebound_view_slots_;
@@ -93,7 +117,8 @@ class Program {
   absl::Mutex mutex_;
   // One handle per value; placeholders first. Planned values keep theirs.
   std::vector<Tensor> slots_ ABSL_GUARDED_BY(mutex_);
-  std::vector<Tensor> staged_args_ ABSL_GUARDED_BY(mutex_);  // non-contiguous args, copied
+  // Arguments in another layout than their placeholder's, copied.
+  std::vector<Tensor> staged_args_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace tc::codegen

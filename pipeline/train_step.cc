@@ -76,9 +76,19 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
                            : partition::PartitionFn(partition::MinCutPartition);
   absl::StatusOr<partition::PartitionResult> part = pipeline->partition(partition_fn, **joint);
   if (!part.ok()) return part.status();
-  absl::StatusOr<std::shared_ptr<codegen::Program>> fw = codegen::Program::Compile(part->forward);
+  // The saved values cross from forward to backward in whatever layout the
+  // forward planned (channels-last activations), with no reorder between.
+  const int num_forward_outputs = (*joint)->layout.num_forward_outputs;
+  absl::StatusOr<std::shared_ptr<codegen::Program>> fw =
+      codegen::Program::Compile(part->forward, {.free_outputs_from = num_forward_outputs});
   if (!fw.ok()) return fw.status();
-  absl::StatusOr<std::shared_ptr<codegen::Program>> bw = codegen::Program::Compile(part->backward);
+  codegen::ProgramOptions backward_options;
+  backward_options.argument_orders.resize(part->backward.placeholders().size());
+  for (int i = 0; i < part->num_fw_outs_saved_for_bw; ++i) {
+    backward_options.argument_orders[i] = (*fw)->output_order(num_forward_outputs + i);
+  }
+  absl::StatusOr<std::shared_ptr<codegen::Program>> bw =
+      codegen::Program::Compile(part->backward, backward_options);
   if (!bw.ok()) return bw.status();
   step->forward_ = *std::move(fw);
   step->backward_ = *std::move(bw);
@@ -101,7 +111,7 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
     }
   }
   const JointLayout& layout = (*joint)->layout;
-  step->num_forward_outputs_ = layout.num_forward_outputs;
+  step->num_forward_outputs_ = num_forward_outputs;
   for (int primal : layout.grad_primal_indices) {
     const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
     step->grad_params_.push_back(is_param ? step->forward_args_[primal] : Tensor());

@@ -1,0 +1,128 @@
+// Layout planning (codegen/layout_plan.h) through programs: convolutional
+// activations are channels-last from the first convolution to the flatten,
+// results match the interpreter's, outputs stay row-major unless the caller
+// frees them, and arguments in another layout than planned are copied in.
+#include "codegen/layout_plan.h"
+
+#include "catch2/catch.hpp"
+#include "codegen/interpreter.h"
+#include "codegen/program.h"
+#include "runtime/ops.h"
+#include "runtime/random.h"
+
+namespace tc::codegen {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// conv -> batch_norm -> relu -> max_pool2d(2) -> flatten, returning the
+// flattened result and (when `return_conv`) the convolution's.
+Graph ConvBlock(DType dtype, bool return_conv) {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {dtype, {2, 3, 8, 8}});
+  Value* w = g.AddPlaceholder("w", {dtype, {4, 3, 3, 3}});
+  Value* gamma = g.AddPlaceholder("gamma", {dtype, {4}});
+  Value* beta = g.AddPlaceholder("beta", {dtype, {4}});
+  Value* y = g.AddNode(OpKind::kConv2d, {x, w},
+                       {{"stride", Ints{1, 1}},
+                        {"padding", Ints{1, 1}},
+                        {"dilation", Ints{1, 1}},
+                        {"groups", int64_t{1}}})
+                 .value()[0];
+  Value* n = g.AddNode(OpKind::kBatchNorm, {y, gamma, beta}, {{"eps", 1e-5}}).value()[0];
+  Value* r = g.AddNode(OpKind::kRelu, {n}).value()[0];
+  Value* p = g.AddNode(OpKind::kMaxPool2d, {r},
+                       {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0}}})
+                 .value()[0];
+  Value* f = g.AddNode(OpKind::kReshape, {p}, {{"shape", Ints{2, 64}}}).value()[0];
+  std::vector<Value*> outputs = {f};
+  if (return_conv) outputs.push_back(y);
+  REQUIRE(g.SetOutputs(outputs).ok());
+  return g;
+}
+
+std::vector<Tensor> Arguments(DType dtype) {
+  Generator gen(11);
+  return {randn({2, 3, 8, 8}, dtype, &gen), randn({4, 3, 3, 3}, dtype, &gen),
+          randn({4}, dtype, &gen), randn({4}, dtype, &gen)};
+}
+
+void RequireClose(const Tensor& actual, const Tensor& expected, double tol) {
+  REQUIRE(actual.shape() == expected.shape());
+  const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(e[i]).margin(tol).epsilon(tol));
+}
+
+bool ChannelsLast(const Tensor& t) { return IsChannelsLast(t.shape(), t.strides()); }
+
+TEST_CASE("activations are channels-last from the convolution to the flatten") {
+  for (DType dtype : {DType::kF64, DType::kF32}) {
+    INFO(DTypeName(dtype));
+    const Graph g = ConvBlock(dtype, /*return_conv=*/false);
+    std::shared_ptr<Program> program = Program::Compile(g).value();
+    const std::string plan = program->PlanString();
+    INFO(plan);
+    REQUIRE_THAT(plan, Catch::Contains("into conv2d -> #4:nhwc"));
+    REQUIRE_THAT(plan, Catch::Contains("into batch_norm -> #5:nhwc, #6, #7"));
+    REQUIRE_THAT(plan, Catch::Contains("fused relu -> #8:nhwc"));
+    // Only a reshape reads the pooled result: written row-major, the flatten is a view.
+    REQUIRE_THAT(plan, Catch::Contains("into max_pool2d -> #9\n"));
+    REQUIRE_THAT(plan, Catch::Contains("view reshape"));
+    const std::vector<Tensor> args = Arguments(dtype);
+    const Tensor planned = program->Run(args).value()[0];
+    const Tensor reference = Interpret(g).value()(args).value()[0];
+    RequireClose(planned, reference, dtype == DType::kF64 ? 1e-12 : 1e-5);
+  }
+}
+
+TEST_CASE("outputs are row-major unless the caller takes any layout") {
+  const Graph g = ConvBlock(DType::kF64, /*return_conv=*/true);
+  const std::vector<Tensor> args = Arguments(DType::kF64);
+  const std::vector<Tensor> reference = Interpret(g).value()(args).value();
+  std::shared_ptr<Program> row_major = Program::Compile(g).value();
+  REQUIRE(row_major->output_order(1).empty());
+  const std::vector<Tensor> a = row_major->Run(args).value();
+  REQUIRE(a[1].is_contiguous());
+  std::shared_ptr<Program> free = Program::Compile(g, {.free_outputs_from = 1}).value();
+  REQUIRE(free->output_order(0).empty());
+  REQUIRE(free->output_order(1) == kChannelsLast);
+  const std::vector<Tensor> b = free->Run(args).value();
+  REQUIRE(ChannelsLast(b[1]));
+  for (int i = 0; i < 2; ++i) {
+    RequireClose(a[i], reference[i], 1e-12);
+    RequireClose(b[i], reference[i], 1e-12);
+  }
+}
+
+TEST_CASE("an argument in another layout than its placeholder's is copied into it") {
+  const Graph g = ConvBlock(DType::kF64, /*return_conv=*/false);
+  ProgramOptions options;
+  options.argument_orders = {kChannelsLast, {}, {}, {}};
+  std::shared_ptr<Program> program = Program::Compile(g, options).value();
+  REQUIRE_THAT(program->PlanString(), Catch::StartsWith("argument #0:nhwc\n"));
+  std::vector<Tensor> args = Arguments(DType::kF64);
+  const Tensor reference = Interpret(g).value()(args).value()[0];
+  RequireClose(program->Run(args).value()[0], reference, 1e-12);  // row-major: copied
+  args[0] = args[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  REQUIRE(ChannelsLast(args[0]));
+  RequireClose(program->Run(args).value()[0], reference, 1e-12);  // read in place
+}
+
+TEST_CASE("argument orders that do not fit the graph are an error") {
+  const Graph g = ConvBlock(DType::kF64, /*return_conv=*/false);
+  ProgramOptions too_few;
+  too_few.argument_orders = {kChannelsLast};
+  absl::StatusOr<std::shared_ptr<Program>> a = Program::Compile(g, too_few);
+  REQUIRE(a.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(a.status().message()),
+               Catch::Contains("expected 4 argument orders, got 1"));
+  ProgramOptions wrong_rank;
+  wrong_rank.argument_orders = {{}, {}, kChannelsLast, {}};
+  absl::StatusOr<std::shared_ptr<Program>> b = Program::Compile(g, wrong_rank);
+  REQUIRE(b.status().code() == absl::StatusCode::kInvalidArgument);
+  REQUIRE_THAT(std::string(b.status().message()),
+               Catch::Contains("argument 2 has rank 1, its order has 4 dims"));
+}
+
+}  // namespace
+}  // namespace tc::codegen
