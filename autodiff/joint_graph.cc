@@ -93,8 +93,11 @@ Tensor Accumulate(const Tensor& sum, const Tensor& g) { return sum.defined() ? a
 // thrown as tc::Error (the rules' own convention) and caught by BuildJointGraph.
 class JointBuilder {
  public:
-  JointBuilder(const TracedProgram& forward, std::vector<bool> requires_grad)
-      : forward_(forward), requires_grad_(std::move(requires_grad)) {}
+  JointBuilder(const TracedProgram& forward, std::vector<bool> requires_grad,
+               int num_buffer_update_outputs)
+      : forward_(forward),
+        requires_grad_(std::move(requires_grad)),
+        num_buffer_update_outputs_(num_buffer_update_outputs) {}
 
   JointGraph Build() {
     AddInputs();
@@ -116,12 +119,13 @@ class JointBuilder {
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (!IsFloating(outputs[i]->type().dtype)) continue;
       const int k = static_cast<int>(tangents_.size());
-      tangents_.emplace_back(outputs[i],
-                             tracer_.AddInput(absl::StrCat("tangent_", k), outputs[i]->type()));
+      Tensor tangent = tracer_.AddInput(absl::StrCat("tangent_", k), outputs[i]->type());
       joint_.inputs.push_back({Kind::kTangent, "", static_cast<int>(i)});
+      const bool buffer_update = i >= outputs.size() - num_buffer_update_outputs_;
+      if (!buffer_update) tangents_.emplace_back(outputs[i], std::move(tangent));
     }
     joint_.layout.num_primals = static_cast<int>(placeholders.size());
-    joint_.layout.num_tangents = static_cast<int>(tangents_.size());
+    joint_.layout.num_tangents = static_cast<int>(joint_.inputs.size() - placeholders.size());
   }
 
   // Records every forward node again, under its own source. A result needs a
@@ -225,6 +229,7 @@ class JointBuilder {
 
   const TracedProgram& forward_;
   const std::vector<bool> requires_grad_;
+  const size_t num_buffer_update_outputs_;
   Tracer tracer_;
   JointGraph joint_;
   absl::flat_hash_map<const Value*, Tensor> traced_;  // forward value -> traced tensor
@@ -243,9 +248,15 @@ absl::StatusOr<JointGraph> BuildJointGraph(const TracedProgram& forward,
                                            const JointOptions& options) {
   absl::StatusOr<std::vector<bool>> requires_grad = RequiresGrad(forward, options);
   if (!requires_grad.ok()) return requires_grad.status();
+  const int num_outputs = static_cast<int>(forward.graph.outputs().size());
+  if (options.num_buffer_update_outputs < 0 || options.num_buffer_update_outputs > num_outputs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("BuildJointGraph: ", options.num_buffer_update_outputs,
+                     " buffer update outputs, but the forward has ", num_outputs, " outputs"));
+  }
   // The joint graph is data: nothing here records eager autograd.
   NoGradGuard no_grad;
-  JointBuilder builder(forward, *std::move(requires_grad));
+  JointBuilder builder(forward, *std::move(requires_grad), options.num_buffer_update_outputs);
   return CatchErrors([&] { return builder.Build(); });
 }
 

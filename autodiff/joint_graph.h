@@ -70,6 +70,11 @@ struct JointOptions {
   // One flag per flattened user input; empty means none requires grad. Only
   // floating inputs may require grad. Buffers and constants never do.
   std::vector<bool> user_inputs_require_grad;
+  // The last this many forward outputs are buffer updates (BatchNorm's running
+  // statistics): state, not results, so no gradient flows back from them, as
+  // in eager mode, where they are computed from detached statistics. Their
+  // tangents stay placeholders that nothing reads.
+  int num_buffer_update_outputs = 0;
 };
 
 struct JointGraph {

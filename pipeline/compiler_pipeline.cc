@@ -88,6 +88,7 @@ absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options
     joint_options.user_inputs_require_grad.push_back(
         floating && (options.grad_for_all_inputs || example_requires_grad_[i]));
   }
+  joint_options.num_buffer_update_outputs = static_cast<int>(model_->mutated_buffers.size());
   absl::StatusOr<JointGraph> joint = BuildJointGraph(*forward, joint_options);
   if (!joint.ok()) return joint.status();
   LabelMutatedBuffers(*model_, joint->outputs);
