@@ -30,7 +30,13 @@ nn::ModelSpec Model(const std::string& name, DType dtype) {
 }
 
 std::unique_ptr<nn::Optimizer> MakeOptimizer(const std::string& kind, nn::Module& module) {
-  if (kind == "adam") return std::make_unique<nn::Adam>(module.named_parameters(), 1e-3);
+  // Adam divides by the gradient's RMS, so a parameter whose exact gradient
+  // is 0 (a convolution's bias ahead of batch norm) would take full steps in
+  // the direction of f32 rounding noise, which any other summation order
+  // flips; eps = 1e-4 keeps such steps at the noise's size.
+  if (kind == "adam") {
+    return std::make_unique<nn::Adam>(module.named_parameters(), 1e-3, 0.9, 0.999, /*eps=*/1e-4);
+  }
   return std::make_unique<nn::SGD>(module.named_parameters(), 0.05, /*momentum=*/0.9);
 }
 
