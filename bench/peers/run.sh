@@ -41,9 +41,8 @@ if [[ ! -x "$peer" || bench/peers/libtorch_bench.cc -nt "$peer" ]]; then
   g++ -O2 -std=c++17 -I"$TORCH_API_INCLUDE" bench/peers/libtorch_bench.cc -o "$peer" \
     -ltorch -ltorch_cpu -lc10
 fi
-if [[ ! -x "$tensorcut" ]]; then
-  bazel build -c opt --config=opt //tools:tensorcut
-fi
+# Always: a no-op when up to date, and a stale binary would measure old code.
+bazel build -c opt --config=opt //tools:tensorcut
 
 # Debian's OpenBLAS 0.3.21 does not recognise recent CPUs and falls back to
 # its SSE3 ("Prescott") kernels, 2-3x slower than the AVX-512 ones; name the
