@@ -5,8 +5,6 @@
 namespace tc::codegen {
 namespace {
 
-bool ChannelsLast(const Tensor& t) { return IsChannelsLast(t.shape(), t.strides()); }
-
 // The input whose layout a node's first result follows, or -1 when it
 // keeps to row-major; convolutions' results are channels-last regardless.
 int FollowedInput(OpKind op) {
@@ -54,14 +52,14 @@ DimOrder LayoutPlanner::ForNode(const Node& node, absl::Span<const Tensor> input
     return Allowed(node.result(0), kChannelsLast);
   }
   const int followed = FollowedInput(node.op());
-  if (followed < 0 || !ChannelsLast(inputs[followed])) return {};
+  if (followed < 0 || !inputs[followed].is_channels_last()) return {};
   return Allowed(node.result(0), kChannelsLast);
 }
 
 DimOrder LayoutPlanner::ForGroup(const FusionGroup& group, absl::Span<const Tensor> inputs) const {
   bool follows = false;
   for (const Tensor& in : inputs)
-    follows = follows || (in.shape() == group.shape && ChannelsLast(in));
+    follows = follows || (in.shape() == group.shape && in.is_channels_last());
   if (!follows) return {};
   for (const Value* out : group.outputs) {
     if (out->type().shape != group.shape || Allowed(out, kChannelsLast).empty()) return {};

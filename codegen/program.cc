@@ -271,7 +271,7 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   }
   output_slots_ = slots_of(graph_.outputs());
   for (const Tensor& l : layout) {  // undefined for values inside fused groups
-    channels_last_.push_back(l.defined() && IsChannelsLast(l.shape(), l.strides()));
+    channels_last_.push_back(l.defined() && l.is_channels_last());
   }
   FuseConvolutionBias(values, layout);
 

@@ -118,6 +118,8 @@ int64_t Tensor::size(int64_t d) const { return impl_->shape[d < 0 ? d + dim() : 
 
 bool Tensor::is_contiguous() const { return IsContiguous(impl_->shape, impl_->strides); }
 
+bool Tensor::is_channels_last() const { return IsChannelsLast(impl_->shape, impl_->strides); }
+
 void* Tensor::raw_data() const {
   if (impl_->storage == nullptr && impl_->trace != nullptr) {
     throw Error(absl::FailedPreconditionError(

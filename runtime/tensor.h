@@ -78,6 +78,8 @@ class Tensor {
   int64_t bytes() const { return numel() * ItemSize(dtype()); }
   TensorType type() const { return {dtype(), shape()}; }
   bool is_contiguous() const;
+  // Dense NHWC strides on a rank-4 [N, C, H, W] (graph/shape.h's IsChannelsLast).
+  bool is_channels_last() const;
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
   TensorImpl* impl() const { return impl_.get(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }

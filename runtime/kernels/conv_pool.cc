@@ -67,8 +67,6 @@ memory::desc AnyLayout(const memory::desc& plain) {
   return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
 }
 
-bool ChannelsLast(const Tensor& t) { return IsChannelsLast(t.shape(), t.strides()); }
-
 // The rank-4 `t`'s shape in a dense layout: NHWC when `channels_last`, else NCHW.
 memory::desc DenseDesc(const Tensor& t, bool channels_last) {
   return memory::desc(memory::dims(t.shape().begin(), t.shape().end()), memory::data_type::f32,
@@ -195,13 +193,9 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
   // every pass, but left to choose, its backward passes pick a blocked layout
   // (reorders in and out), and given one NHWC and one free activation, its
   // reference loops. Otherwise (and always for the weights) oneDNN chooses.
-  const bool nhwc =
-      IsChannelsLast(x.shape(), x.strides()) || IsChannelsLast(y.shape(), y.strides());
-  auto activation = [&](const memory::desc& plain) {
-    return nhwc ? memory::desc(plain.dims(), plain.data_type(), memory::format_tag::nhwc)
-                : AnyLayout(plain);
-  };
-  const memory::desc xa = activation(xd), ya = activation(yd);
+  const bool nhwc = x.is_channels_last() || y.is_channels_last();
+  const memory::desc xa = nhwc ? DenseDesc(x, true) : AnyLayout(xd);
+  const memory::desc ya = nhwc ? DenseDesc(y, true) : AnyLayout(yd);
   const memory::dims stride = Dims(p.stride), pad = Dims(p.padding);
   const memory::dims dilation = {p.dilation[0] - 1, p.dilation[1] - 1};  // oneDNN: 0 = dense
   const dnnl::prop_kind prop = pass == ConvPass::kForward ? dnnl::prop_kind::forward_inference
@@ -427,7 +421,7 @@ Tiling MaxPoolTiling(const PoolParams& p, const Tensor& x,
     return std::all_of(ts.begin(), ts.end(), pred);
   };
   if (all(row_major, [](const Tensor* t) { return t->is_contiguous(); })) return Tiling::kRowMajor;
-  if (all(channels_last, [](const Tensor* t) { return ChannelsLast(*t); })) {
+  if (all(channels_last, [](const Tensor* t) { return t->is_channels_last(); })) {
     return Tiling::kChannelsLast;
   }
   return Tiling::kNone;
@@ -605,7 +599,7 @@ void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const
 dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
                                                   const Tensor& x, const Tensor& y,
                                                   const PoolParams& p) {
-  const bool nhwc = ChannelsLast(x);
+  const bool nhwc = x.is_channels_last();
   return {{prop, alg, DenseDesc(x, nhwc), DenseDesc(y, nhwc), Dims(p.stride), Dims(p.kernel),
            Dims(p.padding), Dims(p.padding)},
           Engine()};

@@ -211,7 +211,7 @@ struct RowDims {
 // Whether batch norm runs on the row loops: every operand channels-last, not empty.
 bool AllChannelsLast(std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands) {
-    if (t->numel() == 0 || !IsChannelsLast(t->shape(), t->strides())) return false;
+    if (t->numel() == 0 || !t->is_channels_last()) return false;
   }
   return true;
 }

@@ -53,8 +53,6 @@ void RequireClose(const Tensor& actual, const Tensor& expected, double tol) {
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(e[i]).margin(tol).epsilon(tol));
 }
 
-bool ChannelsLast(const Tensor& t) { return IsChannelsLast(t.shape(), t.strides()); }
-
 TEST_CASE("activations are channels-last from the convolution to the flatten") {
   for (DType dtype : {DType::kF64, DType::kF32}) {
     INFO(DTypeName(dtype));
@@ -87,7 +85,7 @@ TEST_CASE("outputs are row-major unless the caller takes any layout") {
   REQUIRE(free->output_order(0).empty());
   REQUIRE(free->output_order(1) == kChannelsLast);
   const std::vector<Tensor> b = free->Run(args).value();
-  REQUIRE(ChannelsLast(b[1]));
+  REQUIRE(b[1].is_channels_last());
   for (int i = 0; i < 2; ++i) {
     RequireClose(a[i], reference[i], 1e-12);
     RequireClose(b[i], reference[i], 1e-12);
@@ -104,7 +102,7 @@ TEST_CASE("an argument in another layout than its placeholder's is copied into i
   const Tensor reference = Interpret(g).value()(args).value()[0];
   RequireClose(program->Run(args).value()[0], reference, 1e-12);  // row-major: copied
   args[0] = args[0].permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
-  REQUIRE(ChannelsLast(args[0]));
+  REQUIRE(args[0].is_channels_last());
   RequireClose(program->Run(args).value()[0], reference, 1e-12);  // read in place
 }
 
