@@ -37,10 +37,30 @@ using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs,
 using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                       absl::Span<const Tensor> outputs);
 
+// An elementwise op that an out-variant applies to its first result before
+// writing it (for matmul and linear, oneDNN's post-ops), so that a compiled
+// program saves the pass over memory the op would take on its own. A binary
+// op reads the result as its first operand and, as its second, the kernel's
+// next input after its own (broadcast to the result's shape).
+struct PostOp {
+  OpKind op;
+  bool tanh_form = false;  // gelu's approximation
+};
+
+// An out-variant that applies `post_ops`, in order, to result 0.
+using PostOpKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
+                                        absl::Span<const PostOp> post_ops,
+                                        absl::Span<const Tensor> outputs);
+// Whether the kernel applies these post-ops to a result of `dtype`.
+using PostOpCheckFn = bool (*)(DType dtype, absl::Span<const PostOp> post_ops);
+
 // The kernel table, one entry per op; nullptr where no kernel is bound.
 KernelFn GetKernel(OpKind kind);
 // The out-variant table; nullptr for ops that have none.
 IntoKernelFn GetIntoKernel(OpKind kind);
+// The out-variant with post-ops of `kind`, when it takes `post_ops` on a
+// result of `dtype`; nullptr otherwise.
+PostOpKernelFn GetPostOpKernel(OpKind kind, DType dtype, absl::Span<const PostOp> post_ops);
 
 // Runs one op call. Errors name the op: "matmul: inner dims differ: [4,3] x [2,5]".
 absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs);

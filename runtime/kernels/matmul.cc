@@ -1,9 +1,13 @@
 // Eager kernels of matmul and linear (layout family). Both are one batched
 // product y = a b (+ bias) over operands seen at the output's rank, read in
 // place with their own strides (a transposed view is not copied), broadcast
-// batch dims being size-1 dims. f32 runs on dnnl::matmul, f64 on Eigen.
+// batch dims being size-1 dims. f32 runs on dnnl::matmul, f64 on Eigen. In
+// f32 both also take post-ops (runtime/dispatch.h): activations and binary
+// ops with a broadcast operand (a residual, a scale), applied by oneDNN as it
+// writes y.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "Eigen/Core"
@@ -56,6 +60,89 @@ Operand Align(const Tensor& t, absl::Span<const int64_t> shape, absl::Span<const
 
 Operand Align(const Tensor& t, int64_t rank) { return Align(t, t.shape(), t.strides(), rank); }
 
+// A binary post-op's operand at `rank` dims: size 1 along every dim it is
+// broadcast along (missing, size 1 or stride 0), as oneDNN reads a broadcast.
+Operand AlignBroadcast(const Tensor& t, int64_t rank) {
+  Operand op{t, absl::InlinedVector<int64_t, 6>(rank, 1), absl::InlinedVector<int64_t, 6>(rank, 1)};
+  const int64_t lead = rank - t.dim();
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (t.shape()[i] == 1 || t.strides()[i] == 0) continue;
+    op.shape[lead + i] = t.shape()[i];
+    op.strides[lead + i] = t.strides()[i];
+  }
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (op.shape[d] == 1) op.strides[d] = d == rank - 1 ? 1 : op.strides[d + 1] * op.shape[d + 1];
+  }
+  return op;
+}
+
+// Post-ops and the operands of the binary ones, in order.
+struct PostOps {
+  absl::Span<const PostOp> ops;
+  absl::Span<const Operand> operands;
+};
+
+bool IsBinaryPostOp(OpKind op) {
+  return op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv ||
+         op == OpKind::kMaximum || op == OpKind::kMinimum;
+}
+
+// oneDNN's algorithm for a post-op, or undef for an op it has none for.
+dnnl::algorithm PostOpAlgorithm(const PostOp& p) {
+  using dnnl::algorithm;
+  switch (p.op) {
+    case OpKind::kRelu:
+      return algorithm::eltwise_relu;
+    case OpKind::kGelu:
+      return p.tanh_form ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf;
+    case OpKind::kTanh:
+      return algorithm::eltwise_tanh;
+    case OpKind::kSigmoid:
+      return algorithm::eltwise_logistic;
+    case OpKind::kExp:
+      return algorithm::eltwise_exp;
+    case OpKind::kAdd:
+      return algorithm::binary_add;
+    case OpKind::kSub:
+      return algorithm::binary_sub;
+    case OpKind::kMul:
+      return algorithm::binary_mul;
+    case OpKind::kDiv:
+      return algorithm::binary_div;
+    case OpKind::kMaximum:
+      return algorithm::binary_max;
+    case OpKind::kMinimum:
+      return algorithm::binary_min;
+    default:
+      return algorithm::undef;
+  }
+}
+
+// Appends the post-ops to `plan` as primitives of their own, in place on y:
+// the fallback where the matmul cannot take them as attributes.
+void AddPostOpPrimitives(const PostOps& post, const dnnl::memory::desc& y_md, OneDnnPlan& plan) {
+  size_t next_operand = 0;
+  for (const PostOp& p : post.ops) {
+    const dnnl::memory y = plan.External(2, y_md);
+    if (IsBinaryPostOp(p.op)) {
+      const Operand& o = post.operands[next_operand];
+      const dnnl::memory::desc o_md = PlainDesc(DType::kF32, o.shape, o.strides);
+      const dnnl::binary::primitive_desc pd(
+          dnnl::binary::desc(PostOpAlgorithm(p), y_md, o_md, y_md), Engine());
+      plan.Add(dnnl::binary(pd), {{DNNL_ARG_SRC_0, y},
+                                  {DNNL_ARG_SRC_1, plan.External(4 + next_operand, o_md)},
+                                  {DNNL_ARG_DST, y}});
+      ++next_operand;
+    } else {
+      const dnnl::eltwise_forward::primitive_desc pd(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, PostOpAlgorithm(p), y_md,
+                                      0.f, 0.f),
+          Engine());
+      plan.Add(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}});
+    }
+  }
+}
+
 // A's first `rank - 2` strides, 0 along the (size-1) dims it broadcasts.
 std::vector<int64_t> BatchStrides(const Operand& a) {
   std::vector<int64_t> strides(a.strides.begin(), a.strides.end() - 2);
@@ -77,42 +164,93 @@ Tensor Dense(const Tensor& t) {
 
 // The matmul primitive of these operands, or an empty plan when oneDNN would
 // pick its reference kernel for an operand without unit strides (a slice with a
-// step, a broadcast row): far slower than copying the operand first.
+// step, a broadcast row): far slower than copying the operand first. Post-ops
+// are the primitive's attributes, or primitives of their own after it where
+// its implementation cannot take them.
 void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
-                     OneDnnPlan& plan) {
+                     const PostOps& post, OneDnnPlan& plan) {
   const dnnl::memory::desc a_md = PlainDesc(DType::kF32, a.shape, a.strides);
   const dnnl::memory::desc b_md = PlainDesc(DType::kF32, b.shape, b.strides);
   const dnnl::memory::desc y_md = PlainDesc(DType::kF32, y.shape, y.strides);
   dnnl::memory::desc bias_md;
   if (bias != nullptr) bias_md = PlainDesc(DType::kF32, bias->shape, bias->strides);
-  const dnnl::matmul::primitive_desc pd(bias != nullptr
-                                            ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md)
-                                            : dnnl::matmul::desc(a_md, b_md, y_md),
-                                        Engine());
-  if (absl::StartsWith(pd.impl_info_str(), "ref") &&
+  const dnnl::matmul::desc desc = bias != nullptr ? dnnl::matmul::desc(a_md, b_md, bias_md, y_md)
+                                                  : dnnl::matmul::desc(a_md, b_md, y_md);
+  dnnl::post_ops ops;
+  for (size_t i = 0, next_operand = 0; i < post.ops.size(); ++i) {
+    if (IsBinaryPostOp(post.ops[i].op)) {
+      const Operand& o = post.operands[next_operand++];
+      ops.append_binary(PostOpAlgorithm(post.ops[i]), PlainDesc(DType::kF32, o.shape, o.strides));
+    } else {
+      ops.append_eltwise(1.f, PostOpAlgorithm(post.ops[i]), 0.f, 0.f);
+    }
+  }
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  std::optional<dnnl::matmul::primitive_desc> pd;
+  bool post_ops_apart = false;
+  try {
+    pd.emplace(desc, attr, Engine());
+    post_ops_apart = !post.ops.empty() && absl::StartsWith(pd->impl_info_str(), "ref");
+  } catch (const dnnl::error&) {
+    post_ops_apart = true;
+  }
+  if (post_ops_apart) pd.emplace(desc, Engine());
+  if (absl::StartsWith(pd->impl_info_str(), "ref") &&
       (!IsContiguous(a.shape, a.strides) || !IsContiguous(b.shape, b.strides)))
     return;
   std::vector<std::pair<int, dnnl::memory>> args = {{DNNL_ARG_SRC, plan.External(0, a_md)},
                                                     {DNNL_ARG_WEIGHTS, plan.External(1, b_md)},
                                                     {DNNL_ARG_DST, plan.External(2, y_md)}};
   if (bias != nullptr) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bias_md));
-  plan.Add(dnnl::matmul(pd), std::move(args));
+  if (!post_ops_apart) {
+    for (int i = 0, next_operand = 0; i < static_cast<int>(post.ops.size()); ++i) {
+      if (!IsBinaryPostOp(post.ops[i].op)) continue;
+      const Operand& o = post.operands[next_operand];
+      args.emplace_back(
+          DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1,
+          plan.External(4 + next_operand, PlainDesc(DType::kF32, o.shape, o.strides)));
+      ++next_operand;
+    }
+  }
+  plan.Add(dnnl::matmul(*pd), std::move(args));
+  if (post_ops_apart) AddPostOpPrimitives(post, y_md, plan);
 }
 
-void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
+                  const PostOps& post) {
   PrimitiveKey key(PrimitiveKey::kMatmul);
   for (const Operand* op : {&a, &b, &y, bias}) {
     if (op == nullptr) break;
     key.Add(op->shape).Add(op->strides);
   }
-  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, p); });
+  for (const PostOp& p : post.ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
+  for (const Operand& o : post.operands) key.Add(o.shape).Add(o.strides);
+  OneDnnPlan& plan =
+      CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, post, p); });
   if (plan.empty()) {
     const int64_t rank = y.shape.size();
-    OneDnnMatmul(Align(Dense(a.View()), rank), Align(Dense(b.View()), rank), bias, y);
+    OneDnnMatmul(Align(Dense(a.View()), rank), Align(Dense(b.View()), rank), bias, y, post);
     return;
   }
-  plan.Run({a.t.raw_data(), b.t.raw_data(), y.t.raw_data(),
-            bias != nullptr ? bias->t.raw_data() : nullptr});
+  absl::InlinedVector<void*, 8> pointers = {a.t.raw_data(), b.t.raw_data(), y.t.raw_data(),
+                                            bias != nullptr ? bias->t.raw_data() : nullptr};
+  for (const Operand& o : post.operands) pointers.push_back(o.t.raw_data());
+  plan.Run(pointers);
+}
+
+// Applies `post` to y in place, on primitives of their own.
+void OneDnnPostOps(const Operand& y, const PostOps& post) {
+  PrimitiveKey key(PrimitiveKey::kMatmul);
+  key.Add(-1).Add(y.shape).Add(y.strides);
+  for (const PostOp& p : post.ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
+  for (const Operand& o : post.operands) key.Add(o.shape).Add(o.strides);
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) {
+    AddPostOpPrimitives(post, PlainDesc(DType::kF32, y.shape, y.strides), p);
+  });
+  absl::InlinedVector<void*, 8> pointers = {nullptr, nullptr, y.t.raw_data(), nullptr};
+  for (const Operand& o : post.operands) pointers.push_back(o.t.raw_data());
+  plan.Run(pointers);
 }
 
 template <typename T>
@@ -163,45 +301,81 @@ void TinyMatmul(const Operand& a, const Operand& b, const Operand* bias, const O
   }
 }
 
-// y = a b (+ bias), all four aligned to y's rank; y is contiguous, its elements
-// unspecified before the call.
-void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
+// y = a b (+ bias), then `post` (f32 only), all aligned to y's rank; y is
+// contiguous, its elements unspecified before the call.
+void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
+            const PostOps& post = {}) {
   if (y.t.numel() == 0) return;
   if (a.shape.back() == 0) {  // an empty sum: y is zero plus bias
     std::memset(y.t.raw_data(), 0, y.t.bytes());
     if (bias != nullptr) CopyStrided(bias->t, y.t);
+    if (!post.ops.empty()) OneDnnPostOps(y, post);
     return;
   }
   VisitFloatDType(y.t.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const int64_t rank = y.shape.size();
-    if (std::is_same_v<T, float> && rank == 2 && y.t.numel() * a.shape[1] <= kTinyMatmul) {
+    if (std::is_same_v<T, float> && rank == 2 && y.t.numel() * a.shape[1] <= kTinyMatmul &&
+        post.ops.empty()) {
       TinyMatmul<T>(a, b, bias, y);
     } else if constexpr (std::is_same_v<T, float>) {
-      OneDnnMatmul(a, b, bias, y);
+      OneDnnMatmul(a, b, bias, y, post);
     } else {
       EigenMatmul<T>(a, b, bias, y);
     }
   });
 }
 
-absl::Status MatmulInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> out) {
+// The binary post-ops' operands, the inputs after the op's first `own`.
+absl::InlinedVector<Operand, 4> PostOpOperands(absl::Span<const Tensor> in, size_t own,
+                                               int64_t rank) {
+  absl::InlinedVector<Operand, 4> operands;
+  for (size_t i = own; i < in.size(); ++i) operands.push_back(AlignBroadcast(in[i], rank));
+  return operands;
+}
+
+absl::Status MatmulPostOpsInto(absl::Span<const Tensor> in, const Attrs&,
+                               absl::Span<const PostOp> post_ops, absl::Span<const Tensor> out) {
   const int64_t rank = out[0].dim();
-  Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out[0], rank));
+  const absl::InlinedVector<Operand, 4> operands = PostOpOperands(in, 2, rank);
+  Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out[0], rank),
+         {post_ops, operands});
   return absl::OkStatus();
+}
+
+absl::Status MatmulInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                        absl::Span<const Tensor> out) {
+  return MatmulPostOpsInto(in, attrs, {}, out);
 }
 
 // x [.., in] w [out, in] b [out]: x w^T + b, with w^T (w read with its dims
 // swapped) shared by every row of x (a broadcast batch operand).
-absl::Status LinearInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> out) {
+absl::Status LinearPostOpsInto(absl::Span<const Tensor> in, const Attrs&,
+                               absl::Span<const PostOp> post_ops, absl::Span<const Tensor> out) {
   const Tensor &x = in[0], &w = in[1], &b = in[2];
   const int64_t rank = std::max<int64_t>(x.dim(), 2);  // x [in] is one row
   const int64_t wt_shape[] = {w.shape()[1], w.shape()[0]};
   const int64_t wt_strides[] = {w.strides()[1], w.strides()[0]};
   // oneDNN's matmul reads a bias densely, whatever its strides say.
   const Operand bias = Align(Dense(b), rank);
-  Matmul(Align(x, rank), Align(w, wt_shape, wt_strides, rank), &bias, Align(out[0], rank));
+  const absl::InlinedVector<Operand, 4> operands = PostOpOperands(in, 3, rank);
+  Matmul(Align(x, rank), Align(w, wt_shape, wt_strides, rank), &bias, Align(out[0], rank),
+         {post_ops, operands});
   return absl::OkStatus();
+}
+
+absl::Status LinearInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                        absl::Span<const Tensor> out) {
+  return LinearPostOpsInto(in, attrs, {}, out);
+}
+
+// f32 results take any chain of activations and binary ops oneDNN has.
+bool TakesPostOps(DType dtype, absl::Span<const PostOp> post_ops) {
+  if (dtype != DType::kF32) return false;
+  for (const PostOp& p : post_ops) {
+    if (PostOpAlgorithm(p) == dnnl::algorithm::undef) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -209,6 +383,8 @@ absl::Status LinearInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<co
 void RegisterMatmulKernels(KernelTable& t) {
   BindInto<&MatmulInto>(t, OpKind::kMatmul);
   BindInto<&LinearInto>(t, OpKind::kLinear);
+  BindPostOps<&MatmulPostOpsInto, &TakesPostOps>(t, OpKind::kMatmul);
+  BindPostOps<&LinearPostOpsInto, &TakesPostOps>(t, OpKind::kLinear);
 }
 
 }  // namespace tc::kernels

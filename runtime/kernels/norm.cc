@@ -137,17 +137,20 @@ void BatchNormStats(const T* x, const BnDims& d, T* mean, T* var) {
   }
 }
 
-// y = (x - mean) * invstd * w + b, as x * scale + shift.
+// y = (x - mean) * invstd * w + b, as x * scale + shift; then relu(y) when
+// `relu` (the relu post-op: y > 0 ? y : +0, as math::Relu).
 template <typename T>
 void BatchNormApply(const T* x, const T* w, const T* b, const T* mean, const T* var,
-                    const BnDims& d, double eps, T* y) {
+                    const BnDims& d, double eps, bool relu, T* y) {
 #pragma omp parallel for if (d.parallel())
   for (int64_t ch = 0; ch < d.c; ++ch) {
     const T scale = w[ch] / std::sqrt(var[ch] + static_cast<T>(eps));
     const T shift = b[ch] - mean[ch] * scale;
     for (int64_t i = 0; i < d.n; ++i) {
       const int64_t k = d.at(i, ch, 0);
-      MutableRow<T>(y + k, d.s) = Row<T>(x + k, d.s) * scale + shift;
+      MutableRow<T> out(y + k, d.s);
+      out = Row<T>(x + k, d.s) * scale + shift;
+      if (relu) out = (out > T(0)).select(out, T(0));
     }
   }
 }
@@ -272,10 +275,10 @@ void BatchNormStatsRows(const T* x, const RowDims& d, T* mean, T* var) {
   for (int64_t ch = 0; ch < c; ++ch) var[ch] /= static_cast<T>(d.m);
 }
 
-// y = x * scale + shift per channel, as BatchNormApply.
+// y = x * scale + shift per channel (then relu), as BatchNormApply.
 template <typename T>
 void BatchNormApplyRows(const T* x, const T* w, const T* b, const T* mean, const T* var,
-                        const RowDims& d, double eps, T* y) {
+                        const RowDims& d, double eps, bool relu, T* y) {
   const int64_t c = d.c;
   T* scale = Scratch<T>(kChannelSlot, 2 * c);
   T* shift = scale + c;
@@ -287,8 +290,16 @@ void BatchNormApplyRows(const T* x, const T* w, const T* b, const T* mean, const
   for (int64_t r = 0; r < d.m; ++r) {
     const T* xr = x + r * c;
     T* yr = y + r * c;
+    if (relu) {
 #pragma omp simd
-    for (int64_t ch = 0; ch < c; ++ch) yr[ch] = xr[ch] * scale[ch] + shift[ch];
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const T v = xr[ch] * scale[ch] + shift[ch];
+        yr[ch] = v > T(0) ? v : T(0);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t ch = 0; ch < c; ++ch) yr[ch] = xr[ch] * scale[ch] + shift[ch];
+    }
   }
 }
 
@@ -332,9 +343,11 @@ void BatchNormBackwardRows(const T* g, const T* x, const T* w, const T* mean, co
   }
 }
 
-absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
-                           absl::Span<const Tensor> out) {  // x, w, b -> y, mean, var
+// x, w, b -> y, mean, var; relu applied to y when `post_ops` is {relu}.
+absl::Status BatchNormPostOpsInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                  absl::Span<const PostOp> post_ops, absl::Span<const Tensor> out) {
   const double eps = attrs.Float("eps");
+  const bool relu = !post_ops.empty();
   const Tensor &x = in[0], &y = out[0];
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
@@ -343,37 +356,55 @@ absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
     if (AllChannelsLast({&x, &y})) {
       const RowDims d = ChannelsLastRows(x.shape());
       BatchNormStatsRows(x.data<T>(), d, mean, var);
-      BatchNormApplyRows(x.data<T>(), w, b, mean, var, d, eps, y.data<T>());
+      BatchNormApplyRows(x.data<T>(), w, b, mean, var, d, eps, relu, y.data<T>());
       return;
     }
     const BnDims d = BatchNormDims(x.shape());
     const T* xd = DenseData<T>(x, 0);
     T* yd = RowMajorOut<T>(y);
     BatchNormStats(xd, d, mean, var);
-    BatchNormApply(xd, w, b, mean, var, d, eps, yd);
+    BatchNormApply(xd, w, b, mean, var, d, eps, relu, yd);
     CopyOut(yd, y);
   });
   return absl::OkStatus();
 }
 
-absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& attrs,
-                                    absl::Span<const Tensor> out) {  // x, w, b, mean, var -> y
+absl::Status BatchNormInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                           absl::Span<const Tensor> out) {
+  return BatchNormPostOpsInto(in, attrs, {}, out);
+}
+
+// x, w, b, mean, var -> y; relu applied to y when `post_ops` is {relu}.
+absl::Status BatchNormInferencePostOpsInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                           absl::Span<const PostOp> post_ops,
+                                           absl::Span<const Tensor> out) {
   const double eps = attrs.Float("eps");
+  const bool relu = !post_ops.empty();
   const Tensor &x = in[0], &y = out[0];
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T *w = DenseData<T>(in[1], 1), *b = DenseData<T>(in[2], 2);
     const T *mean = DenseData<T>(in[3], 3), *var = DenseData<T>(in[4], 4);
     if (AllChannelsLast({&x, &y})) {
-      BatchNormApplyRows(x.data<T>(), w, b, mean, var, ChannelsLastRows(x.shape()), eps,
+      BatchNormApplyRows(x.data<T>(), w, b, mean, var, ChannelsLastRows(x.shape()), eps, relu,
                          y.data<T>());
       return;
     }
     T* yd = RowMajorOut<T>(y);
-    BatchNormApply(DenseData<T>(x, 0), w, b, mean, var, BatchNormDims(x.shape()), eps, yd);
+    BatchNormApply(DenseData<T>(x, 0), w, b, mean, var, BatchNormDims(x.shape()), eps, relu, yd);
     CopyOut(yd, y);
   });
   return absl::OkStatus();
+}
+
+absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                    absl::Span<const Tensor> out) {
+  return BatchNormInferencePostOpsInto(in, attrs, {}, out);
+}
+
+// Batch norm takes one post-op, relu, in every float dtype.
+bool TakesRelu(DType, absl::Span<const PostOp> post_ops) {
+  return post_ops.size() == 1 && post_ops[0].op == OpKind::kRelu;
 }
 
 // grad, x, w, mean, var -> dx, dw, db
@@ -544,6 +575,8 @@ absl::Status LayerNormBackwardInto(absl::Span<const Tensor> in, const Attrs& att
 void RegisterNormKernels(KernelTable& t) {
   BindInto<&BatchNormInto>(t, OpKind::kBatchNorm);
   BindInto<&BatchNormInferenceInto>(t, OpKind::kBatchNormInference);
+  BindPostOps<&BatchNormPostOpsInto, &TakesRelu>(t, OpKind::kBatchNorm);
+  BindPostOps<&BatchNormInferencePostOpsInto, &TakesRelu>(t, OpKind::kBatchNormInference);
   BindInto<&BatchNormBackwardInto>(t, OpKind::kBatchNormBackward);
   BindInto<&LayerNormInto>(t, OpKind::kLayerNorm);
   BindInto<&LayerNormBackwardInto>(t, OpKind::kLayerNormBackward);
