@@ -12,6 +12,7 @@
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
 #include "codegen/layout_plan.h"
+#include "codegen/post_op_chain.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -89,7 +90,9 @@ struct Program::Step {
   std::optional<FusedKernel> fused;
   int fused_nodes = 0;  // in the fused group
   IntoKernelFn into = nullptr;
-  bool with_bias = false;                // a convolution that also adds its reader's bias
+  bool with_bias = false;                   // a convolution that also adds its reader's bias
+  PostOpKernelFn post_op_kernel = nullptr;  // an into step running `post_ops` too
+  std::vector<PostOp> post_ops;
   DimOrder order;                        // a fused step's iteration (its outputs' memory) order
   std::vector<int> inputs, results;      // slots
   std::vector<TensorType> result_types;  // of an eager node
@@ -274,6 +277,7 @@ absl::Status Program::Lower(const ProgramOptions& options) {
     channels_last_.push_back(l.defined() && l.is_channels_last());
   }
   FuseConvolutionBias(values, layout);
+  FusePostOps(values, layout, group_of);
 
   // Constants are computed now, once.
   for (Step& step : steps_) {
@@ -438,6 +442,85 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
   steps_ = std::move(kept);
 }
 
+// An into step whose kernel takes post-ops, and whose first result only a
+// fused step reads, running as a chain of post-ops (post_op_chain.h), runs
+// them itself: the merged step writes the fused step's result. It stands
+// where the fused step stood when nothing between them reads the into step's
+// other results (batch norm's statistics), else where the into step stood
+// when the chain's operands are computed before it.
+void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
+                          const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
+  std::vector<int> readers(values.size(), 0);
+  for (const Step& step : steps_) {
+    for (int s : step.inputs) ++readers[s];
+  }
+  for (int s : output_slots_) ++readers[s];
+  absl::flat_hash_map<int, int> producer;  // slot -> step index
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    for (int s : steps_[i].results) producer[s] = i;
+  }
+  // Whether `slot` is ready before step `i`: an argument, a constant
+  // (computed at compile time), or the result of an earlier step.
+  auto ready_before = [&](int slot, int i) {
+    auto p = producer.find(slot);
+    return p == producer.end() || p->second < i || steps_[p->second].kind == StepKind::kConstant;
+  };
+  std::vector<bool> removed(steps_.size(), false);
+  for (int f = 0; f < static_cast<int>(steps_.size()); ++f) {
+    Step& fused = steps_[f];
+    if (fused.kind != StepKind::kFused) continue;
+    for (int head : fused.inputs) {
+      auto p = producer.find(head);
+      if (p == producer.end() || removed[p->second]) continue;
+      Step& into = steps_[p->second];
+      if (into.kind != StepKind::kInto || into.with_bias || into.post_op_kernel != nullptr ||
+          into.results[0] != head || readers[head] != 1 ||
+          layout[head].strides() != layout[fused.results[0]].strides()) {
+        continue;
+      }
+      const FusionGroup& group = *group_of.at(fused.node);
+      std::optional<PostOpChain> chain = MatchPostOpChain(group, values[head]);
+      if (!chain) continue;
+      const PostOpKernelFn kernel =
+          GetPostOpKernel(into.node->op(), values[head]->type().dtype, chain->ops);
+      if (kernel == nullptr) continue;
+      std::vector<int> operands;
+      for (const Value* v : chain->operands) {  // the fused step's inputs are the group's
+        operands.push_back(fused.inputs[std::find(group.inputs.begin(), group.inputs.end(), v) -
+                                        group.inputs.begin()]);
+      }
+      const int i = p->second;
+      bool stats_read_between = false;
+      for (int k = i + 1; k < f; ++k) {
+        for (int s : steps_[k].inputs) {
+          stats_read_between |=
+              std::find(into.results.begin() + 1, into.results.end(), s) != into.results.end();
+        }
+      }
+      bool operands_ready = true;
+      for (int s : operands) operands_ready = operands_ready && ready_before(s, i);
+      if (stats_read_between && !operands_ready) continue;
+      into.post_op_kernel = kernel;
+      into.post_ops = std::move(chain->ops);
+      into.inputs.insert(into.inputs.end(), operands.begin(), operands.end());
+      into.input_handles.resize(into.inputs.size());
+      into.results[0] = fused.results[0];
+      if (stats_read_between) {
+        removed[f] = true;
+      } else {
+        removed[i] = true;
+        fused = std::move(into);
+      }
+      break;
+    }
+  }
+  std::vector<Step> kept;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(steps_[i]));
+  }
+  steps_ = std::move(kept);
+}
+
 void Program::RefreshHeldOutputs() {
   for (OwnedBuffer& buffer : owned_) {
     // The program's handles are one per slot; any other handle, or a view
@@ -516,11 +599,16 @@ absl::Status Program::RunStep(Step& step) {
       for (size_t r = 0; r < step.results.size(); ++r) {
         step.result_handles[r] = slots_[step.results[r]];
       }
+      absl::Status s;
       if (step.kind == StepKind::kFused) {
         step.fused->RunInto(step.input_handles, step.result_handles, step.order);
-      } else if (absl::Status s =
-                     step.into(step.input_handles, step.node->attrs(), step.result_handles);
-                 !s.ok()) {
+      } else if (step.post_op_kernel != nullptr) {
+        s = step.post_op_kernel(step.input_handles, step.node->attrs(), step.post_ops,
+                                step.result_handles);
+      } else {
+        s = step.into(step.input_handles, step.node->attrs(), step.result_handles);
+      }
+      if (!s.ok()) {
         return AtSource(*step.node, absl::Status(s.code(), absl::StrCat(OpName(step.node->op()),
                                                                         ": ", s.message())));
       }
@@ -589,7 +677,9 @@ std::string Program::PlanString() const {
   }
   for (const Step& step : steps_) {
     absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()),
-                    step.with_bias ? "+bias" : "", " -> ",
+                    step.with_bias ? "+bias" : "");
+    for (const PostOp& p : step.post_ops) absl::StrAppend(&plan, "+", OpName(p.op));
+    absl::StrAppend(&plan, " -> ",
                     absl::StrJoin(step.results, ", ",
                                   [&](std::string* out, int s) {
                                     absl::StrAppend(out, "#", s, channels_last_[s] ? ":nhwc" : "");

@@ -14,7 +14,10 @@
 // constants (`full`) are computed once. An op with none of these runs its
 // eager kernel and allocates its results, the one step kind that does. A
 // convolution whose only reader adds a per-channel bias runs with that bias
-// (one pass over its output instead of two).
+// (one pass over its output instead of two). Likewise a kernel that takes
+// post-ops (runtime/dispatch.h: matmul and linear in f32, batch norm) runs
+// with the chain of elementwise ops that is the only reader of its result
+// (codegen/post_op_chain.h): an activation, a residual add, a scale.
 //
 // Memory. The results of computing steps live in one arena: each gets an
 // offset from its lifetime (producer to last reader, through the views of it),
@@ -44,10 +47,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "codegen/fusion.h"
 #include "graph/ir.h"
 #include "graph/shape.h"
 #include "runtime/tensor.h"
@@ -83,7 +88,8 @@ class Program {
   int64_t unshared_bytes() const { return unshared_bytes_; }
   // A line per channels-last argument ("argument #2:nhwc"), then one line
   // per step: "fused", "into", "view", "copy", "constant" or
-  // "eager", its (last) node's op and its result slots, "#7:nhwc" for a
+  // "eager", its (last) node's op (with "+relu", "+add" for post-ops and
+  // "+bias" for a convolution's bias) and its result slots, "#7:nhwc" for a
   // channels-last one; a fused step's register program follows its line.
   // Then the arena's size.
   std::string PlanString() const;
@@ -95,6 +101,8 @@ class Program {
   explicit Program(Graph graph);
   absl::Status Lower(const ProgramOptions& options);
   void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
+  void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
+                   const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
   absl::Status RunSteps();
   absl::Status RunStep(Step& step);
   void RefreshHeldOutputs();
