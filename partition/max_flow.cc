@@ -47,6 +47,7 @@ class Dinic {
     }
     Levels();
     for (int level : level_) cut.source_side.push_back(level >= 0);
+    cut.reaches_sink = ReachesSink();
     return cut;
   }
 
@@ -69,6 +70,28 @@ class Dinic {
       }
     }
     return level_[sink_] >= 0;
+  }
+
+  // Per node: whether it reaches the sink over edges with residual capacity
+  // (a BFS from the sink along such edges backwards: edge e ^ 1 of an edge e
+  // out of v comes into v).
+  std::vector<bool> ReachesSink() const {
+    std::vector<bool> reaches(g_.num_nodes(), false);
+    std::queue<int> queue;
+    reaches[sink_] = true;
+    queue.push(sink_);
+    while (!queue.empty()) {
+      const int v = queue.front();
+      queue.pop();
+      for (int e = g_.first_edge_[v]; e >= 0; e = g_.next_[e]) {
+        const int u = g_.to_[e];
+        if (residual_[e ^ 1] > 0 && !reaches[u]) {
+          reaches[u] = true;
+          queue.push(u);
+        }
+      }
+    }
+    return reaches;
   }
 
   // Pushes at most `limit` from u towards the sink; returns the amount pushed.

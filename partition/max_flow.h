@@ -49,6 +49,9 @@ struct MinCut {
   // Per node: reachable from the source in the final residual graph. The cut
   // edges are the ones from a source-side node to a sink-side node.
   std::vector<bool> source_side;
+  // Per node: reaches the sink in the final residual graph. The nodes that do
+  // not form the source side of the minimum cut closest to the sink.
+  std::vector<bool> reaches_sink;
 };
 
 // Requires source != sink, both nodes of `graph`.

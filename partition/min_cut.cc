@@ -93,7 +93,14 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
   }
   FlowGraph flow(2 + 2 * static_cast<int>(fw.values.size()));
   for (const Value* primal : parts.primals) flow.AddEdge(kSource, fw.In(primal), kInfiniteCapacity);
-  for (const Value* v : fw.values) flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes());
+  // A value costs its bytes, scaled so that one more unit breaks ties
+  // between cuts of equal bytes: against a view (a transposed weight saved
+  // instead of the weight would reach the backward strided, and be copied).
+  constexpr int64_t kBytesScale = 1024;
+  for (const Value* v : fw.values) {
+    const bool view = !v->is_placeholder() && v->producer()->def().Has(kTraitView);
+    flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes() * kBytesScale + (view ? 1 : 0));
+  }
   for (const Node* node : fw_nodes) {
     const bool recompute = options.may_recompute(*node) &&
                            std::none_of(node->results().begin(), node->results().end(),
@@ -112,10 +119,14 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
     if (bw_needed.contains(v)) flow.AddEdge(fw.Out(v), kSink, kInfiniteCapacity);
   }
 
+  // Of the minimum cuts, the one closest to the sink: where saving a value
+  // or its elementwise successor costs the same bytes (a linear's output or
+  // its relu), it saves the later one, which the backward then need not
+  // recompute.
   const MinCut cut = MaxFlowMinCut(flow, kSource, kSink);
   std::vector<Value*> saved;
   for (Value* v : fw.values) {
-    if (cut.source_side[fw.In(v)] && !cut.source_side[fw.Out(v)]) saved.push_back(v);
+    if (!cut.reaches_sink[fw.In(v)] && cut.reaches_sink[fw.Out(v)]) saved.push_back(v);
   }
   return saved;
 }

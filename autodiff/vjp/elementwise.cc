@@ -50,8 +50,11 @@ TensorList Sqrt(const VjpContext& c) { return {G(c) * 0.5 / Y(c)}; }
 TensorList Rsqrt(const VjpContext& c) { return {G(c) * -0.5 * Y(c) / X(c)}; }
 // abs: the subgradient 0 at 0, as PyTorch.
 TensorList Abs(const VjpContext& c) { return {G(c) * sign(X(c))}; }
-// relu: gradient 0 at 0.
-TensorList Relu(const VjpContext& c) { return {where(gt(X(c), Zero(X(c))), G(c), Zero(X(c)))}; }
+// relu: gradient 0 at 0. The mask reads the result (y > 0 exactly where
+// x > 0), so that the backward needs only y, which the next layer saves
+// anyway, and the input need not be kept (nor be written at all, where relu
+// runs as its producer's post-op).
+TensorList Relu(const VjpContext& c) { return {where(gt(Y(c), Zero(Y(c))), G(c), Zero(Y(c)))}; }
 TensorList Sigmoid(const VjpContext& c) { return {G(c) * Y(c) * (1.0 - Y(c))}; }
 TensorList Tanh(const VjpContext& c) { return {G(c) * (1.0 - Y(c) * Y(c))}; }
 TensorList Gelu(const VjpContext& c) {

@@ -51,7 +51,7 @@ std::vector<std::string> SavedLines(const Traced& t, const partition::PartitionR
   return lines;
 }
 
-TEST_CASE("mlp: min-cut saves two weights, the input and the pre-ReLU layer outputs") {
+TEST_CASE("mlp: min-cut saves two weights, the input and the ReLU outputs") {
   const Traced t = TraceForTraining("mlp");
   // Layer i is permute(W_i) -> matmul -> add bias (source "i"), ReLUs are 1
   // and 3. The input does not require grad, so layer 0 needs no input
@@ -59,17 +59,19 @@ TEST_CASE("mlp: min-cut saves two weights, the input and the pre-ReLU layer outp
   CHECK(SavedLines(t, Partition(t, partition::MinCutPartition)) ==
         std::vector<std::string>{
             // The input gradients of layers 2 and 4 multiply by the weight;
-            // saving it is saving its transpose %4 / %8 (a view) for free.
+            // saving it is saving its transpose %4 / %8 (a view) for free,
+            // and a cut of equal bytes prefers the weight to the view.
             "%p_2_weight: f32[512,512] = input",
             "%p_4_weight: f32[10,512] = input",
             // Layer 0's weight gradient reads its input.
             "%arg: f32[128,784] = input",
-            // Layers 0 and 2 before the ReLU: a matmul result plus bias is
-            // not recomputable; ReLU's backward reads its sign, and the
-            // next layer's weight gradient reads relu(%2) / relu(%6), which
-            // the backward recomputes from it.
-            "%2: f32[128,512] = add",
-            "%6: f32[128,512] = add",
+            // The ReLU outputs: the next layer's weight gradient reads them,
+            // and so does ReLU's backward (their sign). Saving the layer
+            // outputs before the ReLU (%2, %6) costs the same bytes; of equal
+            // cuts the one closest to the backward is taken, so nothing is
+            // recomputed.
+            "%3: f32[128,512] = relu",
+            "%7: f32[128,512] = relu",
         });
 }
 
@@ -99,17 +101,19 @@ TEST_CASE("cnn: min-cut saves convolution outputs, BatchNorm sums and the poolin
             "%arg: f32[32,3,32,32] = input",
             // Conv 0's output plus bias: convolutions are never recomputed.
             "%2: f32[32,32,32,32] = add",
-            // BatchNorm 1's sums: the mean's, the variance's own mean's and
-            // the squared deviations'. Each shrinks its input 32768 times,
-            // past kMaxRecomputedReductionRatio, so it is saved (128 B).
-            "%3: f32[1,32,1,1] = sum",
-            "%6: f32[1,32,1,1] = sum",
-            "%11: f32[1,32,1,1] = sum",
+            // BatchNorm 1's statistics: its sums each shrink their input
+            // 32768 times, past kMaxRecomputedReductionRatio, so they are not
+            // recomputed; of the equal cuts after them, the one closest to
+            // the backward saves the mean (%5), the variance's own mean (%8)
+            // and the variance plus eps (%15), 128 B each.
+            "%5: f32[1,32,1,1] = div",
+            "%8: f32[1,32,1,1] = div",
+            "%15: f32[1,32,1,1] = add",
             // The same for conv 3 and BatchNorm 4.
             "%40: f32[32,32,32,32] = add",
-            "%41: f32[1,32,1,1] = sum",
-            "%44: f32[1,32,1,1] = sum",
-            "%49: f32[1,32,1,1] = sum",
+            "%43: f32[1,32,1,1] = div",
+            "%46: f32[1,32,1,1] = div",
+            "%53: f32[1,32,1,1] = add",
             // Pooling is never recomputed; the linear layer's weight gradient
             // reads its output (through the flatten, a view).
             "%76: f32[32,32,16,16] = max_pool2d",
