@@ -3,7 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <numeric>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -112,9 +114,93 @@ class InputReader {
   bool same_every_block_ = false;
 };
 
+// How a sum runs in an iteration order: over its outermost dims (each of
+// the innermost `kept` elements accumulates one output) or its innermost
+// (each row of `reduced` elements sums into one output).
+struct SumShape {
+  bool valid = false;
+  bool inner = false;
+  int64_t kept = 1, reduced = 1;
+};
+
+SumShape ClassifySum(const Shape& shape, absl::Span<const int> order, absl::Span<const int> dims) {
+  SumShape sum;
+  absl::InlinedVector<int, 8> iteration(order.begin(), order.end());
+  if (iteration.empty()) {
+    for (int d = 0; d < static_cast<int>(shape.size()); ++d) iteration.push_back(d);
+  }
+  int transitions = 0, last_kept = -1;
+  bool first = true, previous_reduced = false;
+  for (const int d : iteration) {
+    if (shape[d] == 1) continue;
+    const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!first && reduced != previous_reduced) ++transitions;
+    if (first) sum.inner = !reduced;
+    first = false;
+    previous_reduced = reduced;
+    if (reduced) {
+      sum.reduced *= shape[d];
+    } else {
+      if (d < last_kept) return sum;  // the output is row-major over kept dims
+      last_kept = d;
+      sum.kept *= shape[d];
+    }
+  }
+  if (sum.reduced == 1 || transitions > 1) return sum;
+  if (transitions == 0) sum.inner = true;  // every dim summed: one row
+  sum.valid = true;
+  return sum;
+}
+
+// Calls f(T{}) with T the sum's element type (f32 or f64).
+template <typename F>
+void VisitSumDType(DType dtype, F&& f) {
+  if (dtype == DType::kF32) {
+    f(float{});
+  } else {
+    f(double{});
+  }
+}
+
+// Sums v[0, len) in a fixed order: 16 lanes, then the lanes in order, so
+// that the compiler can vectorise it and the bits do not depend on threads.
+template <typename T>
+T LaneSum(const T* v, int64_t len) {
+  constexpr int kLanes = 16;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= len; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += v[i + l];
+  }
+  for (int l = 0; i < len; ++i, ++l) lanes[l] += v[i];
+  T total = 0;
+  for (int l = 0; l < kLanes; ++l) total += lanes[l];
+  return total;
+}
+
+// acc[(start + i) % kept] += v[i] for i in [0, len), in runs that vectorise.
+template <typename T>
+void AccumulateOuter(const T* v, int64_t start, int64_t len, int64_t kept, T* acc) {
+  int64_t k = start % kept;
+  for (int64_t i = 0; i < len;) {
+    const int64_t run = std::min(len - i, kept - k);
+    for (int64_t j = 0; j < run; ++j) acc[k + j] += v[i + j];
+    i += run;
+    k = 0;
+  }
+}
+
 }  // namespace
 
-FusedKernel FusedKernel::Compile(const FusionGroup& group) {
+bool FusedKernel::CanSum(const Shape& shape, absl::Span<const int> order,
+                         absl::Span<const int> dims) {
+  const SumShape sum = ClassifySum(shape, order, dims);
+  if (!sum.valid) return false;
+  if (!sum.inner) return sum.kept >= 16;
+  return kBlockSize % sum.reduced == 0 || sum.reduced % kBlockSize == 0;
+}
+
+FusedKernel FusedKernel::Compile(const FusionGroup& group, absl::Span<const FusedSum> sums) {
   FusedKernel kernel;
   kernel.shape_ = group.shape;
   kernel.num_inputs_ = static_cast<int>(group.inputs.size());
@@ -122,14 +208,16 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
   for (int i = 0; i < kernel.num_inputs_; ++i) reg[group.inputs[i]] = i;
   int next = kernel.num_inputs_;
   const absl::flat_hash_set<const Value*> outputs(group.outputs.begin(), group.outputs.end());
-  // Registers of inputs and outputs are kept; the others are reused after the
-  // last instruction reading them.
+  // Registers of inputs, outputs and summed values are kept; the others are
+  // reused after the last instruction reading them.
+  absl::flat_hash_set<const Value*> kept = outputs;
+  for (const FusedSum& sum : sums) kept.insert(sum.of);
   absl::flat_hash_map<const Value*, int> last_read;
   for (int i = 0; i < static_cast<int>(group.nodes.size()); ++i) {
     for (const Value* in : group.nodes[i]->inputs()) last_read[in] = i;
   }
   auto reusable = [&](const Value* v) {
-    return reg.at(v) >= kernel.num_inputs_ && !outputs.contains(v);
+    return reg.at(v) >= kernel.num_inputs_ && !kept.contains(v);
   };
   std::vector<int> free;
   for (int i = 0; i < static_cast<int>(group.nodes.size()); ++i) {
@@ -165,7 +253,7 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
     }
     free.insert(free.end(), free_after.begin(), free_after.end());
     reg[result] = instr.dst;
-    if (!outputs.contains(result) && !last_read.contains(result)) free.push_back(instr.dst);
+    if (!kept.contains(result) && !last_read.contains(result)) free.push_back(instr.dst);
     kernel.program_.push_back(instr);
   }
   kernel.num_registers_ = next;
@@ -173,13 +261,23 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group) {
     kernel.output_registers_.push_back(reg.at(out));
     kernel.output_dtypes_.push_back(out->type().dtype);
   }
+  for (const FusedSum& sum : sums) {
+    kernel.sums_.push_back({reg.at(sum.of), sum.of->type().dtype, sum.shape, sum.dims});
+  }
   return kernel;
 }
 
 void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
                           absl::Span<const int> order) const {
   const int64_t n = NumElements(shape_);
-  if (n == 0) return;
+  const size_t num_outputs = output_registers_.size();
+  if (n == 0) {  // sums of nothing are zero
+    for (size_t s = 0; s < sums_.size(); ++s) {
+      const Tensor& out = outputs[num_outputs + s];
+      if (out.numel() > 0) std::memset(out.raw_data(), 0, out.bytes());
+    }
+    return;
+  }
   absl::InlinedVector<int, 8> dims(order.begin(), order.end());
   if (dims.empty()) {
     for (int d = 0; d < static_cast<int>(shape_.size()); ++d) dims.push_back(d);
@@ -187,11 +285,14 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
   absl::InlinedVector<InputReader, 8> readers;
   for (const Tensor& t : inputs) readers.emplace_back(t, shape_, dims);
   absl::InlinedVector<char*, 8> out_base;
-  for (const Tensor& t : outputs) out_base.push_back(static_cast<char*>(t.raw_data()));
-  // Blocks [first, last) on the calling thread: registers point at this
-  // thread's block buffers, kept per thread so that a run allocates nothing
-  // once they have grown (8-byte slots: wide enough for every dtype).
-  auto run_blocks = [&](int64_t first, int64_t last) {
+  for (size_t o = 0; o < num_outputs; ++o) {
+    out_base.push_back(static_cast<char*>(outputs[o].raw_data()));
+  }
+  // Blocks [first, last) on the calling thread, each handed to `visit` with
+  // the registers after the program ran: registers point at this thread's
+  // block buffers, kept per thread so that a run allocates nothing once they
+  // have grown (8-byte slots: wide enough for every dtype).
+  auto run_blocks = [&](int64_t first, int64_t last, auto&& visit) {
     thread_local std::vector<uint64_t> scratch;
     if (scratch.size() < static_cast<size_t>(num_registers_ * kBlockSize)) {
       scratch.resize(num_registers_ * kBlockSize);
@@ -205,24 +306,109 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
           regs[i] = const_cast<void*>(readers[i].Read(start, len, buffers[i]));
         }
       }
-      for (size_t o = 0; o < out_base.size(); ++o) {
+      for (size_t o = 0; o < num_outputs; ++o) {
         regs[output_registers_[o]] = out_base[o] + start * ItemSize(output_dtypes_[o]);
       }
       for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len);
+      visit(start, len, regs.data());
     }
   };
   const int64_t blocks = (n + kBlockSize - 1) / kBlockSize;
-  // Each thread takes one contiguous range of blocks; a small group stays on
-  // the calling thread, where a parallel region would cost more than it saves.
-  const int threads = n < kParallelElements ? 1 : std::min<int64_t>(NumThreads(), blocks);
-  if (threads == 1) {
-    run_blocks(0, blocks);
+  // A small group stays on the calling thread, where a parallel region would
+  // cost more than it saves.
+  const int max_threads = n < kParallelElements ? 1 : NumThreads();
+  if (sums_.empty()) {
+    // Each thread takes one contiguous range of blocks.
+    const int threads = std::min<int64_t>(max_threads, blocks);
+    auto nothing = [](int64_t, int64_t, void* const*) {};
+    if (threads == 1) {
+      run_blocks(0, blocks, nothing);
+      return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), count = omp_get_num_threads();
+      run_blocks(blocks * t / count, blocks * (t + 1) / count, nothing);
+    }
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), count = omp_get_num_threads();
-    run_blocks(blocks * t / count, blocks * (t + 1) / count);
+
+  // With sums, blocks go in kSumChunks fixed chunks of whole units (an inner
+  // sum's rows longer than a block span several blocks), whatever the thread
+  // count. An outer sum accumulates per chunk, then adds the chunks in order;
+  // an inner sum's rows each lie in one chunk and are summed there.
+  constexpr int64_t kSumChunks = 64;
+  absl::InlinedVector<SumShape, 4> shapes;
+  int64_t unit = 1;  // blocks
+  int64_t accumulators = 0;
+  for (const Sum& sum : sums_) {
+    // A sum over a reshape sees the elements in the same (row-major) order.
+    shapes.push_back(sum.shape == shape_ ? ClassifySum(shape_, dims, sum.dims)
+                                         : ClassifySum(sum.shape, {}, sum.dims));
+    if (shapes.back().inner && shapes.back().reduced > kBlockSize) {
+      unit = std::lcm(unit, shapes.back().reduced / kBlockSize);
+    }
+    if (!shapes.back().inner) accumulators += shapes.back().kept;
+  }
+  const int64_t units = (blocks + unit - 1) / unit;
+  const int64_t chunks = std::min(kSumChunks, units);
+  // Per chunk, every outer sum's accumulators in 8-byte slots (a float sum
+  // uses the first half of its slots), zeroed bytewise.
+  thread_local std::vector<double> partials;
+  if (partials.size() < static_cast<size_t>(chunks * accumulators)) {
+    partials.resize(chunks * accumulators);
+  }
+  double* const partial = partials.data();  // the caller's, also for the workers
+  auto run_chunk = [&](int64_t c) {
+    double* chunk = partial + c * accumulators;
+    std::memset(chunk, 0, accumulators * sizeof(double));
+    run_blocks(std::min(blocks, units * c / chunks * unit),
+               std::min(blocks, units * (c + 1) / chunks * unit),
+               [&](int64_t start, int64_t len, void* const* regs) {
+                 double* acc = chunk;
+                 for (size_t s = 0; s < sums_.size(); ++s) {
+                   const SumShape& shape = shapes[s];
+                   VisitSumDType(sums_[s].dtype, [&](auto zero) {
+                     using T = decltype(zero);
+                     const T* v = static_cast<const T*>(regs[sums_[s].reg]);
+                     if (!shape.inner) {
+                       AccumulateOuter(v, start, len, shape.kept, reinterpret_cast<T*>(acc));
+                       return;
+                     }
+                     T* out = outputs[num_outputs + s].data<T>();
+                     if (shape.reduced <= kBlockSize) {
+                       for (int64_t i = 0; i < len; i += shape.reduced) {
+                         out[(start + i) / shape.reduced] = LaneSum(v + i, shape.reduced);
+                       }
+                     } else {
+                       const T part = LaneSum(v, len);
+                       T& o = out[start / shape.reduced];
+                       o = start % shape.reduced == 0 ? part : o + part;
+                     }
+                   });
+                   if (!shape.inner) acc += shape.kept;
+                 }
+               });
+  };
+  const int threads = std::min<int64_t>(max_threads, chunks);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int64_t c = 0; c < chunks; ++c) run_chunk(c);
+  const double* acc = partial;
+  for (size_t s = 0; s < sums_.size(); ++s) {
+    if (shapes[s].inner) continue;
+    const int64_t kept = shapes[s].kept;
+    VisitSumDType(sums_[s].dtype, [&](auto zero) {
+      using T = decltype(zero);
+      T* out = outputs[num_outputs + s].data<T>();
+      for (int64_t k = 0; k < kept; ++k) {
+        T total = 0;
+        for (int64_t c = 0; c < chunks; ++c) {
+          total += reinterpret_cast<const T*>(acc + c * accumulators)[k];
+        }
+        out[k] = total;
+      }
+    });
+    acc += kept;
   }
 }
 
@@ -245,6 +431,9 @@ std::string FusedKernel::ToString() const {
   }
   std::vector<std::string> outs;
   for (int o : output_registers_) outs.push_back(r(o));
+  for (const Sum& sum : sums_) {
+    outs.push_back(absl::StrCat("sum(", r(sum.reg), ", [", absl::StrJoin(sum.dims, ","), "])"));
+  }
   absl::StrAppend(&s, "  return (", absl::StrJoin(outs, ", "), ")\n}\n");
   return s;
 }

@@ -18,6 +18,12 @@
 // the other registers are block buffers, reused once their value is dead.
 // Each op evaluates its eager kernel's formula (runtime/kernels/
 // elementwise_math.h), so results are bitwise equal to the interpreter's.
+//
+// A kernel may also sum values of the group over some dims in the same pass
+// (FusedSum: a bias gradient, softmax's backward), so that a value read only
+// by a sum never reaches memory. Sums add in a fixed order that does not
+// depend on the thread count, but not in the order of the eager sum kernel:
+// they match it to rounding.
 #ifndef TENSORCUT_CODEGEN_FUSED_KERNEL_H_
 #define TENSORCUT_CODEGEN_FUSED_KERNEL_H_
 
@@ -31,32 +37,62 @@
 
 namespace tc::codegen {
 
+// A sum of one of the group's values (f32 or f64) over `dims` of `shape`:
+// the group's shape, or that of a reshape of the value when the kernel runs
+// row-major.
+struct FusedSum {
+  const Value* of;
+  Shape shape;
+  std::vector<int> dims;  // ascending
+};
+
 class FusedKernel {
  public:
   static constexpr int64_t kBlockSize = 256;
 
-  static FusedKernel Compile(const FusionGroup& group);
+  // `sums`: values of the group summed in the pass; each must pass CanSum
+  // in the order the kernel runs in.
+  static FusedKernel Compile(const FusionGroup& group, absl::Span<const FusedSum> sums = {});
+
+  // Whether a sum over `dims` of a value of `shape`, iterated in `order`
+  // (empty: row-major), can run in the pass: the summed dims are the
+  // outermost of the iteration order (then at least 16 elements are kept)
+  // or its innermost (then their element count divides kBlockSize or is a
+  // multiple of it), and the kept dims iterate in their row-major order.
+  static bool CanSum(const Shape& shape, absl::Span<const int> order, absl::Span<const int> dims);
 
   // One tensor per group input (its type, any strides) in; `outputs`:
   // tensors of the group's output types, dense in `order` (graph/shape.h's
   // DimOrder; row-major when empty), every element written in that memory
-  // order. Groups of kParallelElements or more split their blocks over the
-  // intra-op threads (runtime/threads.h). Allocates nothing once each
-  // thread's block buffers have grown to the program's size (up to 8 inputs
-  // and 32 registers).
+  // order, then one contiguous tensor per sum. Groups of kParallelElements or more split their
+  // blocks over the intra-op threads (runtime/threads.h). Allocates nothing once each thread's
+  // block buffers have grown to the program's size (up to 8 inputs and 32 registers).
   void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
                absl::Span<const int> order = {}) const;
 
-  // The program, one instruction per line, then "return (r5, r7)".
+  // The program, one instruction per line, then "return (r5, r7)" (a sum
+  // as "sum(r6, [0])").
   std::string ToString() const;
 
  private:
+  struct Sum {
+    int reg;
+    DType dtype;
+    Shape shape;
+    std::vector<int> dims;
+  };
+  // Sums, with every block's range: chunks of whole rows (inner sums), a
+  // fixed number of them whatever the thread count.
+  void RunWithSums(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
+                   absl::Span<const int> order) const;
+
   Shape shape_;
   int num_inputs_ = 0;
   int num_registers_ = 0;
   std::vector<FusedInstr> program_;
   std::vector<int> output_registers_;
   std::vector<DType> output_dtypes_;
+  std::vector<Sum> sums_;
 };
 
 }  // namespace tc::codegen

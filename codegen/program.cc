@@ -278,6 +278,7 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   }
   FuseConvolutionBias(values, layout);
   FusePostOps(values, layout, group_of);
+  FuseSums(values, layout, group_of);
 
   // Constants are computed now, once.
   for (Step& step : steps_) {
@@ -513,6 +514,80 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
       }
       break;
     }
+  }
+  std::vector<Step> kept;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(steps_[i]));
+  }
+  steps_ = std::move(kept);
+}
+
+// A sum of a fused step's result (or of a reshape that is a view of it),
+// over dims that fused kernels can sum in their pass (FusedKernel::CanSum),
+// runs in that pass; the result is not written at all when sums are its only
+// readers.
+void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
+                       const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
+  std::vector<int> readers(values.size(), 0);
+  for (const Step& step : steps_) {
+    for (int s : step.inputs) ++readers[s];
+  }
+  for (int s : output_slots_) ++readers[s];
+  absl::flat_hash_map<int, int> producer;  // slot -> step index
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    for (int s : steps_[i].results) producer[s] = i;
+  }
+  absl::flat_hash_map<int, std::vector<FusedSum>> sums;  // per fused step index
+  absl::flat_hash_map<int, std::vector<int>> sum_slots;
+  absl::flat_hash_map<int, int> direct_sums;  // per slot: sums reading it, not a view
+  std::vector<bool> removed(steps_.size(), false);
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    const Step& sum = steps_[i];
+    if (sum.kind != StepKind::kInto || sum.node->op() != OpKind::kSum) continue;
+    const TensorType& summed = values[sum.inputs[0]]->type();  // what the sum sees
+    if (summed.dtype != DType::kF32 && summed.dtype != DType::kF64) continue;
+    // The fused result, maybe through reshapes that are views of it (row-major).
+    int x = sum.inputs[0];
+    auto p = producer.find(x);
+    while (p != producer.end() && steps_[p->second].kind == StepKind::kView &&
+           steps_[p->second].node->op() == OpKind::kReshape && layout[x].is_contiguous()) {
+      x = steps_[p->second].inputs[0];
+      p = producer.find(x);
+    }
+    if (p == producer.end() || steps_[p->second].kind != StepKind::kFused) continue;
+    const Step& fused = steps_[p->second];
+    const bool through_view = x != sum.inputs[0];
+    if (through_view && (!fused.order.empty() || !layout[x].is_contiguous())) continue;
+    std::vector<int> dims;
+    for (int64_t d : sum.node->attrs().Ints("dims")) dims.push_back(d < 0 ? d + summed.rank() : d);
+    if (dims.empty()) {
+      for (int d = 0; d < summed.rank(); ++d) dims.push_back(d);
+    }
+    std::sort(dims.begin(), dims.end());
+    if (!FusedKernel::CanSum(summed.shape, through_view ? DimOrder() : fused.order, dims)) {
+      continue;
+    }
+    sums[p->second].push_back({values[x], summed.shape, dims});
+    if (!through_view) ++direct_sums[x];
+    sum_slots[p->second].push_back(sum.results[0]);
+    removed[i] = true;
+  }
+  for (auto& [index, step_sums] : sums) {
+    Step& fused = steps_[index];
+    FusionGroup group = *group_of.at(fused.node);
+    std::vector<int> results;
+    std::vector<const Value*> outputs;
+    for (size_t o = 0; o < group.outputs.size(); ++o) {
+      const int slot = fused.results[o];
+      if (readers[slot] == direct_sums[slot]) continue;  // only summed: never written
+      results.push_back(slot);
+      outputs.push_back(group.outputs[o]);
+    }
+    group.outputs = std::move(outputs);
+    results.insert(results.end(), sum_slots[index].begin(), sum_slots[index].end());
+    fused.fused = FusedKernel::Compile(group, step_sums);
+    fused.results = std::move(results);
+    fused.result_handles.resize(fused.results.size());
   }
   std::vector<Step> kept;
   for (size_t i = 0; i < steps_.size(); ++i) {

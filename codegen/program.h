@@ -17,7 +17,10 @@
 // (one pass over its output instead of two). Likewise a kernel that takes
 // post-ops (runtime/dispatch.h: matmul and linear in f32, batch norm) runs
 // with the chain of elementwise ops that is the only reader of its result
-// (codegen/post_op_chain.h): an activation, a residual add, a scale.
+// (codegen/post_op_chain.h): an activation, a residual add, a scale. And a
+// sum of a fused group's result runs in the group's pass where the fused
+// kernel can sum it (codegen/fused_kernel.h: a bias gradient, softmax's
+// backward).
 //
 // Memory. The results of computing steps live in one arena: each gets an
 // offset from its lifetime (producer to last reader, through the views of it),
@@ -103,6 +106,8 @@ class Program {
   void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                    const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
+  void FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
+                const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
   absl::Status RunSteps();
   absl::Status RunStep(Step& step);
   void RefreshHeldOutputs();
