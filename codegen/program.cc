@@ -389,20 +389,38 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   return absl::OkStatus();
 }
 
+std::vector<int> Program::ReaderCounts(int num_values) const {
+  std::vector<int> readers(num_values, 0);
+  for (const Step& step : steps_) {
+    for (int s : step.inputs) ++readers[s];
+  }
+  for (int s : output_slots_) ++readers[s];
+  return readers;
+}
+
+absl::flat_hash_map<int, int> Program::ProducerSteps() const {
+  absl::flat_hash_map<int, int> producer;
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    for (int s : steps_[i].results) producer[s] = i;
+  }
+  return producer;
+}
+
+void Program::EraseSteps(const std::vector<bool>& removed) {
+  std::vector<Step> kept;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(steps_[i]));
+  }
+  steps_ = std::move(kept);
+}
+
 // conv2d whose result only a lone add of a [1, C, 1, 1] bias reads (as
 // nn::Conv2d computes its bias) becomes one convolution with that bias,
 // saving a pass over the output; the add's result is the convolution's.
 void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
                                   absl::Span<const Tensor> layout) {
-  std::vector<int> readers(values.size(), 0);
-  for (const Step& step : steps_) {
-    for (int s : step.inputs) ++readers[s];
-  }
-  for (int s : output_slots_) ++readers[s];
-  absl::flat_hash_map<int, Step*> producer;
-  for (Step& step : steps_) {
-    for (int s : step.results) producer[s] = &step;
-  }
+  const std::vector<int> readers = ReaderCounts(values.size());
+  const absl::flat_hash_map<int, int> producer = ProducerSteps();
   // The fused step runs where the add stood: the bias may be computed (a view
   // bound) after the convolution's own place.
   std::vector<bool> removed(steps_.size(), false);
@@ -414,10 +432,11 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
     }
     for (int k = 0; k < 2; ++k) {
       const int conv_out = add.inputs[k], bias = add.inputs[1 - k];
-      auto conv = producer.find(conv_out);
-      if (conv == producer.end() || conv->second->kind != StepKind::kInto ||
-          conv->second->node->op() != OpKind::kConv2d || conv->second->with_bias ||
-          readers[conv_out] != 1) {
+      auto p = producer.find(conv_out);
+      if (p == producer.end() || removed[p->second]) continue;
+      Step& convolution = steps_[p->second];
+      if (convolution.kind != StepKind::kInto || convolution.node->op() != OpKind::kConv2d ||
+          convolution.with_bias || readers[conv_out] != 1) {
         continue;
       }
       const TensorType& y = values[conv_out]->type();
@@ -426,8 +445,7 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
           b.shape() != Shape{1, y.shape[1], 1, 1} || !b.is_contiguous()) {
         continue;
       }
-      Step& convolution = *conv->second;
-      removed[&convolution - steps_.data()] = true;
+      removed[p->second] = true;
       convolution.with_bias = true;
       convolution.inputs.push_back(bias);
       convolution.input_handles.resize(convolution.inputs.size());
@@ -436,11 +454,7 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
       break;
     }
   }
-  std::vector<Step> kept;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(steps_[i]));
-  }
-  steps_ = std::move(kept);
+  EraseSteps(removed);
 }
 
 // An into step whose kernel takes post-ops, and whose first result only a
@@ -451,15 +465,8 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
 // when the chain's operands are computed before it.
 void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                           const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
-  std::vector<int> readers(values.size(), 0);
-  for (const Step& step : steps_) {
-    for (int s : step.inputs) ++readers[s];
-  }
-  for (int s : output_slots_) ++readers[s];
-  absl::flat_hash_map<int, int> producer;  // slot -> step index
-  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
-    for (int s : steps_[i].results) producer[s] = i;
-  }
+  const std::vector<int> readers = ReaderCounts(values.size());
+  const absl::flat_hash_map<int, int> producer = ProducerSteps();
   // Whether `slot` is ready before step `i`: an argument, a constant
   // (computed at compile time), or the result of an earlier step.
   auto ready_before = [&](int slot, int i) {
@@ -515,11 +522,7 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
       break;
     }
   }
-  std::vector<Step> kept;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(steps_[i]));
-  }
-  steps_ = std::move(kept);
+  EraseSteps(removed);
 }
 
 // A sum of a fused step's result (or of a reshape that is a view of it),
@@ -528,15 +531,8 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
 // readers.
 void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                        const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
-  std::vector<int> readers(values.size(), 0);
-  for (const Step& step : steps_) {
-    for (int s : step.inputs) ++readers[s];
-  }
-  for (int s : output_slots_) ++readers[s];
-  absl::flat_hash_map<int, int> producer;  // slot -> step index
-  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
-    for (int s : steps_[i].results) producer[s] = i;
-  }
+  const std::vector<int> readers = ReaderCounts(values.size());
+  const absl::flat_hash_map<int, int> producer = ProducerSteps();
   absl::flat_hash_map<int, std::vector<FusedSum>> sums;  // per fused step index
   absl::flat_hash_map<int, std::vector<int>> sum_slots;
   absl::flat_hash_map<int, int> direct_sums;  // per slot: sums reading it, not a view
@@ -589,11 +585,7 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
     fused.results = std::move(results);
     fused.result_handles.resize(fused.results.size());
   }
-  std::vector<Step> kept;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(steps_[i]));
-  }
-  steps_ = std::move(kept);
+  EraseSteps(removed);
 }
 
 void Program::RefreshHeldOutputs() {

@@ -103,6 +103,11 @@ class Program {
 
   explicit Program(Graph graph);
   absl::Status Lower(const ProgramOptions& options);
+  // Per slot, the steps reading it (a graph output counts as one).
+  std::vector<int> ReaderCounts(int num_values) const;
+  // Per computed slot, the index of the step computing it.
+  absl::flat_hash_map<int, int> ProducerSteps() const;
+  void EraseSteps(const std::vector<bool>& removed);
   void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                    const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);

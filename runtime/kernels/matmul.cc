@@ -165,7 +165,7 @@ Tensor Dense(const Tensor& t) {
 // Whether to copy a (a transposed view, stored K-major: a weight gradient's
 // g^T) row-major before the product. Without AVX-512, oneDNN 2.6's f32 gemm
 // reads a K-major src at about half its rate: [1024,1024] x [1024,256] takes
-// 14.7 ms one core of an AVX2 machine, against 1.6 ms to reorder plus 6.9 ms
+// 14.7 ms on one core of an AVX2 machine, against 1.6 ms to reorder plus 6.9 ms
 // to multiply. With AVX-512 it reads both at full rate.
 bool ReorderKMajorSrc(const Operand& a) {
   static const bool avx512 = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
