@@ -254,24 +254,71 @@ void RepeatOverGroup(const T* values, const RowDims& d, T* out) {
   for (int64_t j = 0; j < d.group(); ++j) std::copy(values, values + d.c, out + j * d.c);
 }
 
+// Per channel, the mean and the (biased) variance of the rows. Each chunk
+// of rows (64 KB at 32 channels, so it stays in cache) is read twice, for its
+// own mean and then its squared deviations from it; the chunks are then
+// merged in order with Chan et al.'s formula. x is read once from memory and
+// the bits do not depend on the thread count.
 template <typename T>
 void BatchNormStatsRows(const T* x, const RowDims& d, T* mean, T* var) {
-  const int64_t c = d.c;
-  ChunkedChannelSums(d, 1, mean, [&](int64_t r, int64_t len, T* acc) {
-    const T* xr = x + r * c;
+  const int64_t c = d.c, width = d.width(), group = d.group(), rows = d.rows_per_chunk();
+  // Per chunk: `width` accumulators and the mean repeated over a group of
+  // rows, then the chunk's C means and C squared-deviation sums.
+  const int64_t size = 2 * width + 2 * c;
+  T* partial = Scratch<T>(kPartialSlot, d.chunks() * size);
+#pragma omp parallel for if (d.parallel())
+  for (int64_t chunk = 0; chunk < d.chunks(); ++chunk) {
+    T* acc = partial + chunk * size;
+    T* mean_group = acc + width;
+    T* chunk_mean = mean_group + width;
+    T* chunk_m2 = chunk_mean + c;
+    const int64_t first = chunk * rows, end = std::min(d.m, first + rows);
+    // Sums `term` of every element of the chunk into chunk_sum, per channel.
+    auto channel_sums = [&](T* chunk_sum, auto term) {
+      std::fill(acc, acc + width, T(0));
+      int64_t r = first;
+      for (; r + group <= end; r += group) {
+        const T* xr = x + r * c;
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i) acc[i] += xr[i];
-  });
-  for (int64_t ch = 0; ch < c; ++ch) mean[ch] /= static_cast<T>(d.m);
-  T* mean_group = Scratch<T>(kChannelSlot, d.width());
-  RepeatOverGroup(mean, d, mean_group);
-  ChunkedChannelSums(d, 1, var, [&](int64_t r, int64_t len, T* acc) {
-    const T* xr = x + r * c;
+        for (int64_t i = 0; i < width; ++i) acc[i] += term(xr[i], i);
+      }
+      for (; r < end; ++r) {
+        const T* xr = x + r * c;
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i) {
-      acc[i] += (xr[i] - mean_group[i]) * (xr[i] - mean_group[i]);
+        for (int64_t i = 0; i < c; ++i) acc[i] += term(xr[i], i);
+      }
+      std::fill(chunk_sum, chunk_sum + c, T(0));
+      for (int64_t j = 0; j < group; ++j) {
+        for (int64_t ch = 0; ch < c; ++ch) chunk_sum[ch] += acc[j * c + ch];
+      }
+    };
+    const T count = static_cast<T>(end - first);
+    channel_sums(chunk_mean, [](T v, int64_t) { return v; });
+    for (int64_t ch = 0; ch < c; ++ch) chunk_mean[ch] /= count;
+    RepeatOverGroup(chunk_mean, d, mean_group);
+    channel_sums(chunk_m2,
+                 [&](T v, int64_t i) { return (v - mean_group[i]) * (v - mean_group[i]); });
+  }
+  // Merge: after chunk k, mean and var hold the first k + 1 chunks' mean and
+  // sum of squared deviations.
+  T merged = 0;
+  for (int64_t chunk = 0; chunk < d.chunks(); ++chunk) {
+    const T* chunk_mean = partial + chunk * size + 2 * width;
+    const T* chunk_m2 = chunk_mean + c;
+    const T count = static_cast<T>(std::min(d.m, (chunk + 1) * rows) - chunk * rows);
+    if (chunk == 0) {
+      std::copy(chunk_mean, chunk_mean + c, mean);
+      std::copy(chunk_m2, chunk_m2 + c, var);
+    } else {
+      const T total = merged + count;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const T delta = chunk_mean[ch] - mean[ch];
+        mean[ch] += delta * (count / total);
+        var[ch] += chunk_m2[ch] + delta * delta * (merged * count / total);
+      }
     }
-  });
+    merged += count;
+  }
   for (int64_t ch = 0; ch < c; ++ch) var[ch] /= static_cast<T>(d.m);
 }
 
