@@ -5,17 +5,10 @@
 namespace tc::codegen {
 namespace {
 
-bool IsUnary(OpKind op) {
-  return op == OpKind::kRelu || op == OpKind::kGelu || op == OpKind::kTanh ||
-         op == OpKind::kSigmoid || op == OpKind::kExp;
-}
-
 bool IsCommutative(OpKind op) {
   return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
          op == OpKind::kMinimum;
 }
-
-bool IsBinary(OpKind op) { return IsCommutative(op) || op == OpKind::kSub || op == OpKind::kDiv; }
 
 }  // namespace
 
@@ -34,10 +27,16 @@ std::optional<PostOpChain> MatchPostOpChain(const FusionGroup& group, const Valu
     if (node->num_results() != 1 || node->result(0)->type() != head->type()) return std::nullopt;
     const int reads = std::count(node->inputs().begin(), node->inputs().end(), previous);
     if (reads != 1) return std::nullopt;
+    // A PostOp carries no attribute but gelu's form: which ops a kernel
+    // takes is its own check (GetPostOpKernel).
     PostOp post{op};
-    if (IsUnary(op)) {
-      if (op == OpKind::kGelu) post.tanh_form = node->attrs().Str("approximate") == "tanh";
-    } else if (IsBinary(op) && node->num_inputs() == 2) {
+    if (op == OpKind::kGelu) {
+      post.tanh_form = node->attrs().Str("approximate") == "tanh";
+    } else if (node->attrs() != Attrs()) {
+      return std::nullopt;
+    }
+    if (node->num_inputs() > 2) return std::nullopt;  // where
+    if (node->num_inputs() == 2) {
       const bool first = node->input(0) == previous;
       if (!first && !IsCommutative(op)) return std::nullopt;
       const Value* other = node->input(first ? 1 : 0);
@@ -45,8 +44,6 @@ std::optional<PostOpChain> MatchPostOpChain(const FusionGroup& group, const Valu
         return std::nullopt;
       }
       chain.operands.push_back(other);
-    } else {
-      return std::nullopt;
     }
     chain.ops.push_back(post);
     previous = node->result(0);

@@ -31,8 +31,9 @@ struct PostOpChain {
 // not such a chain: every node reads the previous node's result (`head` for
 // the first) exactly once, as its only or first operand (either operand for
 // add, mul, maximum and minimum), its other operand (if any) is a group input
-// other than `head`, every result has head's type, and the group's one output
-// is its last node's result.
+// other than `head`, every result has head's type, no node has attributes
+// but gelu's form, and the group's one output is its last node's result.
+// Whether a kernel takes the ops is its own check (GetPostOpKernel).
 std::optional<PostOpChain> MatchPostOpChain(const FusionGroup& group, const Value* head);
 
 }  // namespace tc::codegen

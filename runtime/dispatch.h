@@ -45,6 +45,8 @@ using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Att
 struct PostOp {
   OpKind op;
   bool tanh_form = false;  // gelu's approximation
+
+  bool binary() const { return GetOpDef(op).min_inputs == 2; }
 };
 
 // An out-variant that applies `post_ops`, in order, to result 0.

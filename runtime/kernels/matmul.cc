@@ -82,11 +82,6 @@ struct PostOps {
   absl::Span<const Operand> operands;
 };
 
-bool IsBinaryPostOp(OpKind op) {
-  return op == OpKind::kAdd || op == OpKind::kSub || op == OpKind::kMul || op == OpKind::kDiv ||
-         op == OpKind::kMaximum || op == OpKind::kMinimum;
-}
-
 // oneDNN's algorithm for a post-op, or undef for an op it has none for.
 dnnl::algorithm PostOpAlgorithm(const PostOp& p) {
   using dnnl::algorithm;
@@ -124,7 +119,7 @@ void AddPostOpPrimitives(const PostOps& post, const dnnl::memory::desc& y_md, On
   size_t next_operand = 0;
   for (const PostOp& p : post.ops) {
     const dnnl::memory y = plan.External(2, y_md);
-    if (IsBinaryPostOp(p.op)) {
+    if (p.binary()) {
       const Operand& o = post.operands[next_operand];
       const dnnl::memory::desc o_md = PlainDesc(DType::kF32, o.shape, o.strides);
       const dnnl::binary::primitive_desc pd(
@@ -195,7 +190,7 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
                                       : dnnl::matmul::desc(a_dense_md, b_md, y_md);
   dnnl::post_ops ops;
   for (size_t i = 0, next_operand = 0; i < post.ops.size(); ++i) {
-    if (IsBinaryPostOp(post.ops[i].op)) {
+    if (post.ops[i].binary()) {
       const Operand& o = post.operands[next_operand++];
       ops.append_binary(PostOpAlgorithm(post.ops[i]), PlainDesc(DType::kF32, o.shape, o.strides));
     } else {
@@ -228,7 +223,7 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
   if (bias != nullptr) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bias_md));
   if (!post_ops_apart) {
     for (int i = 0, next_operand = 0; i < static_cast<int>(post.ops.size()); ++i) {
-      if (!IsBinaryPostOp(post.ops[i].op)) continue;
+      if (!post.ops[i].binary()) continue;
       const Operand& o = post.operands[next_operand];
       args.emplace_back(
           DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1,
