@@ -76,11 +76,30 @@ Operand AlignBroadcast(const Tensor& t, int64_t rank) {
   return op;
 }
 
+// An f32 operand's memory descriptor.
+dnnl::memory::desc Desc(const Operand& op) { return PlainDesc(DType::kF32, op.shape, op.strides); }
+
 // Post-ops and the operands of the binary ones, in order.
 struct PostOps {
   absl::Span<const PostOp> ops;
   absl::Span<const Operand> operands;
+
+  void AddTo(PrimitiveKey& key) const {
+    for (const PostOp& p : ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
+    for (const Operand& o : operands) key.Add(o.shape).Add(o.strides);
+  }
 };
+
+// A plan's pointers: a, b, y, bias (slots 0-3), then the binary operands.
+absl::InlinedVector<void*, 8> PlanPointers(const Operand* a, const Operand* b, const Operand& y,
+                                           const Operand* bias, const PostOps& post) {
+  absl::InlinedVector<void*, 8> pointers;
+  for (const Operand* op : {a, b, &y, bias}) {
+    pointers.push_back(op != nullptr ? op->t.raw_data() : nullptr);
+  }
+  for (const Operand& o : post.operands) pointers.push_back(o.t.raw_data());
+  return pointers;
+}
 
 // oneDNN's algorithm for a post-op, or undef for an op it has none for.
 dnnl::algorithm PostOpAlgorithm(const PostOp& p) {
@@ -121,7 +140,7 @@ void AddPostOpPrimitives(const PostOps& post, const dnnl::memory::desc& y_md, On
     const dnnl::memory y = plan.External(2, y_md);
     if (p.binary()) {
       const Operand& o = post.operands[next_operand];
-      const dnnl::memory::desc o_md = PlainDesc(DType::kF32, o.shape, o.strides);
+      const dnnl::memory::desc o_md = Desc(o);
       const dnnl::binary::primitive_desc pd(
           dnnl::binary::desc(PostOpAlgorithm(p), y_md, o_md, y_md), Engine());
       plan.Add(dnnl::binary(pd), {{DNNL_ARG_SRC_0, y},
@@ -177,14 +196,12 @@ bool ReorderKMajorSrc(const Operand& a) {
 // its implementation cannot take them.
 void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
                      const PostOps& post, OneDnnPlan& plan) {
-  const dnnl::memory::desc a_md = PlainDesc(DType::kF32, a.shape, a.strides);
-  const dnnl::memory::desc b_md = PlainDesc(DType::kF32, b.shape, b.strides);
-  const dnnl::memory::desc y_md = PlainDesc(DType::kF32, y.shape, y.strides);
+  const dnnl::memory::desc a_md = Desc(a), b_md = Desc(b), y_md = Desc(y);
   // The matmul's src: a itself, or a row-major copy the plan reorders it into.
   const dnnl::memory::desc a_dense_md =
       ReorderKMajorSrc(a) ? PlainDesc(DType::kF32, a.shape, ContiguousStrides(a.shape)) : a_md;
   dnnl::memory::desc bias_md;
-  if (bias != nullptr) bias_md = PlainDesc(DType::kF32, bias->shape, bias->strides);
+  if (bias != nullptr) bias_md = Desc(*bias);
   const dnnl::matmul::desc desc = bias != nullptr
                                       ? dnnl::matmul::desc(a_dense_md, b_md, bias_md, y_md)
                                       : dnnl::matmul::desc(a_dense_md, b_md, y_md);
@@ -192,7 +209,7 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
   for (size_t i = 0, next_operand = 0; i < post.ops.size(); ++i) {
     if (post.ops[i].binary()) {
       const Operand& o = post.operands[next_operand++];
-      ops.append_binary(PostOpAlgorithm(post.ops[i]), PlainDesc(DType::kF32, o.shape, o.strides));
+      ops.append_binary(PostOpAlgorithm(post.ops[i]), Desc(o));
     } else {
       ops.append_eltwise(1.f, PostOpAlgorithm(post.ops[i]), 0.f, 0.f);
     }
@@ -225,9 +242,8 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
     for (int i = 0, next_operand = 0; i < static_cast<int>(post.ops.size()); ++i) {
       if (!post.ops[i].binary()) continue;
       const Operand& o = post.operands[next_operand];
-      args.emplace_back(
-          DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1,
-          plan.External(4 + next_operand, PlainDesc(DType::kF32, o.shape, o.strides)));
+      args.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1,
+                        plan.External(4 + next_operand, Desc(o)));
       ++next_operand;
     }
   }
@@ -242,8 +258,7 @@ void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const
     if (op == nullptr) break;
     key.Add(op->shape).Add(op->strides);
   }
-  for (const PostOp& p : post.ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
-  for (const Operand& o : post.operands) key.Add(o.shape).Add(o.strides);
+  post.AddTo(key);
   OneDnnPlan& plan =
       CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, post, p); });
   if (plan.empty()) {
@@ -251,24 +266,16 @@ void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const
     OneDnnMatmul(Align(Dense(a.View()), rank), Align(Dense(b.View()), rank), bias, y, post);
     return;
   }
-  absl::InlinedVector<void*, 8> pointers = {a.t.raw_data(), b.t.raw_data(), y.t.raw_data(),
-                                            bias != nullptr ? bias->t.raw_data() : nullptr};
-  for (const Operand& o : post.operands) pointers.push_back(o.t.raw_data());
-  plan.Run(pointers);
+  plan.Run(PlanPointers(&a, &b, y, bias, post));
 }
 
 // Applies `post` to y in place, on primitives of their own.
 void OneDnnPostOps(const Operand& y, const PostOps& post) {
   PrimitiveKey key(PrimitiveKey::kMatmul);
-  key.Add(-1).Add(y.shape).Add(y.strides);
-  for (const PostOp& p : post.ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
-  for (const Operand& o : post.operands) key.Add(o.shape).Add(o.strides);
-  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) {
-    AddPostOpPrimitives(post, PlainDesc(DType::kF32, y.shape, y.strides), p);
-  });
-  absl::InlinedVector<void*, 8> pointers = {nullptr, nullptr, y.t.raw_data(), nullptr};
-  for (const Operand& o : post.operands) pointers.push_back(o.t.raw_data());
-  plan.Run(pointers);
+  key.Add(-1).Add(y.shape).Add(y.strides);  // -1: no product, unlike every matmul key
+  post.AddTo(key);
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) { AddPostOpPrimitives(post, Desc(y), p); });
+  plan.Run(PlanPointers(nullptr, nullptr, y, nullptr, post));
 }
 
 template <typename T>
