@@ -190,6 +190,24 @@ void AccumulateOuter(const T* v, int64_t start, int64_t len, int64_t kept, T* ac
   }
 }
 
+// Adds block [start, start + len) of a summed value, v, to its sum: to the
+// chunk's accumulators `acc` (outer) or to the output's rows (inner; a row
+// longer than a block continues where the block before it left off).
+template <typename T>
+void AddBlockToSum(const SumShape& sum, const T* v, int64_t start, int64_t len, T* acc, T* out) {
+  if (!sum.inner) {
+    AccumulateOuter(v, start, len, sum.kept, acc);
+  } else if (sum.reduced <= FusedKernel::kBlockSize) {
+    for (int64_t i = 0; i < len; i += sum.reduced) {
+      out[(start + i) / sum.reduced] = LaneSum(v + i, sum.reduced);
+    }
+  } else {
+    const T part = LaneSum(v, len);
+    T& o = out[start / sum.reduced];
+    o = start % sum.reduced == 0 ? part : o + part;
+  }
+}
+
 }  // namespace
 
 bool FusedKernel::CanSum(const Shape& shape, absl::Span<const int> order,
@@ -367,26 +385,12 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
                [&](int64_t start, int64_t len, void* const* regs) {
                  double* acc = chunk;
                  for (size_t s = 0; s < sums_.size(); ++s) {
-                   const SumShape& shape = shapes[s];
                    VisitSumDType(sums_[s].dtype, [&](auto zero) {
                      using T = decltype(zero);
-                     const T* v = static_cast<const T*>(regs[sums_[s].reg]);
-                     if (!shape.inner) {
-                       AccumulateOuter(v, start, len, shape.kept, reinterpret_cast<T*>(acc));
-                       return;
-                     }
-                     T* out = outputs[num_outputs + s].data<T>();
-                     if (shape.reduced <= kBlockSize) {
-                       for (int64_t i = 0; i < len; i += shape.reduced) {
-                         out[(start + i) / shape.reduced] = LaneSum(v + i, shape.reduced);
-                       }
-                     } else {
-                       const T part = LaneSum(v, len);
-                       T& o = out[start / shape.reduced];
-                       o = start % shape.reduced == 0 ? part : o + part;
-                     }
+                     AddBlockToSum(shapes[s], static_cast<const T*>(regs[sums_[s].reg]), start, len,
+                                   reinterpret_cast<T*>(acc), outputs[num_outputs + s].data<T>());
                    });
-                   if (!shape.inner) acc += shape.kept;
+                   if (!shapes[s].inner) acc += shapes[s].kept;
                  }
                });
   };

@@ -81,11 +81,6 @@ class FusedKernel {
     Shape shape;
     std::vector<int> dims;
   };
-  // Sums, with every block's range: chunks of whole rows (inner sums), a
-  // fixed number of them whatever the thread count.
-  void RunWithSums(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
-                   absl::Span<const int> order) const;
-
   Shape shape_;
   int num_inputs_ = 0;
   int num_registers_ = 0;
