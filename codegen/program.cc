@@ -13,6 +13,7 @@
 #include "codegen/graph_runner.h"
 #include "codegen/layout_plan.h"
 #include "codegen/post_op_chain.h"
+#include "graph/ops/infer_util.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -533,8 +534,11 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
                        const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
   const std::vector<int> readers = ReaderCounts(values.size());
   const absl::flat_hash_map<int, int> producer = ProducerSteps();
-  absl::flat_hash_map<int, std::vector<FusedSum>> sums;  // per fused step index
-  absl::flat_hash_map<int, std::vector<int>> sum_slots;
+  struct StepSums {
+    std::vector<FusedSum> sums;
+    std::vector<int> slots;  // their results
+  };
+  absl::flat_hash_map<int, StepSums> sums;    // per fused step index
   absl::flat_hash_map<int, int> direct_sums;  // per slot: sums reading it, not a view
   std::vector<bool> removed(steps_.size(), false);
   for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
@@ -554,18 +558,16 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
     const Step& fused = steps_[p->second];
     const bool through_view = x != sum.inputs[0];
     if (through_view && (!fused.order.empty() || !layout[x].is_contiguous())) continue;
-    std::vector<int> dims;
-    for (int64_t d : sum.node->attrs().Ints("dims")) dims.push_back(d < 0 ? d + summed.rank() : d);
-    if (dims.empty()) {
-      for (int d = 0; d < summed.rank(); ++d) dims.push_back(d);
-    }
-    std::sort(dims.begin(), dims.end());
+    // Checked when the node was added, so the dims normalise.
+    const std::vector<int64_t> wrapped =
+        ops_internal::NormalizeDims(sum.node->attrs().Ints("dims"), summed.rank()).value();
+    const std::vector<int> dims(wrapped.begin(), wrapped.end());
     if (!FusedKernel::CanSum(summed.shape, through_view ? DimOrder() : fused.order, dims)) {
       continue;
     }
-    sums[p->second].push_back({values[x], summed.shape, dims});
+    sums[p->second].sums.push_back({values[x], summed.shape, dims});
+    sums[p->second].slots.push_back(sum.results[0]);
     if (!through_view) ++direct_sums[x];
-    sum_slots[p->second].push_back(sum.results[0]);
     removed[i] = true;
   }
   for (auto& [index, step_sums] : sums) {
@@ -580,8 +582,8 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
       outputs.push_back(group.outputs[o]);
     }
     group.outputs = std::move(outputs);
-    results.insert(results.end(), sum_slots[index].begin(), sum_slots[index].end());
-    fused.fused = FusedKernel::Compile(group, step_sums);
+    results.insert(results.end(), step_sums.slots.begin(), step_sums.slots.end());
+    fused.fused = FusedKernel::Compile(group, step_sums.sums);
     fused.results = std::move(results);
     fused.result_handles.resize(fused.results.size());
   }
