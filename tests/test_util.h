@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/ops.h"
+#include "runtime/threads.h"
 
 namespace tc::testing {
 
@@ -40,6 +41,18 @@ class Values {
 
 // The f64 tensor of `shape` whose element at each index is f(index).
 Tensor Reference(const Shape& shape, const std::function<double(const Index&)>& f);
+
+// fn(), run with `threads` intra-op threads (runtime/threads.h), the setting
+// restored after: for checks that results do not depend on the thread count.
+template <typename F>
+auto OnThreads(int threads, F&& fn) {
+  struct Restore {
+    int saved = NumThreads();
+    ~Restore() { SetNumThreads(saved); }
+  } restore;
+  SetNumThreads(threads);
+  return fn();
+}
 
 }  // namespace tc::testing
 

@@ -10,7 +10,7 @@
 #include "codegen/program.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
-#include "runtime/threads.h"
+#include "tests/test_util.h"
 
 namespace tc::codegen {
 namespace {
@@ -155,13 +155,8 @@ TEST_CASE("fused sums give the same bits on one thread as on two") {
   std::shared_ptr<Program> program = Program::Compile(g).value();
   REQUIRE_THAT(program->PlanString(), Catch::Contains("sum(r"));
   const std::vector<Tensor> args = RandomArgs(g);
-  const int saved = NumThreads();
-  SetNumThreads(1);
-  const std::vector<float> one = program->Run(args).value()[0].to_vector<float>();
-  SetNumThreads(2);
-  const std::vector<float> two = program->Run(args).value()[0].to_vector<float>();
-  SetNumThreads(saved);
-  REQUIRE(one == two);
+  auto run = [&] { return program->Run(args).value()[0].to_vector<float>(); };
+  REQUIRE(testing::OnThreads(1, run) == testing::OnThreads(2, run));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "runtime/ops.h"
 #include "runtime/random.h"
 #include "runtime/threads.h"
+#include "tests/test_util.h"
 
 namespace tc::codegen {
 namespace {
@@ -100,12 +101,8 @@ TEST_CASE("a large fused group gives the same bits on one thread as on two") {
   const std::vector<Tensor> args = {randn({512, 300}, DType::kF32, &gen),
                                     randn({300}, DType::kF32, &gen)};
   const int saved = NumThreads();
-  SetNumThreads(1);
-  const std::vector<float> one = program->Run(args).value()[0].to_vector<float>();
-  SetNumThreads(2);
-  const std::vector<float> two = program->Run(args).value()[0].to_vector<float>();
-  SetNumThreads(saved);
-  REQUIRE(one == two);
+  auto run = [&] { return program->Run(args).value()[0].to_vector<float>(); };
+  REQUIRE(testing::OnThreads(1, run) == testing::OnThreads(2, run));
   {
     SingleThreaded scope;
     REQUIRE(NumThreads() == 1);

@@ -128,8 +128,7 @@ TEST_CASE("channels-last batch norm gives the same bits on one thread and on two
   const std::vector<Layout> layouts = {Layout::kChannelsLast, Layout::kRowMajor, Layout::kRowMajor};
   const std::vector<TensorType> types = {{DType::kF32, shape}, {DType::kF32, c}, {DType::kF32, c}};
   // Forward then backward: y, mean, var, dx, dw, db.
-  auto run = [&](int threads) {
-    SetNumThreads(threads);
+  auto run = [&] {
     const std::vector<Tensor> fwd = RunInto(OpKind::kBatchNorm, {x, w, b}, attrs, types, layouts);
     const std::vector<Tensor> bwd =
         RunInto(OpKind::kBatchNormBackward, {g, x, w, fwd[1], fwd[2]}, attrs, types, layouts);
@@ -139,9 +138,8 @@ TEST_CASE("channels-last batch norm gives the same bits on one thread and on two
     }
     return values;
   };
-  const int saved = NumThreads();
-  const std::vector<std::vector<float>> one = run(1), two = run(2);
-  SetNumThreads(saved);
+  const std::vector<std::vector<float>> one = testing::OnThreads(1, run),
+                                        two = testing::OnThreads(2, run);
   for (size_t i = 0; i < one.size(); ++i) {
     INFO("output " << i);
     CHECK(one[i] == two[i]);
