@@ -101,6 +101,19 @@ void Eval(const FusedInstr& ins, void* const* regs, int64_t n) {
 
 }  // namespace
 
+bool HasFusedEvaluation(OpKind op) {
+  switch (op) {
+    case OpKind::kWhere:
+    case OpKind::kCast:
+    case OpKind::kGelu:
+    case OpKind::kGeluBackward:
+    case OpKind::kPow:
+      return true;
+    default:
+      return math::VisitPlainOp(op, [](auto) {});
+  }
+}
+
 void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n) {
   kernels::VisitDType(instr.dtype, [&](auto zero) { Eval<decltype(zero)>(instr, registers, n); });
 }

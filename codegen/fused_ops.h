@@ -27,8 +27,15 @@ struct FusedInstr {
   bool tanh_form = false;  // gelu, gelu_backward
 };
 
+// Whether EvalInstr evaluates `op` (on every dtype its shape inference
+// admits): the elementwise ops without attributes, where, cast, gelu, its
+// backward and pow. Fusion planning takes nothing else (an elementwise op
+// that draws random numbers, dropout, runs on its own kernel).
+bool HasFusedEvaluation(OpKind op);
+
 // Evaluates `instr` on elements [0, n) of the registers, each an array of
-// its value's dtype. dst may be one of the sources.
+// its value's dtype. dst may be one of the sources. `instr.op` must have a
+// fused evaluation.
 void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n);
 
 }  // namespace tc::codegen

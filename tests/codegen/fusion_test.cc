@@ -11,6 +11,7 @@
 #include "codegen/fusing_compiler.h"
 #include "codegen/interpreter.h"
 #include "graph/decompositions.h"
+#include "nn/layers.h"
 #include "nn/models/models.h"
 #include "partition/partition.h"
 #include "pipeline/compiler_pipeline.h"
@@ -171,6 +172,31 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
   CHECK(Ops(groups[1]) == std::vector<std::string>{"add", "sigmoid", "abs"});
   CHECK(Names(groups[1].outputs) ==
         std::vector<std::string>{y->name(), i->producer()->input(0)->name()});
+}
+
+TEST_CASE("dropout, elementwise but drawing random numbers, runs on its own kernel") {
+  Builder b;
+  Value* x = b.g.AddPlaceholder("x", {DType::kF32, {4, 8}});
+  Value* d = b(OpKind::kDropout, {b(OpKind::kRelu, {x})},
+               {{"p", 0.5}, {"seed", int64_t{7}}, {"offset", int64_t{0}}});
+  Value* y = b(OpKind::kMul, {b(OpKind::kNeg, {d}), x});
+  REQUIRE(b.g.SetOutputs({y}).ok());
+  CHECK(!codegen::IsFusible(*d->producer()));
+  CHECK(codegen::PlanFusion(b.g).size() == 1);  // neg and mul; relu is a group of one
+  RequireSameAsInterpreter(b.g, {testing::Random({4, 8}, DType::kF32, 1)}, 0);
+}
+
+TEST_CASE("tc::compile of a model with dropout runs under fusing() as under interpreter()") {
+  // Capture draws the mask's seed from the generator: seeded alike, both
+  // graphs hold the same mask.
+  nn::Sequential model({std::make_shared<nn::Linear>(8, 8), std::make_shared<nn::Dropout>(0.5)});
+  const TensorTree x = TensorTree::MakeLeaf(testing::Random({4, 8}, DType::kF32, 2));
+  manual_seed(3);
+  const Function fused = compile(model, x).value();
+  manual_seed(3);
+  const Function interpreted = compile(model, x, {.compiler = codegen::interpreter()}).value();
+  const Tensor want = interpreted(x).value().leaf();
+  REQUIRE_TENSORS_CLOSE(fused(x).value().leaf(), want, 1e-6, 1e-6);
 }
 
 // A graph using every elementwise op on `dtype` inputs of shape [37, 19]
