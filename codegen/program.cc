@@ -12,6 +12,7 @@
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
 #include "codegen/layout_plan.h"
+#include "codegen/memory_plan.h"
 #include "codegen/post_op_chain.h"
 #include "graph/ops/infer_util.h"
 #include "runtime/dispatch.h"
@@ -40,8 +41,6 @@ absl::string_view KindName(StepKind kind) {
   }
   return "?";
 }
-
-int64_t Aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 // The groups of PlanFusion, plus a group of one for every other fusible
 // node, so that every elementwise node runs on a fused kernel into planned
@@ -289,73 +288,44 @@ absl::Status Program::Lower(const ProgramOptions& options) {
     for (size_t r = 0; r < out->size(); ++r) slots_[step.results[r]] = (*out)[r];
   }
 
-  // Lifetimes of planned buffers: from the producing step to the last step
-  // reading the buffer or any view of it.
-  std::vector<int> first(num_values, -1), last(num_values, -1);
-  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
-    for (int s : steps_[i].results) {
-      if (first[root[s]] < 0) first[root[s]] = i;
-      last[root[s]] = std::max(last[root[s]], i);
-    }
-    for (int s : steps_[i].inputs) last[root[s]] = std::max(last[root[s]], i);
-  }
-  std::vector<bool> owned(num_values, false);
-  for (const Value* out : graph_.outputs()) owned[root[slot.at(out)]] = true;
-
-  struct Buffer {
-    int value;
-    int64_t bytes;
-    int64_t offset = -1;
-  };
-  std::vector<Buffer> arena;
-  absl::flat_hash_map<int, int> owned_index;
+  // Buffers of planned values: graph outputs outside the arena, the others
+  // at the offsets the memory plan gives them.
+  std::vector<StepAccess> access;
+  for (const Step& step : steps_) access.push_back({step.inputs, step.results});
+  std::vector<int64_t> bytes(num_values);
+  std::vector<int> planned;
   for (int v = 0; v < num_values; ++v) {
-    if (origin[v] != Origin::kPlanned || root[v] != v || first[v] < 0) continue;
-    const int64_t bytes = Aligned(values[v]->type().bytes());
-    if (owned[v]) {
-      owned_index[v] = owned_.size();
-      owned_.push_back({bytes, {}, {}});
-    } else {
-      arena.push_back({v, bytes});
-      unshared_bytes_ += bytes;
-    }
+    bytes[v] = values[v]->type().bytes();
+    if (origin[v] == Origin::kPlanned && root[v] == v) planned.push_back(v);
   }
-  // Largest first, each at the lowest offset free over its lifetime.
-  std::vector<Buffer*> by_size;
-  for (Buffer& b : arena) by_size.push_back(&b);
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [](const Buffer* a, const Buffer* b) { return a->bytes > b->bytes; });
-  std::vector<const Buffer*> placed;
-  for (Buffer* b : by_size) {
-    std::vector<std::pair<int64_t, int64_t>> taken;
-    for (const Buffer* p : placed) {
-      if (last[p->value] < first[b->value] || last[b->value] < first[p->value]) continue;
-      taken.emplace_back(p->offset, p->offset + p->bytes);
-    }
-    std::sort(taken.begin(), taken.end());
-    int64_t offset = 0;
-    for (const auto& [start, end] : taken) {
-      if (offset + b->bytes <= start) break;
-      offset = std::max(offset, end);
-    }
-    b->offset = offset;
-    arena_bytes_ = std::max(arena_bytes_, offset + b->bytes);
-    placed.push_back(b);
-  }
+  const std::vector<BufferLifetime> lifetimes =
+      Lifetimes(access, root, bytes, planned, output_slots_);
+  const MemoryPlan plan = PlanMemory(lifetimes);
+  arena_bytes_ = plan.arena_bytes;
+  unshared_bytes_ = plan.unshared_bytes;
   arena_ = std::make_shared<Storage>(std::max<int64_t>(arena_bytes_, 64), /*zeroed=*/false);
   absl::flat_hash_map<int, int64_t> arena_offset;
-  for (const Buffer& b : arena) arena_offset[b.value] = b.offset;
+  absl::flat_hash_map<int, int> owned_index;
+  for (size_t i = 0; i < lifetimes.size(); ++i) {
+    const BufferLifetime& b = lifetimes[i];
+    if (b.outside_arena) {
+      owned_index[b.value] = owned_.size();
+      owned_.push_back({AlignedBytes(b.bytes), {}, {}});
+    } else {
+      arena_offset[b.value] = plan.offsets[i];
+    }
+  }
 
   // Handles of planned values: into the arena, or into an owned buffer.
   for (int v = 0; v < num_values; ++v) {
-    if (origin[v] != Origin::kPlanned || first[root[v]] < 0) continue;
+    if (origin[v] != Origin::kPlanned) continue;
     const Tensor& l = layout[v];
-    if (owned[root[v]]) {
-      OwnedBuffer& buffer = owned_[owned_index.at(root[v])];
+    if (auto owner = owned_index.find(root[v]); owner != owned_index.end()) {
+      OwnedBuffer& buffer = owned_[owner->second];
       buffer.slots.push_back(v);
       buffer.layouts.push_back(l);
-    } else {
-      const int64_t element_offset = arena_offset.at(root[v]) / ItemSize(l.dtype());
+    } else if (auto offset = arena_offset.find(root[v]); offset != arena_offset.end()) {
+      const int64_t element_offset = offset->second / ItemSize(l.dtype());
       slots_[v] =
           Tensor::View(arena_, l.dtype(), l.shape(), l.strides(), element_offset + l.offset());
     }
