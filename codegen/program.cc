@@ -102,16 +102,26 @@ struct Program::Step {
   std::vector<int64_t> offset_deltas;
   // A copy step's source layout (its input's), and its destination's strides.
   std::vector<int64_t> copy_strides, copy_dst_strides;
-  // Handles passed to kernels, filled from the slots each run.
-  std::vector<Tensor> input_handles, result_handles;
 };
 
 // An output buffer outside the arena: the value owning it and the values
-// that are views of it, each with its own handle in `slots_`.
+// that are views of it, each with its own handle in a context's slots.
 struct Program::OwnedBuffer {
   int64_t bytes = 0;
   std::vector<int> slots;
   std::vector<Tensor> layouts;  // per slot: shape, strides and offset
+};
+
+// What one run works on. Planned values' handles point into the context's
+// arena or its owned buffers; constants are the program's, shared.
+struct Program::Context {
+  std::shared_ptr<Storage> arena;
+  // One handle per value; placeholders first. Planned values keep theirs.
+  std::vector<Tensor> slots;
+  // Arguments in another layout than their placeholder's, copied.
+  std::vector<Tensor> staged_args;
+  // The handles a step passes to its kernel, filled from the slots.
+  std::vector<Tensor> input_handles, result_handles;
 };
 
 Program::Program(Graph graph) : graph_(std::move(graph)) {}
@@ -139,7 +149,6 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
 }
 
 absl::Status Program::Lower(const ProgramOptions& options) {
-  absl::MutexLock lock(&mutex_);
   // Slots: the placeholders, then every node result in graph order.
   absl::flat_hash_map<const Value*, int> slot;
   std::vector<const Value*> values;
@@ -154,8 +163,7 @@ absl::Status Program::Lower(const ProgramOptions& options) {
     }
   }
   const int num_values = values.size();
-  slots_.assign(num_values, Tensor());
-  staged_args_.assign(graph_.placeholders().size(), Tensor());
+  num_slots_ = num_values;
 
   // Layout templates: every value's shape, strides and offset from the start
   // of the buffer it lives in, over one scratch storage, so that the eager
@@ -268,8 +276,6 @@ absl::Status Program::Lower(const ProgramOptions& options) {
                                                        : Origin::kPlanned;
       }
     }
-    step.input_handles.resize(step.inputs.size());
-    step.result_handles.resize(step.results.size());
     steps_.push_back(std::move(step));
   }
   output_slots_ = slots_of(graph_.outputs());
@@ -280,12 +286,16 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   FusePostOps(values, layout, group_of);
   FuseSums(values, layout, group_of);
 
-  // Constants are computed now, once.
+  // Constants are computed now, once, and shared by every context.
+  absl::flat_hash_map<int, Tensor> constants;
   for (Step& step : steps_) {
     if (step.kind != StepKind::kConstant) continue;
     absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, {}, step.result_types);
     if (!out.ok()) return out.status();
-    for (size_t r = 0; r < out->size(); ++r) slots_[step.results[r]] = (*out)[r];
+    for (size_t r = 0; r < out->size(); ++r) {
+      constants[step.results[r]] = (*out)[r];
+      fixed_slots_.emplace_back(step.results[r], (*out)[r]);
+    }
   }
 
   // Buffers of planned values: graph outputs outside the arena, the others
@@ -303,7 +313,6 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   const MemoryPlan plan = PlanMemory(lifetimes);
   arena_bytes_ = plan.arena_bytes;
   unshared_bytes_ = plan.unshared_bytes;
-  arena_ = std::make_shared<Storage>(std::max<int64_t>(arena_bytes_, 64), /*zeroed=*/false);
   absl::flat_hash_map<int, int64_t> arena_offset;
   absl::flat_hash_map<int, int> owned_index;
   for (size_t i = 0; i < lifetimes.size(); ++i) {
@@ -326,29 +335,27 @@ absl::Status Program::Lower(const ProgramOptions& options) {
       buffer.layouts.push_back(l);
     } else if (auto offset = arena_offset.find(root[v]); offset != arena_offset.end()) {
       const int64_t element_offset = offset->second / ItemSize(l.dtype());
-      slots_[v] =
-          Tensor::View(arena_, l.dtype(), l.shape(), l.strides(), element_offset + l.offset());
+      arena_slots_.emplace_back(
+          v, Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), element_offset + l.offset()));
     }
   }
-  for (const OwnedBuffer& buffer : owned_) BindNewStorage(buffer);
-  // Views bound once: over constants.
-  for (Step& step : steps_) {
-    if (step.kind != StepKind::kView || step.rebind) continue;
-    if (origin[root[step.results[0]]] != Origin::kConstant) continue;
-    const Tensor& base = slots_[root[step.results[0]]];
+  for (const Step& step : steps_) {
+    if (step.kind != StepKind::kView) continue;
     for (int s : step.results) {
       const Tensor& l = layout[s];
-      slots_[s] = Tensor::View(base.storage(), l.dtype(), l.shape(), l.strides(),
-                               base.offset() + l.offset());
+      if (step.rebind) {  // bound every run; starts from its layout
+        rebound_view_layouts_.emplace_back(
+            s, Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), 0));
+      } else if (origin[root[s]] == Origin::kConstant) {  // bound once
+        const Tensor& base = constants.at(root[s]);
+        fixed_slots_.emplace_back(s, Tensor::View(base.storage(), l.dtype(), l.shape(), l.strides(),
+                                                  base.offset() + l.offset()));
+      }
     }
   }
-  // Views bound every run start from their layout.
-  for (Step& step : steps_) {
-    if (step.kind != StepKind::kView || !step.rebind) continue;
-    for (int s : step.results) {
-      const Tensor& l = layout[s];
-      slots_[s] = Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), 0);
-    }
+  for (const Step& step : steps_) {
+    max_step_inputs_ = std::max<int>(max_step_inputs_, step.inputs.size());
+    max_step_results_ = std::max<int>(max_step_results_, step.results.size());
   }
   for (const Step& step : steps_) {
     std::vector<int>* per_run = step.kind == StepKind::kEager                 ? &eager_slots_
@@ -419,7 +426,6 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
       removed[p->second] = true;
       convolution.with_bias = true;
       convolution.inputs.push_back(bias);
-      convolution.input_handles.resize(convolution.inputs.size());
       convolution.results = add.results;
       add = std::move(convolution);
       break;
@@ -482,7 +488,6 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
       into.post_op_kernel = kernel;
       into.post_ops = std::move(chain->ops);
       into.inputs.insert(into.inputs.end(), operands.begin(), operands.end());
-      into.input_handles.resize(into.inputs.size());
       into.results[0] = fused.results[0];
       if (stats_read_between) {
         removed[f] = true;
@@ -555,55 +560,96 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
     results.insert(results.end(), step_sums.slots.begin(), step_sums.slots.end());
     fused.fused = FusedKernel::Compile(group, step_sums.sums);
     fused.results = std::move(results);
-    fused.result_handles.resize(fused.results.size());
   }
   EraseSteps(removed);
 }
 
-void Program::RefreshHeldOutputs() {
-  for (OwnedBuffer& buffer : owned_) {
-    // The program's handles are one per slot; any other handle, or a view
+std::unique_ptr<Program::Context> Program::NewContext() const {
+  auto context = std::make_unique<Context>();
+  context->arena = std::make_shared<Storage>(std::max<int64_t>(arena_bytes_, 64), /*zeroed=*/false);
+  context->slots.resize(num_slots_);
+  context->staged_args.resize(argument_strides_.size());
+  context->input_handles.resize(max_step_inputs_);
+  context->result_handles.resize(max_step_results_);
+  for (const auto& [s, t] : fixed_slots_) context->slots[s] = t;
+  for (const auto& [s, l] : arena_slots_) {
+    context->slots[s] = Tensor::View(context->arena, l.dtype(), l.shape(), l.strides(), l.offset());
+  }
+  for (const auto& [s, l] : rebound_view_layouts_) {
+    context->slots[s] = Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(), 0);
+  }
+  for (const OwnedBuffer& buffer : owned_) BindNewStorage(buffer, *context);
+  return context;
+}
+
+std::unique_ptr<Program::Context> Program::TakeContext() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!idle_contexts_.empty()) {
+      std::unique_ptr<Context> context = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+      return context;
+    }
+  }
+  return NewContext();
+}
+
+void Program::ReturnContext(std::unique_ptr<Context> context) {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  idle_contexts_.push_back(std::move(context));
+}
+
+void Program::RefreshHeldOutputs(Context& context) const {
+  for (const OwnedBuffer& buffer : owned_) {
+    // The context's handles are one per slot; any other handle, or a view
     // made from one, belongs to a caller.
+    const std::vector<Tensor>& slots = context.slots;
     bool held =
-        slots_[buffer.slots[0]].storage().use_count() > static_cast<long>(buffer.slots.size());
-    for (int s : buffer.slots) held = held || slots_[s].handle_count() > 1;
-    if (held) BindNewStorage(buffer);
+        slots[buffer.slots[0]].storage().use_count() > static_cast<long>(buffer.slots.size());
+    for (int s : buffer.slots) held = held || slots[s].handle_count() > 1;
+    if (held) BindNewStorage(buffer, context);
   }
 }
 
-void Program::BindNewStorage(const OwnedBuffer& buffer) {
+void Program::BindNewStorage(const OwnedBuffer& buffer, Context& context) {
   auto storage = std::make_shared<Storage>(buffer.bytes, /*zeroed=*/false);
   for (size_t i = 0; i < buffer.slots.size(); ++i) {
     const Tensor& l = buffer.layouts[i];
-    slots_[buffer.slots[i]] = Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
+    context.slots[buffer.slots[i]] =
+        Tensor::View(storage, l.dtype(), l.shape(), l.strides(), l.offset());
   }
 }
 
-absl::Status Program::RunSteps() {
-  for (Step& step : steps_) {
-    if (absl::Status s = RunStep(step); !s.ok()) return s;
+absl::Status Program::RunSteps(Context& context) const {
+  for (const Step& step : steps_) {
+    if (absl::Status s = RunStep(step, context); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::Status Program::RunStep(Step& step) {
+absl::Status Program::RunStep(const Step& step, Context& context) const {
+  std::vector<Tensor>& slots = context.slots;
+  const absl::Span<Tensor> inputs =
+      absl::MakeSpan(context.input_handles.data(), step.inputs.size());
+  const absl::Span<Tensor> results =
+      absl::MakeSpan(context.result_handles.data(), step.results.size());
   // Whatever happens, let go of what the step was handed: arguments stay the
   // caller's, and a held output would look taken to the next run.
   struct Release {
-    Step& step;
+    absl::Span<Tensor> inputs, results;
     ~Release() {
-      for (Tensor& t : step.input_handles) t = Tensor();
-      for (Tensor& t : step.result_handles) t = Tensor();
+      for (Tensor& t : inputs) t = Tensor();
+      for (Tensor& t : results) t = Tensor();
     }
-  } release{step};
+  } release{inputs, results};
   switch (step.kind) {
     case StepKind::kConstant:
       break;
     case StepKind::kView: {
       if (!step.rebind) break;
-      const Tensor& base = slots_[step.inputs[0]];
+      const Tensor& base = slots[step.inputs[0]];
       for (size_t r = 0; r < step.results.size(); ++r) {
-        Tensor& view = slots_[step.results[r]];
+        Tensor& view = slots[step.results[r]];
         if (view.handle_count() > 1) {  // returned last run and still held
           view = Tensor::View(nullptr, view.dtype(), view.shape(), view.strides(), 0);
         }
@@ -613,39 +659,31 @@ absl::Status Program::RunStep(Step& step) {
       break;
     }
     case StepKind::kCopy: {
-      const Tensor& src = slots_[step.inputs[0]];
-      const Tensor& dst = slots_[step.results[0]];
+      const Tensor& src = slots[step.inputs[0]];
+      const Tensor& dst = slots[step.results[0]];
       kernels::VisitDType(src.dtype(), [&](auto zero) {
         CopyTo<decltype(zero)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
       });
       break;
     }
     case StepKind::kEager: {
-      for (size_t i = 0; i < step.inputs.size(); ++i) {
-        step.input_handles[i] = slots_[step.inputs[i]];
-      }
-      absl::StatusOr<TensorList> out =
-          RunNodeKernel(*step.node, step.input_handles, step.result_types);
+      for (size_t i = 0; i < step.inputs.size(); ++i) inputs[i] = slots[step.inputs[i]];
+      absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, inputs, step.result_types);
       if (!out.ok()) return out.status();
-      for (size_t r = 0; r < step.results.size(); ++r) slots_[step.results[r]] = (*out)[r];
+      for (size_t r = 0; r < step.results.size(); ++r) slots[step.results[r]] = (*out)[r];
       break;
     }
     case StepKind::kFused:
     case StepKind::kInto: {
-      for (size_t i = 0; i < step.inputs.size(); ++i) {
-        step.input_handles[i] = slots_[step.inputs[i]];
-      }
-      for (size_t r = 0; r < step.results.size(); ++r) {
-        step.result_handles[r] = slots_[step.results[r]];
-      }
+      for (size_t i = 0; i < step.inputs.size(); ++i) inputs[i] = slots[step.inputs[i]];
+      for (size_t r = 0; r < step.results.size(); ++r) results[r] = slots[step.results[r]];
       absl::Status s;
       if (step.kind == StepKind::kFused) {
-        step.fused->RunInto(step.input_handles, step.result_handles, step.order);
+        step.fused->RunInto(inputs, results, step.order);
       } else if (step.post_op_kernel != nullptr) {
-        s = step.post_op_kernel(step.input_handles, step.node->attrs(), step.post_ops,
-                                step.result_handles);
+        s = step.post_op_kernel(inputs, step.node->attrs(), step.post_ops, results);
       } else {
-        s = step.into(step.input_handles, step.node->attrs(), step.result_handles);
+        s = step.into(inputs, step.node->attrs(), results);
       }
       if (!s.ok()) {
         return AtSource(*step.node, absl::Status(s.code(), absl::StrCat(OpName(step.node->op()),
@@ -663,13 +701,14 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
         absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
   }
   if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
-  absl::MutexLock lock(&mutex_);
+  std::unique_ptr<Context> context = TakeContext();
+  std::vector<Tensor>& slots = context->slots;
   for (size_t i = 0; i < args.size(); ++i) {
     if (SameDenseLayout(args[i], argument_strides_[i])) {
-      slots_[i] = args[i];
+      slots[i] = args[i];
       continue;
     }
-    Tensor& staged = staged_args_[i];
+    Tensor& staged = context->staged_args[i];
     // A staged copy returned last run (the graph returns its argument) and
     // still held stays its holder's.
     if (!staged.defined() || staged.handle_count() > 1 || staged.storage().use_count() > 1) {
@@ -678,24 +717,25 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
                             args[i].dtype(), args[i].shape(), argument_strides_[i], 0);
     }
     kernels::CopyStrided(args[i], staged);
-    slots_[i] = staged;
+    slots[i] = staged;
   }
   // The caller's last outputs, let go (after binding the arguments, which may
   // be those very tensors).
   for (Tensor& t : outputs) t = Tensor();
-  RefreshHeldOutputs();
-  absl::Status status = RunSteps();
+  RefreshHeldOutputs(*context);
+  absl::Status status = RunSteps(*context);
   if (status.ok()) {
-    for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = slots_[output_slots_[i]];
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = slots[output_slots_[i]];
   }
   // Let go of the caller's tensors: arguments, views of them and eager
   // results. A rebound view's handle is kept (unless its caller holds it),
   // only its storage dropped, so the next run allocates no handle.
-  for (size_t i = 0; i < args.size(); ++i) slots_[i] = Tensor();
-  for (int s : eager_slots_) slots_[s] = Tensor();
+  for (size_t i = 0; i < args.size(); ++i) slots[i] = Tensor();
+  for (int s : eager_slots_) slots[s] = Tensor();
   for (int s : rebound_view_slots_) {
-    if (slots_[s].handle_count() == 1) slots_[s].impl()->storage.reset();
+    if (slots[s].handle_count() == 1) slots[s].impl()->storage.reset();
   }
+  ReturnContext(std::move(context));
   return status;
 }
 

@@ -40,20 +40,23 @@
 // `argument_orders` to match). An argument in another layout than its
 // placeholder's is copied into it first.
 //
-// A run holds a lock: one program runs on one thread at a time.
+// Concurrency. A compiled program is immutable: several threads may run it
+// at once. Each run takes an execution context (its arena, its value slots,
+// its output buffers) from a pool, a new one only when every pooled context
+// is in use, and gives it back when it returns; constants are shared.
 #ifndef TENSORCUT_CODEGEN_PROGRAM_H_
 #define TENSORCUT_CODEGEN_PROGRAM_H_
 
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "codegen/fusion.h"
 #include "graph/ir.h"
@@ -79,6 +82,7 @@ class Program {
   // Checks `args` against the placeholders (as the interpreter does), runs
   // every step and sets `outputs[i]` to graph output i. `outputs` must have
   // num_outputs() entries. A kernel error comes back with its op and source.
+  // Safe to call from several threads at once.
   absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs);
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args);
 
@@ -100,6 +104,7 @@ class Program {
  private:
   struct Step;
   struct OwnedBuffer;
+  struct Context;
 
   explicit Program(Graph graph);
   absl::Status Lower(const ProgramOptions& options);
@@ -113,11 +118,18 @@ class Program {
                    const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
   void FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                 const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
-  absl::Status RunSteps();
-  absl::Status RunStep(Step& step);
-  void RefreshHeldOutputs();
+  // A context with its own arena and output buffers, every slot bound that
+  // is bound once.
+  std::unique_ptr<Context> NewContext() const;
+  // A pooled context, or a new one when none is idle.
+  std::unique_ptr<Context> TakeContext();
+  void ReturnContext(std::unique_ptr<Context> context);
+  absl::Status RunSteps(Context& context) const;
+  absl::Status RunStep(const Step& step, Context& context) const;
+  // Gives each output buffer a caller still holds a new storage.
+  void RefreshHeldOutputs(Context& context) const;
   // Gives `buffer` a new storage and its slots new handles into it.
-  void BindNewStorage(const OwnedBuffer& buffer);
+  static void BindNewStorage(const OwnedBuffer& buffer, Context& context);
 
   Graph graph_;
   std::vector<Step> steps_;
@@ -128,15 +140,21 @@ class Program {
   // Slots a run binds afresh: eager results, and views of arguments or of
   // eager results.
   std::vector<int> eager_slots_, rebound_view_slots_;
-  std::shared_ptr<Storage> arena_;
   int64_t arena_bytes_ = 0;
   int64_t unshared_bytes_ = 0;
 
-  absl::Mutex mutex_;
-  // One handle per value; placeholders first. Planned values keep theirs.
-  std::vector<Tensor> slots_ ABSL_GUARDED_BY(mutex_);
-  // Arguments in another layout than their placeholder's, copied.
-  std::vector<Tensor> staged_args_ ABSL_GUARDED_BY(mutex_);
+  // How a new context binds its slots: constants and views of them, the same
+  // tensors in every context; planned values at an element offset into the
+  // context's arena (the layout's offset); rebound views from their layout.
+  int num_slots_ = 0;
+  std::vector<std::pair<int, Tensor>> fixed_slots_, arena_slots_, rebound_view_layouts_;
+  int max_step_inputs_ = 0, max_step_results_ = 0;
+
+  // Idle contexts. A std::mutex rather than absl::Mutex: ThreadSanitizer
+  // sees its synchronisation, which it cannot in the system's uninstrumented
+  // Abseil.
+  std::mutex pool_mutex_;
+  std::vector<std::unique_ptr<Context>> idle_contexts_;  // guarded by pool_mutex_
 };
 
 }  // namespace tc::codegen

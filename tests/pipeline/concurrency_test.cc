@@ -1,0 +1,78 @@
+// One compiled function called from several threads at once: each call runs
+// in an execution context of its own (codegen/program.h), so every result
+// equals, bit for bit, what a single-threaded call on the same input gives.
+// Also run under ThreadSanitizer: tools/test.sh runs it with --config=tsan.
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "nn/layers.h"
+#include "pipeline/compiler_pipeline.h"
+#include "runtime/random.h"
+
+namespace tc {
+namespace {
+
+constexpr int kThreads = 4;
+constexpr int kCallsPerThread = 1000;
+
+// Calls `fn` from kThreads threads, kCallsPerThread times each, on inputs in
+// turn, and REQUIREs every output equal to a single-threaded call's.
+void RequireSameResultsOnThreads(const Function& fn, const std::vector<Tensor>& inputs) {
+  std::vector<std::vector<float>> expected;
+  for (const Tensor& x : inputs) {
+    expected.push_back(fn(TensorTree::MakeLeaf(x)).value().leaf().to_vector<float>());
+  }
+  std::atomic<int> failed{0}, differed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCallsPerThread; ++i) {
+        const size_t k = (t + i) % inputs.size();
+        const absl::StatusOr<TensorTree> out = fn(TensorTree::MakeLeaf(inputs[k]));
+        if (!out.ok()) {
+          ++failed;
+        } else if (out->leaf().to_vector<float>() != expected[k]) {
+          ++differed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  REQUIRE(failed == 0);
+  REQUIRE(differed == 0);
+}
+
+std::vector<Tensor> RandomInputs(const Shape& shape) {
+  std::vector<Tensor> inputs;
+  for (int k = 0; k < 5; ++k) inputs.push_back(randn(shape));
+  return inputs;
+}
+
+TEST_CASE("an mlp's compiled inference function called from 4 threads") {
+  manual_seed(1);
+  nn::Sequential model({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(32, 8)});
+  const std::vector<Tensor> inputs = RandomInputs({6, 16});
+  const Function fn = compile(model, TensorTree::MakeLeaf(inputs[0]), {.training = false}).value();
+  RequireSameResultsOnThreads(fn, inputs);
+}
+
+TEST_CASE("a convolutional network's compiled inference function called from 4 threads") {
+  // Channels-last activations, a convolution with its bias, batch norm with
+  // relu as a post-op, pooling and a flatten copy: every kind of step.
+  manual_seed(2);
+  nn::Sequential model({std::make_shared<nn::Conv2d>(3, 4, 3, 1, 1),
+                        std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
+                        std::make_shared<nn::Linear>(4 * 4 * 4, 5)});
+  model.eval();
+  const std::vector<Tensor> inputs = RandomInputs({2, 3, 8, 8});
+  const Function fn = compile(model, TensorTree::MakeLeaf(inputs[0]), {.training = false}).value();
+  RequireSameResultsOnThreads(fn, inputs);
+}
+
+}  // namespace
+}  // namespace tc
