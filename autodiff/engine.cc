@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "autodiff/vjp.h"
+#include "base/status_macros.h"
 
 namespace tc {
 namespace {
@@ -99,7 +100,7 @@ class Engine {
     while (!ready.empty()) {
       std::shared_ptr<GradNode> node = ready.front();
       ready.pop_front();
-      if (absl::Status s = RunNode(*node); !s.ok()) return s;
+      TC_RETURN_IF_ERROR(RunNode(*node));
       for (const GradEdge& edge : node->edges) {
         if (edge.node != nullptr && --dependencies_[edge.node.get()] == 0) {
           ready.push_back(edge.node);
@@ -150,9 +151,7 @@ class Engine {
     if (any) {
       TensorList input_grads;
       if (node.function) {
-        absl::StatusOr<TensorList> result = node.function(grads);
-        if (!result.ok()) return result.status();
-        input_grads = *std::move(result);
+        TC_ASSIGN_OR_RETURN(input_grads, node.function(grads));
       } else {
         const VjpContext ctx{node.inputs, node.outputs, node.attrs, grads};
         input_grads = GetVjp(node.op)(ctx);
@@ -235,10 +234,9 @@ void RecordFunction(absl::string_view name, absl::Span<const Tensor> inputs,
 }
 
 absl::Status Backward(const Tensor& output, const Tensor& grad_output, bool retain_graph) {
-  absl::StatusOr<Tensor> seed = SeedGradient(output, grad_output, "backward");
-  if (!seed.ok()) return seed.status();
+  TC_ASSIGN_OR_RETURN(Tensor seed, SeedGradient(output, grad_output, "backward"));
   Engine engine(/*accumulate=*/true, retain_graph);
-  return engine.Run({output}, {*seed});
+  return engine.Run({output}, {seed});
 }
 
 void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
@@ -253,11 +251,10 @@ absl::StatusOr<TensorList> grad(const TensorList& outputs, const TensorList& inp
   }
   TensorList seeds;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    absl::StatusOr<Tensor> seed =
-        SeedGradient(outputs[i], grad_outputs.empty() ? Tensor() : grad_outputs[i],
-                     absl::StrCat("grad: output ", i));
-    if (!seed.ok()) return seed.status();
-    seeds.push_back(*std::move(seed));
+    TC_ASSIGN_OR_RETURN(Tensor seed,
+                        SeedGradient(outputs[i], grad_outputs.empty() ? Tensor() : grad_outputs[i],
+                                     absl::StrCat("grad: output ", i)));
+    seeds.push_back(std::move(seed));
   }
   Engine engine(/*accumulate=*/false, retain_graph);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -271,7 +268,7 @@ absl::StatusOr<TensorList> grad(const TensorList& outputs, const TensorList& inp
       engine.CaptureOutput(in.impl()->autograd->grad_fn.get(), in.impl()->autograd->output_nr);
     }
   }
-  if (absl::Status s = engine.Run(outputs, seeds); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(engine.Run(outputs, seeds));
   TensorList result;
   for (const Tensor& in : inputs) {
     Tensor g = in.is_leaf() ? engine.CapturedLeaf(in.impl())

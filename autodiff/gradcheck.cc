@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "autodiff/engine.h"
+#include "base/status_macros.h"
 #include "runtime/ops.h"
 
 namespace tc {
@@ -83,14 +84,13 @@ absl::Status gradcheck(const std::function<TensorList(const TensorList&)>& fn,
     cotangents.push_back(
         out.defined() && out.requires_grad() ? randn(out.shape(), DType::kF64, &gen) : Tensor());
   }
-  absl::StatusOr<TensorList> analytic = grad({Contract(outputs, cotangents)}, checked);
-  if (!analytic.ok()) return analytic.status();
+  TC_ASSIGN_OR_RETURN(TensorList analytic, grad({Contract(outputs, cotangents)}, checked));
 
   NoGradGuard no_grad;
   for (size_t c = 0; c < checked.size(); ++c) {
     const Tensor& x = args[checked_index[c]];
     double* p = static_cast<double*>(x.raw_data());
-    const std::vector<double> a = (*analytic)[c].to_vector<double>();
+    const std::vector<double> a = analytic[c].to_vector<double>();
     for (int64_t j = 0; j < x.numel(); ++j) {
       double& v = p[StridedOffset(x, j)];
       const double saved = v;

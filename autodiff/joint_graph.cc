@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "autodiff/vjp.h"
+#include "base/status_macros.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
 #include "runtime/autograd_meta.h"
@@ -246,8 +247,7 @@ std::string JointDescriptor::ToString() const {
 
 absl::StatusOr<JointGraph> BuildJointGraph(const TracedProgram& forward,
                                            const JointOptions& options) {
-  absl::StatusOr<std::vector<bool>> requires_grad = RequiresGrad(forward, options);
-  if (!requires_grad.ok()) return requires_grad.status();
+  TC_ASSIGN_OR_RETURN(std::vector<bool> requires_grad, RequiresGrad(forward, options));
   const int num_outputs = static_cast<int>(forward.graph.outputs().size());
   if (options.num_buffer_update_outputs < 0 || options.num_buffer_update_outputs > num_outputs) {
     return absl::InvalidArgumentError(
@@ -256,7 +256,7 @@ absl::StatusOr<JointGraph> BuildJointGraph(const TracedProgram& forward,
   }
   // The joint graph is data: nothing here records eager autograd.
   NoGradGuard no_grad;
-  JointBuilder builder(forward, *std::move(requires_grad), options.num_buffer_update_outputs);
+  JointBuilder builder(forward, std::move(requires_grad), options.num_buffer_update_outputs);
   return CatchErrors([&] { return builder.Build(); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
 #include "partition/accounting.h"
@@ -29,25 +30,21 @@ struct CompiledStep {
 absl::StatusOr<CompiledStep> CompileStep(nn::ModelSpec& spec, const codegen::Compiler& compiler,
                                          const partition::PartitionFn& partition_fn,
                                          const DecompositionTable* decompositions) {
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*spec.module, spec.inputs);
-  if (!pipeline.ok()) return pipeline.status();
-  absl::Status s = pipeline->generate_ir_for_training({.decompositions = decompositions});
-  if (!s.ok()) return s;
-  const JointGraph& joint = **pipeline->joint_graph();
-  absl::StatusOr<partition::PartitionResult> part = pipeline->partition(partition_fn, joint);
-  if (!part.ok()) return part.status();
-  absl::StatusOr<Function> fn = pipeline->compile_training(compiler, *part);
-  if (!fn.ok()) return fn.status();
-  CompiledStep step{*std::move(fn)};
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(*spec.module, spec.inputs));
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training({.decompositions = decompositions}));
+  const JointGraph& joint = **pipeline.joint_graph();
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
+  TC_ASSIGN_OR_RETURN(Function fn, pipeline.compile_training(compiler, part));
+  CompiledStep step{std::move(fn)};
   for (const Node* node : joint.graph.nodes()) step.joint_flops += partition::NodeFlops(*node);
   return step;
 }
 
 // One training step: `forward` (compiled or the module), the loss, backward, SGD.
 absl::Status TapeStep(const nn::ModelSpec& spec, const Function& forward, nn::SGD& sgd) {
-  absl::StatusOr<TensorTree> out = forward(spec.inputs);
-  if (!out.ok()) return out.status();
-  const Tensor loss = spec.loss(*out, spec.targets);
+  TC_ASSIGN_OR_RETURN(TensorTree out, forward(spec.inputs));
+  const Tensor loss = spec.loss(out, spec.targets);
   sgd.zero_grad();
   loss.backward();
   sgd.step();
@@ -60,23 +57,21 @@ absl::Status TapeStep(const nn::ModelSpec& spec, const Function& forward, nn::SG
 absl::StatusOr<Timing> TimeCompiledStep(const BenchOptions& options,
                                         const partition::PartitionFn& partition_fn,
                                         Timing* compile) {
-  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
-  if (!spec.ok()) return spec.status();
-  nn::SGD sgd(spec->module->named_parameters(), options.lr);
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
+  nn::SGD sgd(spec.module->named_parameters(), options.lr);
   std::unique_ptr<tc::TrainStep> step;
   constexpr int kCompiles = 5;
   absl::StatusOr<Timing> t = TimeCalls(0, kCompiles, [&]() -> absl::Status {
-    absl::StatusOr<std::unique_ptr<tc::TrainStep>> s = tc::TrainStep::Create(
-        *spec->module, spec->loss, spec->inputs, spec->targets, sgd,
-        {.partition_fn = partition_fn, .decompositions = options.decompositions});
-    if (!s.ok()) return s.status();
-    step = *std::move(s);
+    TC_ASSIGN_OR_RETURN(
+        step, tc::TrainStep::Create(
+                  *spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                  {.partition_fn = partition_fn, .decompositions = options.decompositions}));
     return absl::OkStatus();
   });
   if (!t.ok()) return t.status();
   *compile = *t;
-  std::vector<Tensor> batch = Flatten(spec->inputs).first;
-  for (const Tensor& target : Flatten(spec->targets).first) batch.push_back(target);
+  std::vector<Tensor> batch = Flatten(spec.inputs).first;
+  for (const Tensor& target : Flatten(spec.targets).first) batch.push_back(target);
   return TimeCalls(options.warmup, options.runs, [&] { return step->Run(batch).status(); });
 }
 
@@ -86,41 +81,37 @@ absl::StatusOr<Timing> TimeCompiledStep(const BenchOptions& options,
 absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
                                     const partition::PartitionFn& partition_fn,
                                     const codegen::Compiler& compiler, double* joint_flops) {
-  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
-  if (!spec.ok()) return spec.status();
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
   Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
-    return (*spec->module)(in);
+    return (*spec.module)(in);
   };
   if (compiler) {
-    absl::StatusOr<CompiledStep> step =
-        CompileStep(*spec, compiler, partition_fn, options.decompositions);
-    if (!step.ok()) return step.status();
-    forward = std::move(step->fn);
-    if (joint_flops != nullptr) *joint_flops = step->joint_flops;
+    TC_ASSIGN_OR_RETURN(CompiledStep step,
+                        CompileStep(spec, compiler, partition_fn, options.decompositions));
+    forward = std::move(step.fn);
+    if (joint_flops != nullptr) *joint_flops = step.joint_flops;
   }
-  nn::SGD sgd(spec->module->named_parameters(), options.lr);
-  return TimeCalls(options.warmup, options.runs, [&] { return TapeStep(*spec, forward, sgd); });
+  nn::SGD sgd(spec.module->named_parameters(), options.lr);
+  return TimeCalls(options.warmup, options.runs, [&] { return TapeStep(spec, forward, sgd); });
 }
 
 // The inference step (eval mode, no autograd): compiled with `compiler`, or
 // eager when it is empty.
 absl::StatusOr<Timing> TimeInference(const BenchOptions& options,
                                      const codegen::Compiler& compiler) {
-  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
-  if (!spec.ok()) return spec.status();
-  spec->module->eval();
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
+  spec.module->eval();
   NoGradGuard no_grad;
   Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
-    return (*spec->module)(in);
+    return (*spec.module)(in);
   };
   if (compiler) {
-    absl::StatusOr<Function> fn = compile(
-        *spec->module, spec->inputs,
-        {.training = false, .decompositions = options.decompositions, .compiler = compiler});
-    if (!fn.ok()) return fn.status();
-    forward = *std::move(fn);
+    TC_ASSIGN_OR_RETURN(forward, compile(*spec.module, spec.inputs,
+                                         {.training = false,
+                                          .decompositions = options.decompositions,
+                                          .compiler = compiler}));
   }
-  return TimeCalls(options.warmup, options.runs, [&] { return forward(spec->inputs).status(); });
+  return TimeCalls(options.warmup, options.runs, [&] { return forward(spec.inputs).status(); });
 }
 
 double Gflops(double flops, double ms) { return flops / (ms * 1e6); }
@@ -140,12 +131,12 @@ absl::StatusOr<Timing> TimeCalls(int warmup, int runs, const std::function<absl:
         "timing: expected runs >= 1 and warmup >= 0, got runs ", runs, ", warmup ", warmup));
   }
   for (int i = 0; i < warmup; ++i) {
-    if (absl::Status s = fn(); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(fn());
   }
   std::vector<double> ms(runs);
   for (double& t : ms) {
     const auto start = std::chrono::steady_clock::now();
-    if (absl::Status s = fn(); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(fn());
     t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
   std::sort(ms.begin(), ms.end());
@@ -171,28 +162,19 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
   r.runs = options.runs;
   r.matmul_size = options.matmul_size;
   double joint_flops = 0;
-  absl::StatusOr<Timing> t = TimeCompiledStep(options, partition_fn, &r.compile);
-  if (!t.ok()) return t.status();
-  r.compiled_step = *t;
-  if (t = TimeTraining(options, partition_fn, options.compiler, &joint_flops); !t.ok()) {
-    return t.status();
-  }
-  r.function_step = *t;
-  if (t = TimeTraining(options, partition_fn, codegen::interpreter(), nullptr); !t.ok()) {
-    return t.status();
-  }
-  r.interpreter_step = *t;
-  if (t = TimeTraining(options, partition_fn, nullptr, nullptr); !t.ok()) return t.status();
-  r.eager_step = *t;
-  if (t = TimeInference(options, options.compiler); !t.ok()) return t.status();
-  r.compiled_inference = *t;
-  if (t = TimeInference(options, nullptr); !t.ok()) return t.status();
-  r.eager_inference = *t;
+  TC_ASSIGN_OR_RETURN(r.compiled_step, TimeCompiledStep(options, partition_fn, &r.compile));
+  TC_ASSIGN_OR_RETURN(r.function_step,
+                      TimeTraining(options, partition_fn, options.compiler, &joint_flops));
+  TC_ASSIGN_OR_RETURN(r.interpreter_step,
+                      TimeTraining(options, partition_fn, codegen::interpreter(), nullptr));
+  TC_ASSIGN_OR_RETURN(r.eager_step, TimeTraining(options, partition_fn, nullptr, nullptr));
+  TC_ASSIGN_OR_RETURN(r.compiled_inference, TimeInference(options, options.compiler));
+  TC_ASSIGN_OR_RETURN(r.eager_inference, TimeInference(options, nullptr));
 
   Generator gen(options.seed);
   const int64_t n = options.matmul_size;
   const Tensor a = randn({n, n}, DType::kF32, &gen), b = randn({n, n}, DType::kF32, &gen);
-  t = TimeCalls(options.warmup, options.runs, [&] {
+  absl::StatusOr<Timing> t = TimeCalls(options.warmup, options.runs, [&] {
     matmul(a, b);
     return absl::OkStatus();
   });
@@ -269,13 +251,12 @@ absl::Status RunAndPrint(absl::string_view model, const BenchOptions& options, b
   for (const std::string& name : models) {
     BenchOptions one = options;
     one.model = name;
-    absl::StatusOr<ModelBenchResult> r = RunModelBench(one);
-    if (!r.ok()) return r.status();
+    TC_ASSIGN_OR_RETURN(ModelBenchResult r, RunModelBench(one));
     if (json) {
-      std::fprintf(out, "%s\n", FormatJson(*r).c_str());
+      std::fprintf(out, "%s\n", FormatJson(r).c_str());
       std::fflush(out);
     }
-    results.push_back(*std::move(r));
+    results.push_back(std::move(r));
   }
   if (!json) std::fprintf(out, "%s", FormatTable(results).c_str());
   return absl::OkStatus();

@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "graph/decompositions.h"
 #include "graph/verifier.h"
 #include "nn/models/models.h"
@@ -107,16 +108,12 @@ absl::StatusOr<double> MedianMs(const partition::PartitionFn& fn, const Graph& g
 
 absl::Status Run(int runs, int layers) {
   if (runs < 1 || layers < 1) return absl::InvalidArgumentError("--runs and --layers must be >= 1");
-  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel("transformer", 0);
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*spec->module, spec->inputs);
-  if (!pipeline.ok()) return pipeline.status();
-  if (absl::Status s =
-          pipeline->generate_ir_for_training({.decompositions = &DefaultDecompositions()});
-      !s.ok()) {
-    return s;
-  }
-  const JointGraph& transformer = **pipeline->joint_graph();
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel("transformer", 0));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(*spec.module, spec.inputs));
+  TC_RETURN_IF_ERROR(
+      pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}));
+  const JointGraph& transformer = **pipeline.joint_graph();
   const Joint ladder = Ladder(layers);
 
   struct Case {

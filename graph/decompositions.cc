@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "graph/ops/infer_util.h"
 #include "graph/printer.h"
 
@@ -103,41 +104,38 @@ Result GeluTanh(Graph& g, const Node& node, Inputs in) {
 // softmax (log = false) or log_softmax along one dim, shifted by the max.
 Result Softmax(Graph& g, const Node& node, Inputs in, bool log) {
   Value* x = in[0];
-  absl::StatusOr<int64_t> dim = WrapDim(node.attrs().Int("dim"), x->type().rank());
-  if (!dim.ok()) return dim.status();
-  if (x->type().shape[*dim] == 0) return std::vector<Value*>{};  // max has no identity
+  TC_ASSIGN_OR_RETURN(int64_t dim, WrapDim(node.attrs().Int("dim"), x->type().rank()));
+  if (x->type().shape[dim] == 0) return std::vector<Value*>{};  // max has no identity
   Emitter e(g);
-  Value* shifted = e.Sub(x, e.Reduce(OpKind::kMax, x, {*dim}, true));
+  Value* shifted = e.Sub(x, e.Reduce(OpKind::kMax, x, {dim}, true));
   Value* exp = e.Unary(OpKind::kExp, shifted);
-  Value* sum = e.Reduce(OpKind::kSum, exp, {*dim}, true);
+  Value* sum = e.Reduce(OpKind::kSum, exp, {dim}, true);
   if (log) return e.Finish({e.Sub(shifted, e.Unary(OpKind::kLog, sum))});
   return e.Finish({e.Div(exp, sum)});
 }
 
 Result Mean(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
-  absl::StatusOr<std::vector<int64_t>> dims =
-      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank());
-  if (!dims.ok()) return dims.status();
+  TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
-  const double n = static_cast<double>(ReducedCount(x->type().shape, *dims));
-  Value* sum = e.Reduce(OpKind::kSum, x, *dims, node.attrs().Bool("keepdim"));
+  const double n = static_cast<double>(ReducedCount(x->type().shape, dims));
+  Value* sum = e.Reduce(OpKind::kSum, x, dims, node.attrs().Bool("keepdim"));
   return e.Finish({e.Div(sum, e.Scalar(n, x->type().dtype))});
 }
 
 // Two passes, as the kernel: sum((x - mean)^2) / max(n - correction, 0).
 Result Var(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
-  absl::StatusOr<std::vector<int64_t>> dims =
-      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank());
-  if (!dims.ok()) return dims.status();
+  TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
-  const int64_t n = ReducedCount(x->type().shape, *dims);
+  const int64_t n = ReducedCount(x->type().shape, dims);
   const double divisor =
       static_cast<double>(std::max<int64_t>(n - node.attrs().Int("correction"), 0));
-  Value* centered = e.Sub(x, e.Reduce(OpKind::kMean, x, *dims, true));
+  Value* centered = e.Sub(x, e.Reduce(OpKind::kMean, x, dims, true));
   Value* squares =
-      e.Reduce(OpKind::kSum, e.Mul(centered, centered), *dims, node.attrs().Bool("keepdim"));
+      e.Reduce(OpKind::kSum, e.Mul(centered, centered), dims, node.attrs().Bool("keepdim"));
   return e.Finish({e.Div(squares, e.Scalar(divisor, x->type().dtype))});
 }
 
@@ -157,13 +155,12 @@ Normalized Normalize(Emitter& e, Value* x, const std::vector<int64_t>& dims, dou
 Result LayerNorm(Graph& g, const Node& node, Inputs in) {
   Value *x = in[0], *w = in[1], *b = in[2];
   const Shape& shape = x->type().shape;
-  absl::StatusOr<int64_t> axis = WrapDim(node.attrs().Int("axis"), x->type().rank());
-  if (!axis.ok()) return axis.status();
+  TC_ASSIGN_OR_RETURN(int64_t axis, WrapDim(node.attrs().Int("axis"), x->type().rank()));
   std::vector<int64_t> dims;
-  for (int64_t d = *axis; d < x->type().rank(); ++d) dims.push_back(d);
+  for (int64_t d = axis; d < x->type().rank(); ++d) dims.push_back(d);
   Emitter e(g);
   Normalized n = Normalize(e, x, dims, node.attrs().Float("eps"));
-  const std::vector<int64_t> stats(shape.begin(), shape.begin() + *axis);
+  const std::vector<int64_t> stats(shape.begin(), shape.begin() + axis);
   return e.Finish({e.Add(e.Mul(n.y, w), b), e.Reshape(n.mean, stats), e.Reshape(n.var, stats)});
 }
 
@@ -241,22 +238,18 @@ absl::StatusOr<bool> DecomposeOnce(Graph& graph, const DecompositionTable& table
     for (const Value* in : node->inputs()) inputs.push_back(map.at(in));
     std::vector<Value*> results;
     if (auto rule = table.find(node->op()); rule != table.end()) {
-      absl::StatusOr<std::vector<Value*>> r = ApplyRule(rule->second, out, *node, inputs);
-      if (!r.ok()) return r.status();
-      results = *std::move(r);
+      TC_ASSIGN_OR_RETURN(results, ApplyRule(rule->second, out, *node, inputs));
       changed = changed || !results.empty();
     }
     if (results.empty()) {
-      absl::StatusOr<std::vector<Value*>> r = CopyNode(out, *node, inputs);
-      if (!r.ok()) return r.status();
-      results = *std::move(r);
+      TC_ASSIGN_OR_RETURN(results, CopyNode(out, *node, inputs));
     }
     for (int i = 0; i < node->num_results(); ++i) map[node->result(i)] = results[i];
   }
   if (!changed) return false;
   std::vector<Value*> outputs;
   for (const Value* v : graph.outputs()) outputs.push_back(map.at(v));
-  if (absl::Status s = out.SetOutputs(std::move(outputs)); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(out.SetOutputs(std::move(outputs)));
   graph = std::move(out);
   return true;
 }
@@ -283,9 +276,8 @@ Pass Decompose(DecompositionTable table) {
   return {"decompose", [table = std::move(table)](Graph& graph) -> absl::StatusOr<bool> {
             bool changed = false;
             for (int round = 0; round < kMaxRounds; ++round) {
-              absl::StatusOr<bool> once = DecomposeOnce(graph, table);
-              if (!once.ok()) return once.status();
-              if (!*once) return changed;
+              TC_ASSIGN_OR_RETURN(bool once, DecomposeOnce(graph, table));
+              if (!once) return changed;
               changed = true;
             }
             return absl::InvalidArgumentError(

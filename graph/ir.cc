@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace tc {
 namespace {
@@ -90,9 +91,7 @@ absl::StatusOr<std::vector<Value*>> Graph::AddNode(OpKind op, absl::Span<Value* 
   const absl::string_view op_name = OpName(op);
   std::vector<TensorType> types;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (absl::Status s = CheckOperand(inputs[i], absl::StrCat(op_name, ": operand ", i)); !s.ok()) {
-      return s;
-    }
+    TC_RETURN_IF_ERROR(CheckOperand(inputs[i], absl::StrCat(op_name, ": operand ", i)));
     types.push_back(inputs[i]->type());
   }
   if (source.find_first_of("\r\n") != std::string::npos) {

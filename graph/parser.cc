@@ -9,12 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-
-// Returns the failed absl::Status of `expr` from the enclosing function.
-#define TC_PARSE_TRY(expr)                             \
-  do {                                                 \
-    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
+#include "base/status_macros.h"
 
 namespace tc {
 namespace {
@@ -35,29 +30,27 @@ class Parser {
   explicit Parser(absl::string_view text) : text_(text) {}
 
   absl::StatusOr<Graph> Run() {
-    TC_PARSE_TRY(ExpectWord("graph"));
-    TC_PARSE_TRY(Expect('('));
+    TC_RETURN_IF_ERROR(ExpectWord("graph"));
+    TC_RETURN_IF_ERROR(Expect('('));
     if (!Consume(')')) {
       do {
-        absl::StatusOr<Decl> d = Declaration();
-        if (!d.ok()) return d.status();
-        TC_PARSE_TRY(CheckNew(*d));
-        values_[d->name] = graph_.AddPlaceholder(d->name, d->type);
+        TC_ASSIGN_OR_RETURN(Decl d, Declaration());
+        TC_RETURN_IF_ERROR(CheckNew(d));
+        values_[d.name] = graph_.AddPlaceholder(d.name, d.type);
       } while (Consume(','));
-      TC_PARSE_TRY(Expect(')'));
+      TC_RETURN_IF_ERROR(Expect(')'));
     }
-    TC_PARSE_TRY(Expect('{'));
+    TC_RETURN_IF_ERROR(Expect('{'));
     while (true) {
       SkipSpace();
       if (Word() == "return") break;
       if (Peek() != '%') return Expected("'%' or 'return'");
-      TC_PARSE_TRY(NodeLine());
+      TC_RETURN_IF_ERROR(NodeLine());
     }
-    TC_PARSE_TRY(ExpectWord("return"));
-    absl::StatusOr<std::vector<Value*>> outputs = ValueList();
-    if (!outputs.ok()) return outputs.status();
-    TC_PARSE_TRY(graph_.SetOutputs(*std::move(outputs)));
-    TC_PARSE_TRY(Expect('}'));
+    TC_RETURN_IF_ERROR(ExpectWord("return"));
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> outputs, ValueList());
+    TC_RETURN_IF_ERROR(graph_.SetOutputs(std::move(outputs)));
+    TC_RETURN_IF_ERROR(Expect('}'));
     SkipSpace();
     if (pos_ != text_.size()) return Expected("end of input");
     return std::move(graph_);
@@ -68,38 +61,35 @@ class Parser {
   absl::Status NodeLine() {
     std::vector<Decl> results;
     do {
-      absl::StatusOr<Decl> d = Declaration();
-      if (!d.ok()) return d.status();
-      TC_PARSE_TRY(CheckNew(*d));
+      TC_ASSIGN_OR_RETURN(Decl d, Declaration());
+      TC_RETURN_IF_ERROR(CheckNew(d));
       for (const Decl& r : results) {
-        if (r.name == d->name) return ErrorAt(d->pos, "value '%", d->name, "' is already defined");
+        if (r.name == d.name) return ErrorAt(d.pos, "value '%", d.name, "' is already defined");
       }
-      results.push_back(*std::move(d));
+      results.push_back(std::move(d));
     } while (Consume(','));
-    TC_PARSE_TRY(Expect('='));
+    TC_RETURN_IF_ERROR(Expect('='));
     SkipSpace();
     const size_t op_pos = pos_;
-    absl::StatusOr<std::string> op_name = Name("op name");
-    if (!op_name.ok()) return op_name.status();
-    absl::StatusOr<OpKind> op = OpKindFromName(*op_name);
-    if (!op.ok()) return ErrorAt(op_pos, "unknown op '", *op_name, "'");
-    absl::StatusOr<std::vector<Value*>> inputs = ValueList();
-    if (!inputs.ok()) return inputs.status();
+    TC_ASSIGN_OR_RETURN(std::string op_name, Name("op name"));
+    absl::StatusOr<OpKind> op = OpKindFromName(op_name);
+    if (!op.ok()) return ErrorAt(op_pos, "unknown op '", op_name, "'");
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> inputs, ValueList());
     Attrs attrs;
     SkipSpace();
-    if (Peek() == '{') TC_PARSE_TRY(AttrList(attrs));
+    if (Peek() == '{') TC_RETURN_IF_ERROR(AttrList(attrs));
     const std::string source = Comment();
 
     std::vector<std::string> names;
     for (const Decl& r : results) names.push_back(r.name);
     absl::StatusOr<std::vector<Value*>> out =
-        graph_.AddNode(*op, *inputs, std::move(attrs), source, names);
+        graph_.AddNode(*op, inputs, std::move(attrs), source, names);
     if (!out.ok()) return ErrorAt(op_pos, out.status().message());
     for (size_t i = 0; i < results.size(); ++i) {
       Value* v = (*out)[i];
       if (v->type() != results[i].type) {
         return ErrorAt(results[i].type_pos, "%", v->name(), " declared ",
-                       results[i].type.ToString(), ", but ", *op_name, " infers ",
+                       results[i].type.ToString(), ", but ", op_name, " infers ",
                        v->type().ToString());
       }
       values_[v->name()] = v;
@@ -110,16 +100,12 @@ class Parser {
   absl::StatusOr<Decl> Declaration() {
     SkipSpace();
     Decl d{pos_, "", 0, {}};
-    TC_PARSE_TRY(Expect('%'));
-    absl::StatusOr<std::string> name = Name("value name");
-    if (!name.ok()) return name.status();
-    d.name = *std::move(name);
-    TC_PARSE_TRY(Expect(':'));
+    TC_RETURN_IF_ERROR(Expect('%'));
+    TC_ASSIGN_OR_RETURN(d.name, Name("value name"));
+    TC_RETURN_IF_ERROR(Expect(':'));
     SkipSpace();
     d.type_pos = pos_;
-    absl::StatusOr<TensorType> type = Type();
-    if (!type.ok()) return type.status();
-    d.type = *std::move(type);
+    TC_ASSIGN_OR_RETURN(d.type, Type());
     return d;
   }
 
@@ -132,12 +118,11 @@ class Parser {
   absl::StatusOr<TensorType> Type() {
     SkipSpace();
     const size_t start = pos_;
-    absl::StatusOr<std::string> dtype_name = Name("dtype");
-    if (!dtype_name.ok()) return dtype_name.status();
-    absl::StatusOr<DType> dtype = ParseDType(*dtype_name);
+    TC_ASSIGN_OR_RETURN(std::string dtype_name, Name("dtype"));
+    absl::StatusOr<DType> dtype = ParseDType(dtype_name);
     if (!dtype.ok()) return ErrorAt(start, dtype.status().message());
     TensorType type{*dtype, {}};
-    TC_PARSE_TRY(Expect('['));
+    TC_RETURN_IF_ERROR(Expect('['));
     if (Consume(']')) return type;
     do {
       SkipSpace();
@@ -149,43 +134,40 @@ class Parser {
       if (!absl::SimpleAtoi(digits, &dim)) return ErrorAt(dim_pos, "bad dimension '", digits, "'");
       type.shape.push_back(dim);
     } while (Consume(','));
-    TC_PARSE_TRY(Expect(']'));
+    TC_RETURN_IF_ERROR(Expect(']'));
     return type;
   }
 
   // "(%a, %b)" of defined values.
   absl::StatusOr<std::vector<Value*>> ValueList() {
     std::vector<Value*> values;
-    TC_PARSE_TRY(Expect('('));
+    TC_RETURN_IF_ERROR(Expect('('));
     if (Consume(')')) return values;
     do {
       SkipSpace();
       const size_t start = pos_;
-      TC_PARSE_TRY(Expect('%'));
-      absl::StatusOr<std::string> name = Name("value name");
-      if (!name.ok()) return name.status();
-      auto it = values_.find(*name);
-      if (it == values_.end()) return ErrorAt(start, "unknown value '%", *name, "'");
+      TC_RETURN_IF_ERROR(Expect('%'));
+      TC_ASSIGN_OR_RETURN(std::string name, Name("value name"));
+      auto it = values_.find(name);
+      if (it == values_.end()) return ErrorAt(start, "unknown value '%", name, "'");
       values.push_back(it->second);
     } while (Consume(','));
-    TC_PARSE_TRY(Expect(')'));
+    TC_RETURN_IF_ERROR(Expect(')'));
     return values;
   }
 
   // "{name=value, ...}"
   absl::Status AttrList(Attrs& attrs) {
-    TC_PARSE_TRY(Expect('{'));
+    TC_RETURN_IF_ERROR(Expect('{'));
     if (Consume('}')) return absl::OkStatus();
     do {
       SkipSpace();
       const size_t start = pos_;
-      absl::StatusOr<std::string> name = Name("attribute name");
-      if (!name.ok()) return name.status();
-      if (attrs.Has(*name)) return ErrorAt(start, "attribute '", *name, "' given twice");
-      TC_PARSE_TRY(Expect('='));
-      absl::StatusOr<AttrValue> value = AttrVal();
-      if (!value.ok()) return value.status();
-      attrs.Set(*std::move(name), *std::move(value));
+      TC_ASSIGN_OR_RETURN(std::string name, Name("attribute name"));
+      if (attrs.Has(name)) return ErrorAt(start, "attribute '", name, "' given twice");
+      TC_RETURN_IF_ERROR(Expect('='));
+      TC_ASSIGN_OR_RETURN(AttrValue value, AttrVal());
+      attrs.Set(std::move(name), std::move(value));
     } while (Consume(','));
     if (!Consume('}')) return Expected("',' or '}'");
     return absl::OkStatus();
@@ -201,14 +183,13 @@ class Parser {
       do {
         SkipSpace();
         const size_t item = pos_;
-        absl::StatusOr<AttrValue> v = AttrVal();
-        if (!v.ok()) return v.status();
-        if (!std::holds_alternative<int64_t>(*v)) {
+        TC_ASSIGN_OR_RETURN(AttrValue v, AttrVal());
+        if (!std::holds_alternative<int64_t>(v)) {
           return ErrorAt(item, "a list attribute holds integers only");
         }
-        ints.push_back(std::get<int64_t>(*v));
+        ints.push_back(std::get<int64_t>(v));
       } while (Consume(','));
-      TC_PARSE_TRY(Expect(']'));
+      TC_RETURN_IF_ERROR(Expect(']'));
       return AttrValue(ints);
     }
     if (Peek() == '"') {
@@ -321,5 +302,3 @@ class Parser {
 absl::StatusOr<Graph> Parse(absl::string_view text) { return Parser(text).Run(); }
 
 }  // namespace tc
-
-#undef TC_PARSE_TRY

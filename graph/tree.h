@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/status_macros.h"
 
 namespace tc {
 
@@ -259,7 +260,7 @@ absl::Status CheckStructure(
           s.kind() == TreeKind::kDict
               ? absl::StrCat(path, "[", tree_internal::Quoted(s.keys()[i]), "]")
               : absl::StrCat(path, "[", i, "]");
-      if (absl::Status st = check(t[i], s[i], child); !st.ok()) return st;
+      TC_RETURN_IF_ERROR(check(t[i], s[i], child));
     }
     return absl::OkStatus();
   };

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "graph/printer.h"
 
 namespace tc {
@@ -20,14 +21,13 @@ class Verifier {
     for (const Value* p : graph_.placeholders()) {
       const std::string where =
           absl::StrCat("placeholder `%", p->name(), ": ", p->type().ToString(), "`");
-      if (absl::Status s = Define(p, where); !s.ok()) return s;
+      TC_RETURN_IF_ERROR(Define(p, where));
     }
     for (const Node* node : graph_.nodes()) {
-      if (absl::Status s = VerifyNode(*node); !s.ok()) return s;
+      TC_RETURN_IF_ERROR(VerifyNode(*node));
     }
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
-      absl::Status s = CheckRef(graph_.outputs()[i], absl::StrCat("output ", i), "return");
-      if (!s.ok()) return s;
+      TC_RETURN_IF_ERROR(CheckRef(graph_.outputs()[i], absl::StrCat("output ", i), "return"));
     }
     return absl::OkStatus();
   }
@@ -37,8 +37,7 @@ class Verifier {
     const std::string where = absl::StrCat("node `", NodeToString(node), "`");
     std::vector<TensorType> in_types;
     for (int i = 0; i < node.num_inputs(); ++i) {
-      absl::Status s = CheckRef(node.input(i), absl::StrCat("operand ", i), where);
-      if (!s.ok()) return s;
+      TC_RETURN_IF_ERROR(CheckRef(node.input(i), absl::StrCat("operand ", i), where));
       in_types.push_back(node.input(i)->type());
     }
     absl::StatusOr<std::vector<TensorType>> inferred =
@@ -55,7 +54,7 @@ class Verifier {
                    type_list(*inferred));
     }
     for (const Value* r : node.results()) {
-      if (absl::Status s = Define(r, where); !s.ok()) return s;
+      TC_RETURN_IF_ERROR(Define(r, where));
     }
     return absl::OkStatus();
   }

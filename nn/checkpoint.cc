@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "nn/named_tensors.h"
 
 namespace tc::nn {
@@ -220,8 +221,7 @@ class JsonReader {
           out += '\t';
           break;
         case 'u': {
-          absl::Status status = UnicodeEscape(out);
-          if (!status.ok()) return status;
+          TC_RETURN_IF_ERROR(UnicodeEscape(out));
           break;
         }
         default:
@@ -254,9 +254,8 @@ class JsonReader {
     std::vector<int64_t> out;
     if (Consume(']')) return out;
     do {
-      absl::StatusOr<int64_t> value = Integer();
-      if (!value.ok()) return value.status();
-      out.push_back(*value);
+      TC_ASSIGN_OR_RETURN(int64_t value, Integer());
+      out.push_back(value);
     } while (Consume(','));
     status = Expect(']');
     if (!status.ok()) return status;
@@ -269,10 +268,9 @@ class JsonReader {
     absl::Status status = Expect('{');
     if (!status.ok() || Consume('}')) return status;
     do {
-      absl::StatusOr<std::string> key = String();
-      if (!key.ok()) return key.status();
+      TC_ASSIGN_OR_RETURN(std::string key, String());
       status = Expect(':');
-      if (status.ok()) status = member(*key);
+      if (status.ok()) status = member(key);
       if (!status.ok()) return status;
     } while (Consume(','));
     return Expect('}');
@@ -303,17 +301,14 @@ class JsonReader {
 
   // After "\u": one code point (a surrogate pair counts as one), as UTF-8.
   absl::Status UnicodeEscape(std::string& out) {
-    absl::StatusOr<uint32_t> cp = Hex4();
-    if (!cp.ok()) return cp.status();
-    uint32_t code = *cp;
+    TC_ASSIGN_OR_RETURN(uint32_t code, Hex4());
     if (code >= 0xDC00 && code <= 0xDFFF) return Error("unpaired surrogate in a \\u escape");
     if (code >= 0xD800 && code <= 0xDBFF) {
       if (text_.substr(pos_, 2) != "\\u") return Error("unpaired surrogate in a \\u escape");
       pos_ += 2;
-      absl::StatusOr<uint32_t> low = Hex4();
-      if (!low.ok()) return low.status();
-      if (*low < 0xDC00 || *low > 0xDFFF) return Error("unpaired surrogate in a \\u escape");
-      code = 0x10000 + ((code - 0xD800) << 10) + (*low - 0xDC00);
+      TC_ASSIGN_OR_RETURN(uint32_t low, Hex4());
+      if (low < 0xDC00 || low > 0xDFFF) return Error("unpaired surrogate in a \\u escape");
+      code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
     }
     if (code < 0x80) {
       out += static_cast<char>(code);
@@ -357,25 +352,23 @@ absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry
     if (*seen) return json.Error(absl::StrCat(name, ": duplicate field \"", key, "\""));
     *seen = true;
     if (key == "dtype") {
-      absl::StatusOr<std::string> code = json.String();
-      if (!code.ok()) return code.status();
+      TC_ASSIGN_OR_RETURN(std::string code, json.String());
       for (const DTypeCode& c : kDTypeCodes) {
-        if (c.code == *code) {
+        if (c.code == code) {
           entry.dtype = c.dtype;
           return absl::OkStatus();
         }
       }
-      return json.Error(absl::StrCat(name, ": unsupported dtype \"", *code, "\""));
+      return json.Error(absl::StrCat(name, ": unsupported dtype \"", code, "\""));
     }
-    absl::StatusOr<std::vector<int64_t>> values = json.IntegerArray();
-    if (!values.ok()) return values.status();
+    TC_ASSIGN_OR_RETURN(std::vector<int64_t> values, json.IntegerArray());
     if (key == "shape") {
-      entry.shape = *std::move(values);
+      entry.shape = std::move(values);
       return absl::OkStatus();
     }
-    if (values->size() != 2) return json.Error(absl::StrCat(name, ": data_offsets needs 2 values"));
-    entry.begin = (*values)[0];
-    entry.end = (*values)[1];
+    if (values.size() != 2) return json.Error(absl::StrCat(name, ": data_offsets needs 2 values"));
+    entry.begin = values[0];
+    entry.end = values[1];
     return absl::OkStatus();
   });
 }
@@ -391,9 +384,7 @@ absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata&
     if (name == "__metadata__") {
       has_metadata = true;
       return json.Object([&](const std::string& key) -> absl::Status {
-        absl::StatusOr<std::string> value = json.String();
-        if (!value.ok()) return value.status();
-        metadata[key] = *std::move(value);
+        TC_ASSIGN_OR_RETURN(metadata[key], json.String());
         return absl::OkStatus();
       });
     }
@@ -491,13 +482,12 @@ absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
   std::string header(header_bytes, '\0');
   status = ReadAt(fd, header.data(), header.size(), 8);
   if (!status.ok()) return status;
-  absl::StatusOr<std::vector<Entry>> entries = ParseHeader(header, metadata);
-  if (!entries.ok()) return entries.status();
+  TC_ASSIGN_OR_RETURN(std::vector<Entry> entries, ParseHeader(header, metadata));
   const int64_t data_start = 8 + static_cast<int64_t>(header_bytes);
-  status = CheckEntries(*entries, file_bytes - data_start);
+  status = CheckEntries(entries, file_bytes - data_start);
   if (!status.ok()) return status;
   NamedTensors out;
-  for (const Entry& e : *entries) {
+  for (const Entry& e : entries) {
     Tensor t = Tensor::Empty(e.shape, e.dtype);
     if (t.bytes() > 0) status = ReadAt(fd, t.raw_data(), t.bytes(), data_start + e.begin);
     if (status.ok() && e.dtype == DType::kBool) status = CheckBools(t, e.name);
@@ -570,8 +560,7 @@ absl::Status save(const Module& module, const std::string& path, const Optimizer
 }
 
 absl::Status load(Module& module, const std::string& path, Optimizer* optimizer) {
-  absl::StatusOr<NamedTensors> file = LoadTensors(path);
-  if (!file.ok()) return file.status();
+  TC_ASSIGN_OR_RETURN(NamedTensors file, LoadTensors(path));
   const NamedTensors module_tensors = CheckpointTensors(module, nullptr);
   const NamedTensors state = optimizer ? optimizer->state() : NamedTensors();
   NamedTensors expected = module_tensors;
@@ -580,7 +569,7 @@ absl::Status load(Module& module, const std::string& path, Optimizer* optimizer)
   for (const auto& [name, t] : expected) expected_names.insert(name);
   for (const auto& [name, t] : state) state_names.insert(name);
   NamedTensors relevant, state_part;
-  for (const auto& [name, t] : *file) {
+  for (const auto& [name, t] : file) {
     // Without an optimizer, a training checkpoint's optimizer state is skipped.
     if (optimizer == nullptr && !expected_names.contains(name) &&
         absl::StartsWith(name, kOptimizerStatePrefix)) {

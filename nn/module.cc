@@ -1,6 +1,7 @@
 #include "nn/module.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/autograd_meta.h"
 
 namespace tc::nn {
@@ -124,7 +125,7 @@ absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& input
   if (!program.ok()) return program.status();
   std::vector<Value*> outputs = program->graph.outputs();
   outputs.insert(outputs.end(), mutated_values.begin(), mutated_values.end());
-  if (absl::Status s = program->graph.SetOutputs(std::move(outputs)); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(program->graph.SetOutputs(std::move(outputs)));
   traced.program = *std::move(program);
   return traced;
 }

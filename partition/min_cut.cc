@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "partition/max_flow.h"
 
 namespace tc::partition {
@@ -65,7 +66,7 @@ bool IsRecomputable(const Node& node) { return !node.def().Has(kTraitExpensive);
 
 absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const JointLayout& layout,
                                                       const MinCutOptions& options) {
-  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckJointLayout(joint, layout));
   const std::vector<Node*> nodes = joint.nodes();
 
   const JointParts parts = SplitJoint(joint, layout);
@@ -132,9 +133,8 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
 }
 
 absl::StatusOr<PartitionResult> MinCutPartition(const Graph& joint, const JointLayout& layout) {
-  absl::StatusOr<std::vector<Value*>> saved = MinCutSavedValues(joint, layout, MinCutOptions{});
-  if (!saved.ok()) return saved.status();
-  return AssemblePartition(joint, layout, *saved);
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> saved, MinCutSavedValues(joint, layout, MinCutOptions{}));
+  return AssemblePartition(joint, layout, saved);
 }
 
 }  // namespace tc::partition

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace tc::partition {
 namespace {
@@ -83,14 +84,13 @@ absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* cons
     for (const Value* in : node->inputs()) operands.push_back(mapped.at(in));
     std::vector<std::string> names;
     for (const Value* r : node->results()) names.push_back(r->name());
-    absl::StatusOr<std::vector<Value*>> results =
-        sub.AddNode(node->op(), operands, node->attrs(), node->source(), names);
-    if (!results.ok()) return results.status();
-    for (int i = 0; i < node->num_results(); ++i) mapped[node->result(i)] = (*results)[i];
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> results,
+                        sub.AddNode(node->op(), operands, node->attrs(), node->source(), names));
+    for (int i = 0; i < node->num_results(); ++i) mapped[node->result(i)] = results[i];
   }
   std::vector<Value*> sub_outputs;
   for (const Value* out : outputs) sub_outputs.push_back(mapped.at(out));
-  if (absl::Status s = sub.SetOutputs(std::move(sub_outputs)); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(sub.SetOutputs(std::move(sub_outputs)));
   return sub;
 }
 
@@ -105,7 +105,7 @@ JointParts SplitJoint(const Graph& joint, const JointLayout& layout) {
 
 absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const JointLayout& layout,
                                                   absl::Span<Value* const> saved_values) {
-  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckJointLayout(joint, layout));
   const auto [primals, tangents, fw_outputs, gradients] = SplitJoint(joint, layout);
 
   PartitionResult result;
@@ -129,19 +129,15 @@ absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const Join
 
   std::vector<Value*> fw_graph_outputs = fw_outputs;
   fw_graph_outputs.insert(fw_graph_outputs.end(), saved_values.begin(), saved_values.end());
-  absl::StatusOr<Graph> forward = ExtractSubgraph(joint, primals, fw_graph_outputs);
-  if (!forward.ok()) return forward.status();
+  TC_ASSIGN_OR_RETURN(result.forward, ExtractSubgraph(joint, primals, fw_graph_outputs));
   std::vector<Value*> bw_inputs(saved_values.begin(), saved_values.end());
   bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
-  absl::StatusOr<Graph> backward = ExtractSubgraph(joint, bw_inputs, gradients);
-  if (!backward.ok()) return backward.status();
-  result.forward = *std::move(forward);
-  result.backward = *std::move(backward);
+  TC_ASSIGN_OR_RETURN(result.backward, ExtractSubgraph(joint, bw_inputs, gradients));
   return result;
 }
 
 absl::StatusOr<PartitionResult> DefaultPartition(const Graph& joint, const JointLayout& layout) {
-  if (absl::Status s = CheckJointLayout(joint, layout); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckJointLayout(joint, layout));
   const auto [primals, tangents, fw_outputs, gradients] = SplitJoint(joint, layout);
   const ValueSet tangent_set(tangents.begin(), tangents.end());
 

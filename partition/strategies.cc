@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "partition/accounting.h"
 #include "partition/min_cut.h"
 
@@ -57,13 +58,9 @@ struct BudgetPlan {
 
 absl::StatusOr<BudgetPlan> MakeBudgetPlan(const Graph& joint, const JointLayout& layout) {
   BudgetPlan plan;
-  absl::StatusOr<std::vector<Value*>> one = MinCutSavedValues(joint, layout, MinCutOptions{});
-  if (!one.ok()) return one.status();
-  absl::StatusOr<std::vector<Value*>> zero =
-      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable});
-  if (!zero.ok()) return zero.status();
-  plan.at_one = *std::move(one);
-  plan.at_zero = *std::move(zero);
+  TC_ASSIGN_OR_RETURN(plan.at_one, MinCutSavedValues(joint, layout, MinCutOptions{}));
+  TC_ASSIGN_OR_RETURN(plan.at_zero,
+                      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable}));
   plan.span = TotalBytes(plan.at_one) - TotalBytes(plan.at_zero);
 
   const ValueSet at_zero(plan.at_zero.begin(), plan.at_zero.end());
@@ -101,22 +98,19 @@ absl::StatusOr<std::vector<Value*>> BudgetSavedValues(const Graph& joint, const 
 
 absl::StatusOr<PartitionResult> RecomputeAllPartition(const Graph& joint,
                                                       const JointLayout& layout) {
-  absl::StatusOr<std::vector<Value*>> saved =
-      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable});
-  if (!saved.ok()) return saved.status();
-  return AssemblePartition(joint, layout, *saved);
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> saved,
+                      MinCutSavedValues(joint, layout, {.may_recompute = IsRecomputable}));
+  return AssemblePartition(joint, layout, saved);
 }
 
 absl::StatusOr<PartitionResult> BudgetPartition(const Graph& joint, const JointLayout& layout,
                                                 double budget) {
-  if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckBudget(budget));
   if (budget == 1) return MinCutPartition(joint, layout);
   if (budget == 0) return RecomputeAllPartition(joint, layout);
-  absl::StatusOr<BudgetPlan> plan = MakeBudgetPlan(joint, layout);
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<std::vector<Value*>> saved = BudgetSavedValues(joint, layout, *plan, budget);
-  if (!saved.ok()) return saved.status();
-  return AssemblePartition(joint, layout, *saved);
+  TC_ASSIGN_OR_RETURN(BudgetPlan plan, MakeBudgetPlan(joint, layout));
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> saved, BudgetSavedValues(joint, layout, plan, budget));
+  return AssemblePartition(joint, layout, saved);
 }
 
 PartitionFn MemoryBudgetPartitioner(double budget) {
@@ -128,18 +122,15 @@ PartitionFn MemoryBudgetPartitioner(double budget) {
 absl::StatusOr<std::vector<ParetoPoint>> BudgetSweep(const Graph& joint, const JointLayout& layout,
                                                      absl::Span<const double> budgets) {
   for (double budget : budgets) {
-    if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(CheckBudget(budget));
   }
-  absl::StatusOr<BudgetPlan> plan = MakeBudgetPlan(joint, layout);
-  if (!plan.ok()) return plan.status();
+  TC_ASSIGN_OR_RETURN(BudgetPlan plan, MakeBudgetPlan(joint, layout));
   std::vector<ParetoPoint> points;
   for (double budget : budgets) {
-    absl::StatusOr<std::vector<Value*>> saved = BudgetSavedValues(joint, layout, *plan, budget);
-    if (!saved.ok()) return saved.status();
-    absl::StatusOr<PartitionResult> part = AssemblePartition(joint, layout, *saved);
-    if (!part.ok()) return part.status();
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> saved, BudgetSavedValues(joint, layout, plan, budget));
+    TC_ASSIGN_OR_RETURN(PartitionResult part, AssemblePartition(joint, layout, saved));
     points.push_back(
-        {budget, TotalBytes(*saved), SavedActivationBytes(joint, *part), Recomputed(*part).flops});
+        {budget, TotalBytes(saved), SavedActivationBytes(joint, part), Recomputed(part).flops});
   }
   return points;
 }
@@ -149,7 +140,7 @@ absl::StatusOr<PartitionFn> PartitionerByName(absl::string_view name, double bud
   if (name == "min_cut") return PartitionFn(MinCutPartition);
   if (name == "recompute_all") return PartitionFn(RecomputeAllPartition);
   if (name == "budget") {
-    if (absl::Status s = CheckBudget(budget); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(CheckBudget(budget));
     return MemoryBudgetPartitioner(budget);
   }
   return absl::InvalidArgumentError(absl::StrFormat("unknown partition strategy \"%s\"; known: %s",

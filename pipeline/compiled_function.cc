@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "autodiff/engine.h"
+#include "base/status_macros.h"
 
 namespace tc {
 namespace {
@@ -17,14 +18,10 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
                                       const codegen::Executable& forward,
                                       const TensorTree& inputs) {
   ForwardRun run;
-  absl::StatusOr<std::vector<Tensor>> args =
-      GraphArguments(model.program, inputs, model.parameters, model.buffers);
-  if (!args.ok()) return args.status();
-  run.primals = *std::move(args);
+  TC_ASSIGN_OR_RETURN(run.primals,
+                      GraphArguments(model.program, inputs, model.parameters, model.buffers));
   NoGradGuard no_grad;
-  absl::StatusOr<std::vector<Tensor>> outputs = forward(run.primals);
-  if (!outputs.ok()) return outputs.status();
-  run.outputs = *std::move(outputs);
+  TC_ASSIGN_OR_RETURN(run.outputs, forward(run.primals));
   for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {
     nn::AssignInPlace(model.mutated_buffer_tensors[i],
                       run.outputs[model.num_user_outputs + i].contiguous());
@@ -46,14 +43,13 @@ Function MakeAutogradFunction(std::shared_ptr<const CompiledModel> model,
   const int num_forward_outputs = layout.num_forward_outputs;
   const std::vector<int> grad_primals = layout.grad_primal_indices;
   return [=](const TensorTree& inputs) -> absl::StatusOr<TensorTree> {
-    absl::StatusOr<ForwardRun> run = RunForward(*model, forward, inputs);
-    if (!run.ok()) return run.status();
-    std::vector<Tensor> forward_outputs(run->outputs.begin(),
-                                        run->outputs.begin() + num_forward_outputs);
-    std::vector<Tensor> saved(run->outputs.begin() + num_forward_outputs, run->outputs.end());
+    TC_ASSIGN_OR_RETURN(ForwardRun run, RunForward(*model, forward, inputs));
+    std::vector<Tensor> forward_outputs(run.outputs.begin(),
+                                        run.outputs.begin() + num_forward_outputs);
+    std::vector<Tensor> saved(run.outputs.begin() + num_forward_outputs, run.outputs.end());
     std::vector<TensorType> output_types;
     for (const Tensor& t : forward_outputs) output_types.push_back(t.type());
-    const int num_primals = static_cast<int>(run->primals.size());
+    const int num_primals = static_cast<int>(run.primals.size());
     // The compiled backward: tangents for the user outputs come from the
     // tape; buffer updates and outputs nobody differentiated get zeros.
     BackwardFn backward_fn = [=](absl::Span<const Tensor> grads) -> absl::StatusOr<TensorList> {
@@ -63,11 +59,10 @@ Function MakeAutogradFunction(std::shared_ptr<const CompiledModel> model,
         const bool from_tape = i < grads.size() && grads[i].defined();
         args.push_back(from_tape ? grads[i] : zeros(output_types[i].shape, output_types[i].dtype));
       }
-      absl::StatusOr<std::vector<Tensor>> grad_values = backward(args);
-      if (!grad_values.ok()) return grad_values.status();
+      TC_ASSIGN_OR_RETURN(std::vector<Tensor> grad_values, backward(args));
       TensorList per_primal(num_primals);
       for (size_t k = 0; k < grad_primals.size(); ++k) {
-        per_primal[grad_primals[k]] = (*grad_values)[k];
+        per_primal[grad_primals[k]] = grad_values[k];
       }
       return per_primal;
     };
@@ -75,7 +70,7 @@ Function MakeAutogradFunction(std::shared_ptr<const CompiledModel> model,
                              forward_outputs.begin() + model->num_user_outputs);
     // Only the user outputs go on the tape; they are fresh handles owned by
     // this call.
-    RecordFunction("compiled_forward", run->primals, user, std::move(backward_fn));
+    RecordFunction("compiled_forward", run.primals, user, std::move(backward_fn));
     return Unflatten(std::move(user), model->program.out_spec);
   };
 }
@@ -83,9 +78,8 @@ Function MakeAutogradFunction(std::shared_ptr<const CompiledModel> model,
 Function MakeInferenceFunction(std::shared_ptr<const CompiledModel> model,
                                codegen::Executable forward) {
   return [=](const TensorTree& inputs) -> absl::StatusOr<TensorTree> {
-    absl::StatusOr<ForwardRun> run = RunForward(*model, forward, inputs);
-    if (!run.ok()) return run.status();
-    return UserOutputs(*model, run->outputs);
+    TC_ASSIGN_OR_RETURN(ForwardRun run, RunForward(*model, forward, inputs));
+    return UserOutputs(*model, run.outputs);
   };
 }
 

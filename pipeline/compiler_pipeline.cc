@@ -1,6 +1,7 @@
 #include "pipeline/compiler_pipeline.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "graph/pass.h"
 
 namespace tc {
@@ -36,14 +37,13 @@ void LabelMutatedBuffers(const CompiledModel& model, std::vector<JointDescriptor
 
 absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
                                                           const TensorTree& example_inputs) {
-  absl::StatusOr<nn::TracedModule> traced = nn::TraceModule(model, example_inputs);
-  if (!traced.ok()) return traced.status();
+  TC_ASSIGN_OR_RETURN(nn::TracedModule traced, nn::TraceModule(model, example_inputs));
   auto compiled = std::make_shared<CompiledModel>();
   compiled->module = &model;
-  compiled->mutated_buffers = traced->mutated_buffers;
+  compiled->mutated_buffers = traced.mutated_buffers;
   compiled->num_user_outputs =
-      static_cast<int>(traced->program.graph.outputs().size() - traced->mutated_buffers.size());
-  compiled->program = std::move(traced->program);
+      static_cast<int>(traced.program.graph.outputs().size() - traced.mutated_buffers.size());
+  compiled->program = std::move(traced.program);
   compiled->parameters = model.named_parameters();
   compiled->buffers = model.named_buffers();
   for (const std::string& name : compiled->mutated_buffers) {
@@ -69,15 +69,13 @@ absl::StatusOr<TracedProgram> CompilerPipeline::PreparedForward(const IrOptions&
   TracedProgram program{captured.graph.Clone(), captured.inputs, captured.constants,
                         captured.in_spec, captured.out_spec};
   if (options.decompositions != nullptr) {
-    absl::StatusOr<bool> changed = RunPasses(program.graph, {Decompose(*options.decompositions)});
-    if (!changed.ok()) return changed.status();
+    TC_RETURN_IF_ERROR(RunPasses(program.graph, {Decompose(*options.decompositions)}).status());
   }
   return program;
 }
 
 absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options) {
-  absl::StatusOr<TracedProgram> forward = PreparedForward(options);
-  if (!forward.ok()) return forward.status();
+  TC_ASSIGN_OR_RETURN(TracedProgram forward, PreparedForward(options));
   // Which flattened user inputs want gradients: those that require grad in
   // the example inputs, or every floating one when asked.
   JointOptions joint_options;
@@ -89,25 +87,23 @@ absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options
         floating && (options.grad_for_all_inputs || example_requires_grad_[i]));
   }
   joint_options.num_buffer_update_outputs = static_cast<int>(model_->mutated_buffers.size());
-  absl::StatusOr<JointGraph> joint = BuildJointGraph(*forward, joint_options);
-  if (!joint.ok()) return joint.status();
-  LabelMutatedBuffers(*model_, joint->outputs);
-  joint_ = std::make_shared<JointGraph>(*std::move(joint));
+  TC_ASSIGN_OR_RETURN(JointGraph joint, BuildJointGraph(forward, joint_options));
+  LabelMutatedBuffers(*model_, joint.outputs);
+  joint_ = std::make_shared<JointGraph>(std::move(joint));
   return absl::OkStatus();
 }
 
 absl::Status CompilerPipeline::generate_ir_for_inference(const IrOptions& options) {
-  absl::StatusOr<TracedProgram> forward = PreparedForward(options);
-  if (!forward.ok()) return forward.status();
+  TC_ASSIGN_OR_RETURN(TracedProgram forward, PreparedForward(options));
   auto inference = std::make_shared<InferenceGraph>();
-  for (const InputDescriptor& in : forward->inputs) {
+  for (const InputDescriptor& in : forward.inputs) {
     inference->inputs.push_back({InputKind(in.kind), in.name, in.constant_index});
   }
-  for (size_t i = 0; i < forward->graph.outputs().size(); ++i) {
+  for (size_t i = 0; i < forward.graph.outputs().size(); ++i) {
     inference->outputs.push_back({JointDescriptor::Kind::kUserOutput, "", static_cast<int>(i)});
   }
   LabelMutatedBuffers(*model_, inference->outputs);
-  inference->graph = std::move(forward->graph);
+  inference->graph = std::move(forward.graph);
   inference_ = std::move(inference);
   return absl::OkStatus();
 }
@@ -131,9 +127,8 @@ absl::StatusOr<partition::PartitionResult> CompilerPipeline::partition(
 absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
     const codegen::Compiler& compiler, const partition::PartitionResult& partition) const {
   if (joint_ == nullptr) return MustCallFirst("fw_compile", "generate_ir_for_training");
-  absl::StatusOr<codegen::Executable> run = compiler(partition.forward);
-  if (!run.ok()) return run.status();
-  return CompiledForward{*std::move(run)};
+  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.forward));
+  return CompiledForward{std::move(run)};
 }
 
 absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
@@ -141,9 +136,8 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
     const CompiledForward& forward) const {
   if (joint_ == nullptr) return MustCallFirst("bw_compile", "generate_ir_for_training");
   if (!forward.run) return MustCallFirst("bw_compile", "fw_compile");
-  absl::StatusOr<codegen::Executable> run = compiler(partition.backward);
-  if (!run.ok()) return run.status();
-  return CompiledBackward{*std::move(run)};
+  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.backward));
+  return CompiledBackward{std::move(run)};
 }
 
 absl::StatusOr<codegen::Executable> CompilerPipeline::inference_compile(
@@ -170,11 +164,9 @@ absl::StatusOr<Function> CompilerPipeline::make_autograd_function(
 
 absl::StatusOr<Function> CompilerPipeline::compile_training(
     const codegen::Compiler& compiler, const partition::PartitionResult& partition) {
-  absl::StatusOr<CompiledForward> fw = fw_compile(compiler, partition);
-  if (!fw.ok()) return fw.status();
-  absl::StatusOr<CompiledBackward> bw = bw_compile(compiler, partition, *fw);
-  if (!bw.ok()) return bw.status();
-  return make_autograd_function(*fw, *bw, partition);
+  TC_ASSIGN_OR_RETURN(CompiledForward fw, fw_compile(compiler, partition));
+  TC_ASSIGN_OR_RETURN(CompiledBackward bw, bw_compile(compiler, partition, fw));
+  return make_autograd_function(fw, bw, partition);
 }
 
 absl::StatusOr<Function> CompilerPipeline::make_inference_function(
@@ -188,21 +180,19 @@ absl::StatusOr<Function> CompilerPipeline::make_inference_function(
 
 absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
                                  const CompileOptions& options) {
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(model, example_inputs);
-  if (!pipeline.ok()) return pipeline.status();
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, CompilerPipeline::Create(model, example_inputs));
   const IrOptions ir{options.decompositions};
   if (!options.training) {
-    if (absl::Status s = pipeline->generate_ir_for_inference(ir); !s.ok()) return s;
-    absl::StatusOr<codegen::Executable> fw =
-        pipeline->inference_compile(options.compiler, (*pipeline->inference_graph())->graph);
-    if (!fw.ok()) return fw.status();
-    return pipeline->make_inference_function(*fw);
+    TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));
+    TC_ASSIGN_OR_RETURN(
+        codegen::Executable fw,
+        pipeline.inference_compile(options.compiler, (*pipeline.inference_graph())->graph));
+    return pipeline.make_inference_function(fw);
   }
-  if (absl::Status s = pipeline->generate_ir_for_training(ir); !s.ok()) return s;
-  absl::StatusOr<partition::PartitionResult> part =
-      pipeline->partition(options.partition_fn, **pipeline->joint_graph());
-  if (!part.ok()) return part.status();
-  return pipeline->compile_training(options.compiler, *part);
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(ir));
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
+                      pipeline.partition(options.partition_fn, **pipeline.joint_graph()));
+  return pipeline.compile_training(options.compiler, part);
 }
 
 }  // namespace tc

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
 #include "runtime/ops.h"
@@ -42,10 +43,10 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
   step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss));
   step->optimizer_ = &optimizer;
   const TensorTree example = TensorTree::Tuple({inputs, targets});
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*step->wrapper_, example);
-  if (!pipeline.ok()) return pipeline.status();
-  const TracedProgram& captured = pipeline->captured();
-  if (captured.graph.outputs().size() != 1 + pipeline->mutated_buffers().size() ||
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(*step->wrapper_, example));
+  const TracedProgram& captured = pipeline.captured();
+  if (captured.graph.outputs().size() != 1 + pipeline.mutated_buffers().size() ||
       captured.graph.outputs()[0]->type().shape.size() != 0) {
     return absl::InvalidArgumentError("TrainStep: the loss must be one scalar tensor");
   }
@@ -64,53 +65,45 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
           "tc::compile's function"));
     }
   }
-  if (absl::Status s =
-          pipeline->generate_ir_for_training({.decompositions = options.decompositions});
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<const JointGraph*> joint = pipeline->joint_graph();
-  if (!joint.ok()) return joint.status();
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training({.decompositions = options.decompositions}));
+  TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
   const partition::PartitionFn partition_fn =
       options.partition_fn ? options.partition_fn
                            : partition::PartitionFn(partition::MinCutPartition);
-  absl::StatusOr<partition::PartitionResult> part = pipeline->partition(partition_fn, **joint);
-  if (!part.ok()) return part.status();
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
   // The saved values cross from forward to backward in whatever layout the
   // forward planned (channels-last activations), with no reorder between.
-  const int num_forward_outputs = (*joint)->layout.num_forward_outputs;
-  absl::StatusOr<std::shared_ptr<codegen::Program>> fw =
-      codegen::Program::Compile(part->forward, {.free_outputs_from = num_forward_outputs});
-  if (!fw.ok()) return fw.status();
+  const int num_forward_outputs = joint->layout.num_forward_outputs;
+  TC_ASSIGN_OR_RETURN(
+      std::shared_ptr<codegen::Program> fw,
+      codegen::Program::Compile(part.forward, {.free_outputs_from = num_forward_outputs}));
   codegen::ProgramOptions backward_options;
-  backward_options.argument_orders.resize(part->backward.placeholders().size());
-  for (int i = 0; i < part->num_fw_outs_saved_for_bw; ++i) {
-    backward_options.argument_orders[i] = (*fw)->output_order(num_forward_outputs + i);
+  backward_options.argument_orders.resize(part.backward.placeholders().size());
+  for (int i = 0; i < part.num_fw_outs_saved_for_bw; ++i) {
+    backward_options.argument_orders[i] = fw->output_order(num_forward_outputs + i);
   }
-  absl::StatusOr<std::shared_ptr<codegen::Program>> bw =
-      codegen::Program::Compile(part->backward, backward_options);
-  if (!bw.ok()) return bw.status();
-  step->forward_ = *std::move(fw);
-  step->backward_ = *std::move(bw);
+  TC_ASSIGN_OR_RETURN(std::shared_ptr<codegen::Program> bw,
+                      codegen::Program::Compile(part.backward, backward_options));
+  step->forward_ = std::move(fw);
+  step->backward_ = std::move(bw);
 
   // Forward arguments: parameters, buffers and constants stay bound; the
   // batch's leaves are set at each run.
-  absl::StatusOr<std::vector<Tensor>> args = GraphArguments(
-      captured, example, step->wrapper_->named_parameters(), step->wrapper_->named_buffers());
-  if (!args.ok()) return args.status();
-  step->forward_args_ = *std::move(args);
+  TC_ASSIGN_OR_RETURN(step->forward_args_,
+                      GraphArguments(captured, example, step->wrapper_->named_parameters(),
+                                     step->wrapper_->named_buffers()));
   for (int i = 0; i < static_cast<int>(captured.inputs.size()); ++i) {
     if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput) {
       step->batch_args_.push_back(i);
     }
   }
   const nn::NamedTensors buffers = step->wrapper_->named_buffers();
-  for (const std::string& name : pipeline->mutated_buffers()) {
+  for (const std::string& name : pipeline.mutated_buffers()) {
     for (const auto& [fqn, buffer] : buffers) {
       if (fqn == name) step->mutated_buffers_.push_back(buffer);
     }
   }
-  const JointLayout& layout = (*joint)->layout;
+  const JointLayout& layout = joint->layout;
   step->num_forward_outputs_ = num_forward_outputs;
   for (int primal : layout.grad_primal_indices) {
     const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
@@ -118,8 +111,8 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
   }
   // Backward arguments: the saved values (set at each run), then one tangent
   // per floating forward output: 1 for the loss, 0 for buffer updates.
-  step->backward_args_.resize(part->num_fw_outs_saved_for_bw);
-  const std::vector<Value*>& fw_outputs = part->forward.outputs();
+  step->backward_args_.resize(part.num_fw_outs_saved_for_bw);
+  const std::vector<Value*>& fw_outputs = part.forward.outputs();
   for (int i = 0; i < layout.num_forward_outputs; ++i) {
     const TensorType& type = fw_outputs[i]->type();
     if (IsFloating(type.dtype))

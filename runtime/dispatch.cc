@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/kernels/registry.h"
 
@@ -68,9 +69,8 @@ absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, cons
     }
     in_types.push_back(inputs[i].type());
   }
-  absl::StatusOr<std::vector<TensorType>> out_types = InferTypes(op, in_types, attrs);
-  if (!out_types.ok()) return out_types.status();
-  absl::StatusOr<TensorList> out = RunFromHook(hooks.size(), op, inputs, attrs, *out_types);
+  TC_ASSIGN_OR_RETURN(std::vector<TensorType> out_types, InferTypes(op, in_types, attrs));
+  absl::StatusOr<TensorList> out = RunFromHook(hooks.size(), op, inputs, attrs, out_types);
   if (out.ok() && GradMode::IsEnabled() && !GetOpDef(op).Has(kTraitNonDifferentiable)) {
     for (const Tensor& t : inputs) {
       if (t.requires_grad()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/error.h"
 
@@ -133,11 +134,10 @@ absl::StatusOr<TensorList> Tracer::Dispatch(OpKind op, absl::Span<const Tensor> 
     }
     values.push_back(*v);
   }
-  absl::StatusOr<std::vector<Value*>> results =
-      graph_.AddNode(op, values, attrs, CurrentTraceScope());
-  if (!results.ok()) return results.status();
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> results,
+                      graph_.AddNode(op, values, attrs, CurrentTraceScope()));
   TensorList out;
-  for (Value* r : *results) out.push_back(MakeTraced(r));
+  for (Value* r : results) out.push_back(MakeTraced(r));
   return out;
 }
 
@@ -192,7 +192,7 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
     }
     outputs.push_back(*v);
   }
-  if (absl::Status s = tracer.graph().SetOutputs(std::move(outputs)); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(tracer.graph().SetOutputs(std::move(outputs)));
   program.out_spec = std::move(out_spec);
 
   for (size_t i = 0; i < tracer.constants().size(); ++i) {

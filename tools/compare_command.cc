@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
@@ -39,15 +40,14 @@ double StepMs(nn::ModelSpec& spec, const Function& step, int runs) {
 absl::Status Sweep(const nn::ModelSpec& spec, const JointGraph& joint) {
   std::vector<double> budgets;
   for (int i = 0; i <= 10; ++i) budgets.push_back(i / 10.0);
-  absl::StatusOr<std::vector<partition::ParetoPoint>> points =
-      partition::BudgetSweep(joint.graph, joint.layout, budgets);
-  if (!points.ok()) return points.status();
+  TC_ASSIGN_OR_RETURN(std::vector<partition::ParetoPoint> points,
+                      partition::BudgetSweep(joint.graph, joint.layout, budgets));
   std::string csv = "budget,saved_bytes,saved_activation_bytes,recompute_flops\n";
   Plot plot{absl::StrCat("budget sweep: ", spec.name),
             "saved activations (MB)",
             "recomputed in the backward (MFLOP)",
             {}};
-  for (const partition::ParetoPoint& p : *points) {
+  for (const partition::ParetoPoint& p : points) {
     absl::StrAppendFormat(&csv, "%g,%d,%d,%.17g\n", p.budget, p.saved_bytes,
                           p.saved_activation_bytes, p.recompute_flops);
     plot.points.push_back(
@@ -57,50 +57,45 @@ absl::Status Sweep(const nn::ModelSpec& spec, const JointGraph& joint) {
   if (csv_flag.empty()) {
     std::printf("\n%s", csv.c_str());
   } else {
-    if (absl::Status s = WriteTextFile(OutputPath(csv_flag), csv); !s.ok()) return s;
-    std::printf("\nsweep: %zu budgets written to %s\n", points->size(),
+    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), csv));
+    std::printf("\nsweep: %zu budgets written to %s\n", points.size(),
                 OutputPath(csv_flag).c_str());
   }
   if (!plot_flag.empty()) {
-    if (absl::Status s = WriteTextFile(OutputPath(plot_flag), SvgPlot(plot)); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(plot_flag), SvgPlot(plot)));
     std::printf("plot: %s\n", OutputPath(plot_flag).c_str());
   }
   return absl::OkStatus();
 }
 
 absl::Status Run() {
-  absl::StatusOr<nn::ModelSpec> spec =
-      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed));
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<CompilerPipeline> pipeline = JointPipeline(*spec->module, spec->inputs);
-  if (!pipeline.ok()) return pipeline.status();
-  const JointGraph& joint = **pipeline->joint_graph();
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
+                      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
+  const JointGraph& joint = **pipeline.joint_graph();
   const int runs = absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : kDefaultSteps;
   const double budget = absl::GetFlag(FLAGS_budget);
 
   std::printf("%s: joint graph %d nodes; step = forward + loss + backward, median of %d\n\n",
-              spec->name.c_str(), joint.graph.num_nodes(), runs);
+              spec.name.c_str(), joint.graph.num_nodes(), runs);
   std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s\n", "strategy", "saved MB", "act. MB",
               "recomp MF", "fw", "bw", "peak MB", "part. ms", "step ms");
   for (const std::string& name : partition::StrategyNames()) {
-    absl::StatusOr<partition::PartitionFn> fn = partition::PartitionerByName(name, budget);
-    if (!fn.ok()) return fn.status();
+    TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
     const Clock::time_point start = Clock::now();
-    absl::StatusOr<partition::PartitionResult> part = pipeline->partition(*fn, joint);
-    if (!part.ok()) return part.status();
+    TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     const double partition_ms = 1e3 * Seconds(start);
-    const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, *part);
-    absl::StatusOr<Function> step = pipeline->compile_training(codegen::fusing(), *part);
-    if (!step.ok()) return step.status();
+    const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, part);
+    TC_ASSIGN_OR_RETURN(Function step, pipeline.compile_training(codegen::fusing(), part));
     const std::string label = name == "budget" ? absl::StrFormat("budget %g", budget) : name;
     std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, partition_ms,
-                StepMs(*spec, *step, runs));
+                StepMs(spec, step, runs));
   }
   if (absl::GetFlag(FLAGS_sweep) || !absl::GetFlag(FLAGS_csv).empty() ||
       !absl::GetFlag(FLAGS_plot).empty()) {
-    return Sweep(*spec, joint);
+    return Sweep(spec, joint);
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "nn/checkpoint.h"
 #include "nn/data/idx.h"
@@ -44,13 +45,11 @@ absl::Status Run() {
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   if (batch < 1) return absl::InvalidArgumentError("--batch must be at least 1");
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<nn::Dataset> train = nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), true);
-  if (!train.ok()) return train.status();
-  absl::StatusOr<nn::Dataset> test = nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), false);
-  if (!test.ok()) return test.status();
+  TC_ASSIGN_OR_RETURN(nn::Dataset train, nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), true));
+  TC_ASSIGN_OR_RETURN(nn::Dataset test, nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), false));
   std::printf(
       "tensorcut demo: Fashion-MNIST, %lld training and %lld test images (loaded in %.1fs)\n",
-      static_cast<long long>(train->labels.numel()), static_cast<long long>(test->labels.numel()),
+      static_cast<long long>(train.labels.numel()), static_cast<long long>(test.labels.numel()),
       Seconds(start));
 
   Generator gen(0);
@@ -60,35 +59,30 @@ absl::Status Run() {
 
   // The staged pipeline, each stage on its own line.
   const Clock::time_point compile_start = Clock::now();
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*model, inputs);
-  if (!pipeline.ok()) return pipeline.status();
-  if (absl::Status s = pipeline->generate_ir_for_training(); !s.ok()) return s;
-  const JointGraph& joint = **pipeline->joint_graph();
-  absl::StatusOr<partition::PartitionResult> part =
-      pipeline->partition(partition::MinCutPartition, joint);
-  if (!part.ok()) return part.status();
-  absl::StatusOr<partition::PartitionResult> save_all =
-      pipeline->partition(partition::DefaultPartition, joint);
-  if (!save_all.ok()) return save_all.status();
-  absl::StatusOr<Function> step_fn = pipeline->compile_training(codegen::fusing(), *part);
-  if (!step_fn.ok()) return step_fn.status();
-  const int64_t saved_bytes = SavedBytes(*part), default_bytes = SavedBytes(*save_all);
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, CompilerPipeline::Create(*model, inputs));
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training());
+  const JointGraph& joint = **pipeline.joint_graph();
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
+                      pipeline.partition(partition::MinCutPartition, joint));
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult save_all,
+                      pipeline.partition(partition::DefaultPartition, joint));
+  TC_ASSIGN_OR_RETURN(Function step_fn, pipeline.compile_training(codegen::fusing(), part));
+  const int64_t saved_bytes = SavedBytes(part), default_bytes = SavedBytes(save_all);
   std::printf(
       "compiled in %.0f ms: joint graph %d nodes -> forward %d + backward %d; "
       "%zu values (%.2f MB) saved for backward\n",
-      1e3 * Seconds(compile_start), joint.graph.num_nodes(), part->forward.num_nodes(),
-      part->backward.num_nodes(), part->saved.size(), saved_bytes / 1e6);
+      1e3 * Seconds(compile_start), joint.graph.num_nodes(), part.forward.num_nodes(),
+      part.backward.num_nodes(), part.saved.size(), saved_bytes / 1e6);
 
   nn::Adam optimizer(model->named_parameters(), absl::GetFlag(FLAGS_lr));
-  const int64_t steps = train->labels.numel() / batch;
-  const std::vector<int64_t> order = ShuffledOrder(train->labels.numel(), /*stream=*/1);
+  const int64_t steps = train.labels.numel() / batch;
+  const std::vector<int64_t> order = ShuffledOrder(train.labels.numel(), /*stream=*/1);
   ProgressBar progress(0, steps, batch, /*every=*/100);
   const Clock::time_point train_start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
-    Gather(*train, order, (step - 1) * batch, x, y);
-    absl::StatusOr<TensorTree> out = (*step_fn)(inputs);
-    if (!out.ok()) return out.status();
-    const Tensor logits = out->leaf();
+    Gather(train, order, (step - 1) * batch, x, y);
+    TC_ASSIGN_OR_RETURN(TensorTree out, step_fn(inputs));
+    const Tensor logits = out.leaf();
     const Tensor loss = nn::cross_entropy(logits, y);
     optimizer.zero_grad();
     loss.backward();
@@ -99,30 +93,28 @@ absl::Status Run() {
 
   // Evaluation through the compiled inference path, BatchNorm on running stats.
   model->eval();
-  absl::StatusOr<Function> eval_fn = compile(*model, inputs, {.training = false});
-  if (!eval_fn.ok()) return eval_fn.status();
-  std::vector<int64_t> test_order(test->labels.numel());
+  TC_ASSIGN_OR_RETURN(Function eval_fn, compile(*model, inputs, {.training = false}));
+  std::vector<int64_t> test_order(test.labels.numel());
   for (size_t i = 0; i < test_order.size(); ++i) test_order[i] = static_cast<int64_t>(i);
   double correct = 0;
-  const int64_t test_steps = test->labels.numel() / batch;
+  const int64_t test_steps = test.labels.numel() / batch;
   for (int64_t s = 0; s < test_steps; ++s) {
-    Gather(*test, test_order, s * batch, x, y);
-    absl::StatusOr<TensorTree> out = (*eval_fn)(inputs);
-    if (!out.ok()) return out.status();
-    correct += Accuracy(out->leaf(), y) * batch;
+    Gather(test, test_order, s * batch, x, y);
+    TC_ASSIGN_OR_RETURN(TensorTree out, eval_fn(inputs));
+    correct += Accuracy(out.leaf(), y) * batch;
   }
   const double test_accuracy = correct / (test_steps * batch);
 
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string path = OutputPath(flag.empty() ? "tensorcut_demo.safetensors" : flag);
-  if (absl::Status s = nn::save(*model, path, &optimizer); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(nn::save(*model, path, &optimizer));
 
   std::printf("\ntest accuracy %.2f%% after one epoch (%lld steps of %lld)\n", 100 * test_accuracy,
               static_cast<long long>(steps), static_cast<long long>(batch));
   std::printf("epoch %.1fs (%.0f images/s), whole demo %.1fs\n", epoch_s, steps * batch / epoch_s,
               Seconds(start));
   std::printf("partition: min-cut saves %zu values, %.2f MB per step; default saves %zu, %.2f MB\n",
-              part->saved.size(), saved_bytes / 1e6, save_all->saved.size(), default_bytes / 1e6);
+              part.saved.size(), saved_bytes / 1e6, save_all.saved.size(), default_bytes / 1e6);
   std::printf("checkpoint: %s\n", path.c_str());
   return absl::OkStatus();
 }

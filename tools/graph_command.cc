@@ -6,6 +6,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "graph/decompositions.h"
 #include "graph/dot.h"
 #include "graph/pass.h"
@@ -46,52 +47,48 @@ absl::Status Run() {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown --stage \"", stage, "\"; known stages: captured, joint, forward, backward"));
   }
-  absl::StatusOr<nn::ModelSpec> spec =
-      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed));
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(*spec->module, spec->inputs);
-  if (!pipeline.ok()) return pipeline.status();
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
+                      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(*spec.module, spec.inputs));
   const bool decompose = absl::GetFlag(FLAGS_decompose);
 
   std::string text;
   Graph graph;
   int num_primals = 0;
   if (stage == "captured") {
-    graph = pipeline->captured().graph.Clone();
+    graph = pipeline.captured().graph.Clone();
     if (decompose) {
-      absl::StatusOr<bool> changed = RunPasses(graph, {Decompose(DefaultDecompositions())});
-      if (!changed.ok()) return changed.status();
+      TC_RETURN_IF_ERROR(RunPasses(graph, {Decompose(DefaultDecompositions())}).status());
     }
     text = ToString(graph);
     num_primals = static_cast<int>(graph.placeholders().size());
   } else {
     IrOptions options;
     if (decompose) options.decompositions = &DefaultDecompositions();
-    if (absl::Status s = pipeline->generate_ir_for_training(options); !s.ok()) return s;
-    const JointGraph& joint = **pipeline->joint_graph();
+    TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(options));
+    const JointGraph& joint = **pipeline.joint_graph();
     if (stage == "joint") {
       graph = joint.graph.Clone();
       text = ToString(joint);
       num_primals = joint.layout.num_primals;
     } else {
-      absl::StatusOr<partition::PartitionFn> partition_fn =
-          partition::PartitionerByName(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget));
-      if (!partition_fn.ok()) return partition_fn.status();
-      absl::StatusOr<partition::PartitionResult> part = pipeline->partition(*partition_fn, joint);
-      if (!part.ok()) return part.status();
-      graph = std::move(stage == "forward" ? part->forward : part->backward);
+      TC_ASSIGN_OR_RETURN(
+          partition::PartitionFn partition_fn,
+          partition::PartitionerByName(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget)));
+      TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
+      graph = std::move(stage == "forward" ? part.forward : part.backward);
       text = ToString(graph);
       // The backward's inputs: the saved values, then the tangents.
       num_primals = stage == "forward" ? static_cast<int>(graph.placeholders().size())
-                                       : static_cast<int>(part->saved.size());
+                                       : static_cast<int>(part.saved.size());
     }
   }
   std::printf("%s", text.c_str());
   const std::string dot = absl::GetFlag(FLAGS_dot);
   if (!dot.empty()) {
     const std::string path = OutputPath(dot);
-    absl::Status s = WriteTextFile(path, GraphDot(graph, StageStyle(num_primals), stage));
-    if (!s.ok()) return s;
+    TC_RETURN_IF_ERROR(WriteTextFile(path, GraphDot(graph, StageStyle(num_primals), stage)));
     std::fprintf(stderr, "wrote %s\n", path.c_str());
   }
   return absl::OkStatus();

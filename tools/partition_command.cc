@@ -7,6 +7,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
@@ -21,33 +22,29 @@ namespace {
 absl::Status Run() {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   const double budget = absl::GetFlag(FLAGS_budget);
-  absl::StatusOr<partition::PartitionFn> partition_fn =
-      partition::PartitionerByName(strategy, budget);
-  if (!partition_fn.ok()) return partition_fn.status();
-  absl::StatusOr<nn::ModelSpec> spec =
-      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed));
-  if (!spec.ok()) return spec.status();
-  absl::StatusOr<CompilerPipeline> pipeline = JointPipeline(*spec->module, spec->inputs);
-  if (!pipeline.ok()) return pipeline.status();
-  const JointGraph& joint = **pipeline->joint_graph();
+  TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
+                      partition::PartitionerByName(strategy, budget));
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
+                      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
+  const JointGraph& joint = **pipeline.joint_graph();
 
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<partition::PartitionResult> part = pipeline->partition(*partition_fn, joint);
-  if (!part.ok()) return part.status();
+  TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
   const double partition_ms = 1e3 * Seconds(start);
-  const partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, *part);
+  const partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, part);
 
   if (absl::GetFlag(FLAGS_json)) {
     // The report's object with the run's own fields first; the names are
     // known model and strategy names, which need no escaping.
     const std::string fields = partition::ReportJson(report).substr(1);
     std::printf("{\"model\":\"%s\",\"strategy\":\"%s\",\"budget\":%s,\"partition_ms\":%.3f,%s\n",
-                spec->name.c_str(), strategy.c_str(),
+                spec.name.c_str(), strategy.c_str(),
                 strategy == "budget" ? absl::StrFormat("%g", budget).c_str() : "null", partition_ms,
                 fields.c_str());
   } else {
-    std::printf("%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n",
-                spec->name.c_str(), strategy.c_str(),
+    std::printf("%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
+                strategy.c_str(),
                 strategy == "budget" ? absl::StrFormat(" %g", budget).c_str() : "",
                 joint.graph.num_nodes(), partition_ms);
     std::printf("%s", partition::ReportText(report).c_str());
@@ -55,8 +52,7 @@ absl::Status Run() {
   const std::string dot = absl::GetFlag(FLAGS_dot);
   if (!dot.empty()) {
     const std::string path = OutputPath(dot);
-    absl::Status s = WriteTextFile(path, partition::JointDot(joint.graph, joint.layout, *part));
-    if (!s.ok()) return s;
+    TC_RETURN_IF_ERROR(WriteTextFile(path, partition::JointDot(joint.graph, joint.layout, part)));
     std::fprintf(stderr, "wrote %s\n", path.c_str());
   }
   return absl::OkStatus();

@@ -7,6 +7,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "partition/report.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
@@ -37,9 +38,8 @@ absl::Status Run() {
   const std::string checkpoint =
       OutputPath(flag.empty() ? absl::StrCat("tensorcut_", options.model, ".safetensors") : flag);
 
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(options);
-  if (!trainer.ok()) return trainer.status();
-  Trainer& t = **trainer;
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
+  Trainer& t = *trainer;
   const partition::PartitionReport report =
       partition::MakeReport(t.joint().graph, t.joint().layout, t.partition());
   std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
@@ -62,11 +62,10 @@ absl::Status Run() {
                        t.synthetic() ? "examples/s" : "img/s");
   const Clock::time_point start = Clock::now();
   while (t.step() < t.last_step()) {
-    absl::StatusOr<StepStats> stats = t.Step();
-    if (!stats.ok()) return stats.status();
-    progress.Update(t.step(), stats->loss, stats->accuracy);
+    TC_ASSIGN_OR_RETURN(StepStats stats, t.Step());
+    progress.Update(t.step(), stats.loss, stats.accuracy);
     if (t.step() % t.steps_per_epoch() == 0 || t.step() == t.last_step()) {
-      if (absl::Status s = t.Save(checkpoint); !s.ok()) return s;
+      TC_RETURN_IF_ERROR(t.Save(checkpoint));
     }
   }
   const int64_t steps = t.step() - t.first_step();

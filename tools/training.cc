@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
@@ -124,12 +125,11 @@ absl::StatusOr<std::string> MetadataValue(const nn::Metadata& metadata, const ch
 
 absl::StatusOr<uint64_t> MetadataNumber(const nn::Metadata& metadata, const char* key,
                                         const std::string& path) {
-  absl::StatusOr<std::string> text = MetadataValue(metadata, key, path);
-  if (!text.ok()) return text.status();
+  TC_ASSIGN_OR_RETURN(std::string text, MetadataValue(metadata, key, path));
   uint64_t value = 0;
-  if (!absl::SimpleAtoi(*text, &value)) {
+  if (!absl::SimpleAtoi(text, &value)) {
     return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, ": metadata \"", key,
-                                                   "\" is \"", *text, "\", not a number"));
+                                                   "\" is \"", text, "\", not a number"));
   }
   return value;
 }
@@ -138,11 +138,10 @@ absl::StatusOr<uint64_t> MetadataNumber(const nn::Metadata& metadata, const char
 absl::Status CheckMetadata(const nn::Metadata& metadata, const char* key,
                            const std::string& expected, absl::string_view flag,
                            const std::string& path) {
-  absl::StatusOr<std::string> value = MetadataValue(metadata, key, path);
-  if (!value.ok()) return value.status();
-  if (*value == expected) return absl::OkStatus();
+  TC_ASSIGN_OR_RETURN(std::string value, MetadataValue(metadata, key, path));
+  if (value == expected) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " was written with ", flag,
-                                                 " ", *value, ", not ", expected));
+                                                 " ", value, ", not ", expected));
 }
 
 }  // namespace
@@ -153,7 +152,7 @@ absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorT
   if (!pipeline.ok()) return pipeline.status();
   IrOptions options;
   options.decompositions = decompositions;
-  if (absl::Status s = pipeline->generate_ir_for_training(options); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(pipeline->generate_ir_for_training(options));
   return pipeline;
 }
 
@@ -178,40 +177,33 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
         absl::StrCat("--steps must be positive or --epochs at least 1, got --steps ", options.steps,
                      " --epochs ", options.epochs));
   }
-  absl::StatusOr<partition::PartitionFn> partition_fn =
-      partition::PartitionerByName(options.partition, options.budget);
-  if (!partition_fn.ok()) return partition_fn.status();
-  absl::StatusOr<nn::ModelSpec> spec = nn::MakeModel(options.model, options.seed);
-  if (!spec.ok()) return spec.status();
+  TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
+                      partition::PartitionerByName(options.partition, options.budget));
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
 
   std::unique_ptr<Trainer> t(new Trainer());
   t->options_ = options;
-  t->spec_ = *std::move(spec);
-  absl::StatusOr<std::unique_ptr<nn::Optimizer>> optimizer =
-      MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(), options.lr);
-  if (!optimizer.ok()) return optimizer.status();
-  t->optimizer_ = *std::move(optimizer);
+  t->spec_ = std::move(spec);
+  TC_ASSIGN_OR_RETURN(
+      t->optimizer_,
+      MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(), options.lr));
   // What can be checked without data or compiling comes first.
   nn::Metadata metadata;
   if (!options.resume.empty()) {
-    absl::StatusOr<nn::NamedTensors> file = nn::LoadTensors(options.resume, &metadata);
-    if (!file.ok()) return file.status();
-    if (absl::Status s = t->CheckResumable(metadata); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(nn::LoadTensors(options.resume, &metadata).status());
+    TC_RETURN_IF_ERROR(t->CheckResumable(metadata));
   }
-  if (absl::Status s = t->MakeData(); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(t->MakeData());
   if (!options.resume.empty()) {
     const std::string batch = absl::StrCat(t->batch_);
-    if (absl::Status s = CheckMetadata(metadata, kBatchKey, batch, "--batch", options.resume);
-        !s.ok()) {
-      return s;
-    }
+    TC_RETURN_IF_ERROR(CheckMetadata(metadata, kBatchKey, batch, "--batch", options.resume));
   }
-  if (absl::Status s = t->Compile(*partition_fn); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(t->Compile(partition_fn));
 
   manual_seed(options.seed);
   // After the capture, so that nothing the capture did to the module survives.
   if (!options.resume.empty()) {
-    if (absl::Status s = t->Restore(metadata); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(t->Restore(metadata));
   }
   t->last_step_ = options.steps > 0 ? options.steps : options.epochs * t->steps_per_epoch();
   if (t->step_ > t->last_step_) {
@@ -238,15 +230,14 @@ absl::Status Trainer::MakeData() {
     });
     return absl::OkStatus();
   }
-  absl::StatusOr<nn::Dataset> data = nn::LoadFashionMnist(options_.data_dir, true);
-  if (!data.ok()) return data.status();
-  if (data->labels.numel() < options_.batch) {
+  TC_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadFashionMnist(options_.data_dir, true));
+  if (data.labels.numel() < options_.batch) {
     return absl::InvalidArgumentError(absl::StrCat("--batch ", options_.batch, " exceeds the ",
-                                                   data->labels.numel(), " training images"));
+                                                   data.labels.numel(), " training images"));
   }
   Shape shape = spec_.inputs.leaf().shape();
   shape[0] = options_.batch;
-  data_ = std::make_unique<FashionData>(*std::move(data), shape, options_.seed);
+  data_ = std::make_unique<FashionData>(std::move(data), shape, options_.seed);
   batch_ = options_.batch;
   return absl::OkStatus();
 }
@@ -255,49 +246,40 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   const Clock::time_point start = Clock::now();
   TensorTree inputs, targets;
   data_->Batch(0, inputs, targets);
-  absl::StatusOr<CompilerPipeline> pipeline =
-      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr);
-  if (!pipeline.ok()) return pipeline.status();
-  pipeline_ = std::make_unique<CompilerPipeline>(*std::move(pipeline));
-  absl::StatusOr<partition::PartitionResult> part = pipeline_->partition(partition_fn, joint());
-  if (!part.ok()) return part.status();
-  partition_ = *std::move(part);
-  absl::StatusOr<Function> step_fn = pipeline_->compile_training(codegen::fusing(), partition_);
-  if (!step_fn.ok()) return step_fn.status();
-  step_fn_ = *std::move(step_fn);
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr));
+  pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
+  TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
+  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->compile_training(codegen::fusing(), partition_));
   compile_seconds_ = Seconds(start);
   return absl::OkStatus();
 }
 
 absl::Status Trainer::Restore(const nn::Metadata& metadata) {
   const std::string& path = options_.resume;
-  absl::StatusOr<uint64_t> step = MetadataNumber(metadata, kStepKey, path);
-  absl::StatusOr<uint64_t> rng_seed = MetadataNumber(metadata, kRngSeedKey, path);
-  absl::StatusOr<uint64_t> rng_offset = MetadataNumber(metadata, kRngOffsetKey, path);
-  for (const absl::Status& s : {step.status(), rng_seed.status(), rng_offset.status()}) {
-    if (!s.ok()) return s;
-  }
-  if (absl::Status s = nn::load(*spec_.module, path, optimizer_.get()); !s.ok()) return s;
-  step_ = first_step_ = static_cast<int64_t>(*step);
-  DefaultGenerator().Reseed(*rng_seed);
-  DefaultGenerator().Advance(*rng_offset);
+  TC_ASSIGN_OR_RETURN(const uint64_t step, MetadataNumber(metadata, kStepKey, path));
+  TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
+  TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
+  TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));
+  step_ = first_step_ = static_cast<int64_t>(step);
+  DefaultGenerator().Reseed(rng_seed);
+  DefaultGenerator().Advance(rng_offset);
   return absl::OkStatus();
 }
 
 absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
   data_->Batch(step_, inputs, targets);
-  absl::StatusOr<TensorTree> out = step_fn_(inputs);
-  if (!out.ok()) return out.status();
+  TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
   return CatchErrors([&] {
-    const Tensor loss = spec_.loss(*out, targets);
+    const Tensor loss = spec_.loss(out, targets);
     optimizer_->zero_grad();
     loss.backward();
     optimizer_->step();
     ++step_;
     StepStats stats{loss.to(DType::kF64).item<double>(), NAN};
-    if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out->is_leaf()) {
-      stats.accuracy = Accuracy(out->leaf().detach(), targets.leaf());
+    if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
+      stats.accuracy = Accuracy(out.leaf().detach(), targets.leaf());
     }
     return stats;
   });

@@ -1,6 +1,7 @@
 // Elementwise ops: NumPy broadcasting over all inputs; arithmetic and
 // comparisons need equal dtypes (no implicit promotion: a cast is explicit).
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -10,40 +11,35 @@ namespace {
 absl::StatusOr<Shape> BroadcastAll(absl::Span<const TensorType> inputs) {
   Shape out = inputs.empty() ? Shape{} : inputs[0].shape;
   for (size_t i = 1; i < inputs.size(); ++i) {
-    absl::StatusOr<Shape> b = BroadcastShapes(out, inputs[i].shape);
-    if (!b.ok()) return b.status();
-    out = *std::move(b);
+    TC_ASSIGN_OR_RETURN(out, BroadcastShapes(out, inputs[i].shape));
   }
   return out;
 }
 
 absl::StatusOr<std::vector<TensorType>> InferBinary(absl::Span<const TensorType> in, const Attrs&) {
-  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireSameDType(in));
   if (in[0].dtype == DType::kBool) return Invalid("arithmetic on bool; cast first");
-  absl::StatusOr<Shape> shape = BroadcastAll(in);
-  if (!shape.ok()) return shape.status();
-  return One(in[0].dtype, *std::move(shape));
+  TC_ASSIGN_OR_RETURN(Shape shape, BroadcastAll(in));
+  return One(in[0].dtype, std::move(shape));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferCompare(absl::Span<const TensorType> in,
                                                      const Attrs&) {
-  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
-  absl::StatusOr<Shape> shape = BroadcastAll(in);
-  if (!shape.ok()) return shape.status();
-  return One(DType::kBool, *std::move(shape));
+  TC_RETURN_IF_ERROR(RequireSameDType(in));
+  TC_ASSIGN_OR_RETURN(Shape shape, BroadcastAll(in));
+  return One(DType::kBool, std::move(shape));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferWhere(absl::Span<const TensorType> in, const Attrs&) {
   if (in[0].dtype != DType::kBool) return Invalid("condition must be bool, got ", in[0].ToString());
-  if (absl::Status s = RequireSameDType(in.subspan(1)); !s.ok()) return s;
-  absl::StatusOr<Shape> shape = BroadcastAll(in);
-  if (!shape.ok()) return shape.status();
-  return One(in[1].dtype, *std::move(shape));
+  TC_RETURN_IF_ERROR(RequireSameDType(in.subspan(1)));
+  TC_ASSIGN_OR_RETURN(Shape shape, BroadcastAll(in));
+  return One(in[1].dtype, std::move(shape));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferFloatUnary(absl::Span<const TensorType> in,
                                                         const Attrs&) {
-  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
   return One(in[0].dtype, in[0].shape);
 }
 
@@ -55,7 +51,7 @@ absl::StatusOr<std::vector<TensorType>> InferNumericUnary(absl::Span<const Tenso
 
 absl::StatusOr<std::vector<TensorType>> InferGeluBackward(absl::Span<const TensorType> in,
                                                           const Attrs& attrs) {
-  if (absl::Status s = RequireFloating(in[0], "grad"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(in[0], "grad"));
   if (in[0] != in[1]) {
     return Invalid("grad ", in[0].ToString(), " and input ", in[1].ToString(), " differ");
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
+
 namespace tc::ops_internal {
 
 absl::Status RequireSameDType(absl::Span<const TensorType> inputs) {
@@ -32,9 +34,8 @@ absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dim
     return out;
   }
   for (int64_t d : dims) {
-    absl::StatusOr<int64_t> w = WrapDim(d, rank);
-    if (!w.ok()) return w.status();
-    out.push_back(*w);
+    TC_ASSIGN_OR_RETURN(int64_t w, WrapDim(d, rank));
+    out.push_back(w);
   }
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {

@@ -1,6 +1,7 @@
 // Linear algebra and layout: matmul (batched, batch dims broadcast), linear,
 // and the view-like ops that rearrange elements without computing new ones.
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -9,8 +10,8 @@ namespace {
 
 absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in, const Attrs&) {
   const TensorType &a = in[0], &b = in[1];
-  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
-  if (absl::Status s = RequireFloating(a, "operands"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireSameDType(in));
+  TC_RETURN_IF_ERROR(RequireFloating(a, "operands"));
   if (a.rank() < 2 || b.rank() < 2) {
     return Invalid("operands must have rank >= 2, got ", a.ToString(), " x ", b.ToString());
   }
@@ -35,8 +36,8 @@ OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> 
 
 absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in, const Attrs&) {
   const TensorType &x = in[0], &w = in[1], &b = in[2];
-  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
-  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireSameDType(in));
+  TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   if (x.rank() < 1 || w.rank() != 2 || b.rank() != 1) {
     return Invalid("expected input [..,in], weight [out,in], bias [out], got ", x.ToString(), ", ",
                    w.ToString(), ", ", b.ToString());
@@ -61,8 +62,7 @@ absl::StatusOr<std::vector<TensorType>> InferPermute(absl::Span<const TensorType
   if (static_cast<int64_t>(dims.size()) != in[0].rank()) {
     return Invalid("dims ", ShapeToString(dims), " do not match rank ", in[0].rank());
   }
-  absl::StatusOr<std::vector<int64_t>> sorted = NormalizeDims(dims, in[0].rank());
-  if (!sorted.ok()) return sorted.status();
+  TC_RETURN_IF_ERROR(NormalizeDims(dims, in[0].rank()).status());
   Shape out;
   for (int64_t d : dims) out.push_back(in[0].shape[d < 0 ? d + in[0].rank() : d]);
   return One(in[0].dtype, std::move(out));
@@ -102,13 +102,11 @@ absl::StatusOr<std::vector<TensorType>> InferExpand(absl::Span<const TensorType>
 
 absl::StatusOr<std::vector<TensorType>> InferSlice(absl::Span<const TensorType> in,
                                                    const Attrs& attrs) {
-  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
-  if (!dim.ok()) return dim.status();
-  absl::StatusOr<SliceBounds> b =
-      NormalizeSlice(in[0].shape[*dim], attrs.Int("start"), attrs.Int("end"), attrs.Int("step"));
-  if (!b.ok()) return b.status();
+  TC_ASSIGN_OR_RETURN(int64_t dim, WrapDim(attrs.Int("dim"), in[0].rank()));
+  TC_ASSIGN_OR_RETURN(SliceBounds b, NormalizeSlice(in[0].shape[dim], attrs.Int("start"),
+                                                    attrs.Int("end"), attrs.Int("step")));
   Shape out = in[0].shape;
-  out[*dim] = b->length;
+  out[dim] = b.length;
   return One(in[0].dtype, std::move(out));
 }
 
@@ -118,32 +116,30 @@ absl::StatusOr<std::vector<TensorType>> InferSliceBackward(absl::Span<const Tens
   for (int64_t d : input_shape) {
     if (d < 0) return Invalid("negative dimension in input_shape ", ShapeToString(input_shape));
   }
-  absl::StatusOr<std::vector<TensorType>> sliced =
-      InferSlice({TensorType{in[0].dtype, input_shape}}, attrs);
-  if (!sliced.ok()) return sliced.status();
-  if ((*sliced)[0].shape != in[0].shape) {
+  TC_ASSIGN_OR_RETURN(std::vector<TensorType> sliced,
+                      InferSlice({TensorType{in[0].dtype, input_shape}}, attrs));
+  if (sliced[0].shape != in[0].shape) {
     return Invalid("grad ", in[0].ToString(), " does not match the slice of ",
-                   ShapeToString(input_shape), " (", (*sliced)[0].ToString(), ")");
+                   ShapeToString(input_shape), " (", sliced[0].ToString(), ")");
   }
   return One(in[0].dtype, input_shape);
 }
 
 absl::StatusOr<std::vector<TensorType>> InferConcat(absl::Span<const TensorType> in,
                                                     const Attrs& attrs) {
-  if (absl::Status s = RequireSameDType(in); !s.ok()) return s;
-  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
-  if (!dim.ok()) return dim.status();
+  TC_RETURN_IF_ERROR(RequireSameDType(in));
+  TC_ASSIGN_OR_RETURN(int64_t dim, WrapDim(attrs.Int("dim"), in[0].rank()));
   Shape out = in[0].shape;
   for (size_t i = 1; i < in.size(); ++i) {
     bool fits = in[i].rank() == in[0].rank();
     for (int64_t d = 0; fits && d < in[0].rank(); ++d) {
-      fits = d == *dim || in[i].shape[d] == in[0].shape[d];
+      fits = d == dim || in[i].shape[d] == in[0].shape[d];
     }
     if (!fits) {
       return Invalid("input ", i, " ", in[i].ToString(), " does not fit input 0 ", in[0].ToString(),
-                     " along dim ", *dim);
+                     " along dim ", dim);
     }
-    out[*dim] += in[i].shape[*dim];
+    out[dim] += in[i].shape[dim];
   }
   return One(in[0].dtype, std::move(out));
 }

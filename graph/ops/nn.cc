@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -26,10 +27,10 @@ int64_t WindowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64
 }
 
 absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, const Attrs& attrs) {
-  if (absl::Status s = RequireRank(x, 4, "input (N,C,H,W)"); !s.ok()) return s;
-  if (absl::Status s = RequireRank(w, 4, "weight (O,C/groups,KH,KW)"); !s.ok()) return s;
-  if (absl::Status s = RequireSameDType({x, w}); !s.ok()) return s;
-  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireRank(x, 4, "input (N,C,H,W)"));
+  TC_RETURN_IF_ERROR(RequireRank(w, 4, "weight (O,C/groups,KH,KW)"));
+  TC_RETURN_IF_ERROR(RequireSameDType({x, w}));
+  TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   auto stride = Pair(attrs, "stride", 1);
   auto padding = Pair(attrs, "padding", 0);
   auto dilation = Pair(attrs, "dilation", 1);
@@ -59,20 +60,18 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
 
 absl::StatusOr<std::vector<TensorType>> InferConv(absl::Span<const TensorType> in,
                                                   const Attrs& attrs) {
-  absl::StatusOr<Shape> out = ConvOutShape(in[0], in[1], attrs);
-  if (!out.ok()) return out.status();
-  return One(in[0].dtype, *std::move(out));
+  TC_ASSIGN_OR_RETURN(Shape out, ConvOutShape(in[0], in[1], attrs));
+  return One(in[0].dtype, std::move(out));
 }
 
 // conv2d_backward_data(grad, w){input_shape}: grad must be what conv2d gives.
 absl::StatusOr<std::vector<TensorType>> InferConvBackwardData(absl::Span<const TensorType> in,
                                                               const Attrs& attrs) {
   const TensorType x{in[1].dtype, attrs.Ints("input_shape")};
-  absl::StatusOr<Shape> out = ConvOutShape(x, in[1], attrs);
-  if (!out.ok()) return out.status();
-  if (*out != in[0].shape || in[0].dtype != x.dtype) {
+  TC_ASSIGN_OR_RETURN(Shape out, ConvOutShape(x, in[1], attrs));
+  if (out != in[0].shape || in[0].dtype != x.dtype) {
     return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
-                   ShapeToString(*out));
+                   ShapeToString(out));
   }
   return One(x.dtype, x.shape);
 }
@@ -81,11 +80,10 @@ absl::StatusOr<std::vector<TensorType>> InferConvBackwardData(absl::Span<const T
 absl::StatusOr<std::vector<TensorType>> InferConvBackwardWeight(absl::Span<const TensorType> in,
                                                                 const Attrs& attrs) {
   const TensorType w{in[1].dtype, attrs.Ints("weight_shape")};
-  absl::StatusOr<Shape> out = ConvOutShape(in[1], w, attrs);
-  if (!out.ok()) return out.status();
-  if (*out != in[0].shape || in[0].dtype != w.dtype) {
+  TC_ASSIGN_OR_RETURN(Shape out, ConvOutShape(in[1], w, attrs));
+  if (out != in[0].shape || in[0].dtype != w.dtype) {
     return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
-                   ShapeToString(*out));
+                   ShapeToString(out));
   }
   return One(w.dtype, w.shape);
 }
@@ -104,8 +102,8 @@ OpCost ConvCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
 }
 
 absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
-  if (absl::Status s = RequireRank(x, 4, "input (N,C,H,W)"); !s.ok()) return s;
-  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireRank(x, 4, "input (N,C,H,W)"));
+  TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   auto kernel = Pair(attrs, "kernel", 1);
   auto stride = Pair(attrs, "stride", 1);
   auto padding = Pair(attrs, "padding", 0);
@@ -127,20 +125,18 @@ absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
 
 absl::StatusOr<std::vector<TensorType>> InferPool(absl::Span<const TensorType> in,
                                                   const Attrs& attrs) {
-  absl::StatusOr<Shape> out = PoolOutShape(in[0], attrs);
-  if (!out.ok()) return out.status();
-  return One(in[0].dtype, *std::move(out));
+  TC_ASSIGN_OR_RETURN(Shape out, PoolOutShape(in[0], attrs));
+  return One(in[0].dtype, std::move(out));
 }
 
 // max_pool2d_backward(grad, x) / avg_pool2d_backward(grad){input_shape}.
 absl::StatusOr<std::vector<TensorType>> InferPoolBackward(absl::Span<const TensorType> in,
                                                           const Attrs& attrs) {
   const TensorType x = in.size() == 2 ? in[1] : TensorType{in[0].dtype, attrs.Ints("input_shape")};
-  absl::StatusOr<Shape> out = PoolOutShape(x, attrs);
-  if (!out.ok()) return out.status();
-  if (*out != in[0].shape || in[0].dtype != x.dtype) {
+  TC_ASSIGN_OR_RETURN(Shape out, PoolOutShape(x, attrs));
+  if (out != in[0].shape || in[0].dtype != x.dtype) {
     return Invalid("grad ", in[0].ToString(), " does not match the pool output ",
-                   ShapeToString(*out));
+                   ShapeToString(out));
   }
   return One(x.dtype, x.shape);
 }
@@ -159,18 +155,16 @@ absl::Status RequireParams(absl::Span<const TensorType> params, DType dtype, con
 
 absl::Status CheckBatchNormInput(const TensorType& x) {
   if (x.rank() < 2) return Invalid("input must be (N,C,...), got ", x.ToString());
-  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<TensorType>> InferBatchNorm(absl::Span<const TensorType> in,
                                                        const Attrs&) {
   const TensorType& x = in[0];
-  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckBatchNormInput(x));
   const Shape c = {x.shape[1]};
-  if (absl::Status s = RequireParams(in.subspan(1), x.dtype, c, "weight and bias"); !s.ok()) {
-    return s;
-  }
+  TC_RETURN_IF_ERROR(RequireParams(in.subspan(1), x.dtype, c, "weight and bias"));
   if (x.numel() / std::max<int64_t>(x.shape[1], 1) < 1) {
     return Invalid("batch statistics need at least one value per channel, got ", x.ToString());
   }
@@ -180,24 +174,19 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(absl::Span<const TensorTy
 absl::StatusOr<std::vector<TensorType>> InferBatchNormInference(absl::Span<const TensorType> in,
                                                                 const Attrs&) {
   const TensorType& x = in[0];
-  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
-  if (absl::Status s =
-          RequireParams(in.subspan(1), x.dtype, {x.shape[1]}, "weight, bias and running stats");
-      !s.ok()) {
-    return s;
-  }
+  TC_RETURN_IF_ERROR(CheckBatchNormInput(x));
+  TC_RETURN_IF_ERROR(
+      RequireParams(in.subspan(1), x.dtype, {x.shape[1]}, "weight, bias and running stats"));
   return std::vector<TensorType>{x};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferBatchNormBackward(absl::Span<const TensorType> in,
                                                                const Attrs&) {
   const TensorType &grad = in[0], &x = in[1];
-  if (absl::Status s = CheckBatchNormInput(x); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckBatchNormInput(x));
   if (grad != x) return Invalid("grad ", grad.ToString(), " must match input ", x.ToString());
   const Shape c = {x.shape[1]};
-  if (absl::Status s = RequireParams(in.subspan(2), x.dtype, c, "weight and stats"); !s.ok()) {
-    return s;
-  }
+  TC_RETURN_IF_ERROR(RequireParams(in.subspan(2), x.dtype, c, "weight and stats"));
   return std::vector<TensorType>{x, {x.dtype, c}, {x.dtype, c}};
 }
 
@@ -207,45 +196,34 @@ struct LayerNormShapes {
 };
 
 absl::StatusOr<LayerNormShapes> LayerNormSplit(const TensorType& x, const Attrs& attrs) {
-  if (absl::Status s = RequireFloating(x, "input"); !s.ok()) return s;
-  absl::StatusOr<int64_t> axis = WrapDim(attrs.Int("axis"), x.rank());
-  if (!axis.ok()) return axis.status();
-  return LayerNormShapes{Shape(x.shape.begin() + *axis, x.shape.end()),
-                         Shape(x.shape.begin(), x.shape.begin() + *axis)};
+  TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
+  TC_ASSIGN_OR_RETURN(int64_t axis, WrapDim(attrs.Int("axis"), x.rank()));
+  return LayerNormShapes{Shape(x.shape.begin() + axis, x.shape.end()),
+                         Shape(x.shape.begin(), x.shape.begin() + axis)};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferLayerNorm(absl::Span<const TensorType> in,
                                                        const Attrs& attrs) {
   const TensorType& x = in[0];
-  absl::StatusOr<LayerNormShapes> s = LayerNormSplit(x, attrs);
-  if (!s.ok()) return s.status();
-  if (absl::Status st = RequireParams(in.subspan(1), x.dtype, s->normalized, "weight and bias");
-      !st.ok()) {
-    return st;
-  }
-  return std::vector<TensorType>{x, {x.dtype, s->stats}, {x.dtype, s->stats}};
+  TC_ASSIGN_OR_RETURN(LayerNormShapes s, LayerNormSplit(x, attrs));
+  TC_RETURN_IF_ERROR(RequireParams(in.subspan(1), x.dtype, s.normalized, "weight and bias"));
+  return std::vector<TensorType>{x, {x.dtype, s.stats}, {x.dtype, s.stats}};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferLayerNormBackward(absl::Span<const TensorType> in,
                                                                const Attrs& attrs) {
   const TensorType &grad = in[0], &x = in[1];
   if (grad != x) return Invalid("grad ", grad.ToString(), " must match input ", x.ToString());
-  absl::StatusOr<LayerNormShapes> s = LayerNormSplit(x, attrs);
-  if (!s.ok()) return s.status();
-  if (absl::Status st = RequireParams(in.subspan(2, 1), x.dtype, s->normalized, "weight");
-      !st.ok()) {
-    return st;
-  }
-  if (absl::Status st = RequireParams(in.subspan(3), x.dtype, s->stats, "mean and var"); !st.ok()) {
-    return st;
-  }
-  return std::vector<TensorType>{x, {x.dtype, s->normalized}, {x.dtype, s->normalized}};
+  TC_ASSIGN_OR_RETURN(LayerNormShapes s, LayerNormSplit(x, attrs));
+  TC_RETURN_IF_ERROR(RequireParams(in.subspan(2, 1), x.dtype, s.normalized, "weight"));
+  TC_RETURN_IF_ERROR(RequireParams(in.subspan(3), x.dtype, s.stats, "mean and var"));
+  return std::vector<TensorType>{x, {x.dtype, s.normalized}, {x.dtype, s.normalized}};
 }
 
 absl::StatusOr<std::vector<TensorType>> InferEmbedding(absl::Span<const TensorType> in,
                                                        const Attrs&) {
   const TensorType &w = in[0], &idx = in[1];
-  if (absl::Status s = RequireRank(w, 2, "weight (num, dim)"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireRank(w, 2, "weight (num, dim)"));
   if (idx.dtype != DType::kI64) return Invalid("indices must be i64, got ", idx.ToString());
   Shape out = idx.shape;
   out.push_back(w.shape[1]);
@@ -256,7 +234,7 @@ absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const 
                                                                const Attrs& attrs) {
   const TensorType &grad = in[0], &idx = in[1];
   if (idx.dtype != DType::kI64) return Invalid("indices must be i64, got ", idx.ToString());
-  if (absl::Status s = RequireFloating(grad, "grad"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(grad, "grad"));
   if (grad.rank() != idx.rank() + 1 ||
       !std::equal(idx.shape.begin(), idx.shape.end(), grad.shape.begin())) {
     return Invalid("grad ", grad.ToString(), " must be indices shape ", ShapeToString(idx.shape),
@@ -269,7 +247,7 @@ absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const 
 
 absl::StatusOr<std::vector<TensorType>> InferDropout(absl::Span<const TensorType> in,
                                                      const Attrs& attrs) {
-  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
   const double p = attrs.Float("p");
   if (!(p >= 0 && p < 1)) return Invalid("p must be in [0, 1), got ", p);
   return One(in[0].dtype, in[0].shape);

@@ -1,6 +1,7 @@
 // Reductions over a set of dims (all dims when empty), with keepdim; argmax
 // over one dim; softmax and log_softmax along one dim (shape unchanged).
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -23,23 +24,21 @@ Shape ReducedShape(const Shape& shape, absl::Span<const int64_t> dims, bool keep
 absl::StatusOr<std::vector<TensorType>> InferReduce(absl::Span<const TensorType> in,
                                                     const Attrs& attrs) {
   if (in[0].dtype == DType::kBool) return Invalid("input must be numeric, got ", in[0].ToString());
-  absl::StatusOr<std::vector<int64_t>> dims = NormalizeDims(attrs.Ints("dims"), in[0].rank());
-  if (!dims.ok()) return dims.status();
-  return One(in[0].dtype, ReducedShape(in[0].shape, *dims, attrs.Bool("keepdim")));
+  TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NormalizeDims(attrs.Ints("dims"), in[0].rank()));
+  return One(in[0].dtype, ReducedShape(in[0].shape, dims, attrs.Bool("keepdim")));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferFloatReduce(absl::Span<const TensorType> in,
                                                          const Attrs& attrs) {
-  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
   return InferReduce(in, attrs);
 }
 
 // max/min: an empty reduction has no identity.
 absl::StatusOr<std::vector<TensorType>> InferExtremum(absl::Span<const TensorType> in,
                                                       const Attrs& attrs) {
-  absl::StatusOr<std::vector<int64_t>> dims = NormalizeDims(attrs.Ints("dims"), in[0].rank());
-  if (!dims.ok()) return dims.status();
-  for (int64_t d : *dims) {
+  TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims, NormalizeDims(attrs.Ints("dims"), in[0].rank()));
+  for (int64_t d : dims) {
     if (in[0].shape[d] == 0)
       return Invalid("reduction over empty dim ", d, " of ", in[0].ToString());
   }
@@ -49,19 +48,16 @@ absl::StatusOr<std::vector<TensorType>> InferExtremum(absl::Span<const TensorTyp
 absl::StatusOr<std::vector<TensorType>> InferArgmax(absl::Span<const TensorType> in,
                                                     const Attrs& attrs) {
   if (in[0].dtype == DType::kBool) return Invalid("input must be numeric, got ", in[0].ToString());
-  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
-  if (!dim.ok()) return dim.status();
-  if (in[0].shape[*dim] == 0) return Invalid("argmax over empty dim ", *dim);
-  const int64_t d = *dim;
+  TC_ASSIGN_OR_RETURN(const int64_t dim, WrapDim(attrs.Int("dim"), in[0].rank()));
+  if (in[0].shape[dim] == 0) return Invalid("argmax over empty dim ", dim);
   return One(DType::kI64,
-             ReducedShape(in[0].shape, absl::MakeConstSpan(&d, 1), attrs.Bool("keepdim")));
+             ReducedShape(in[0].shape, absl::MakeConstSpan(&dim, 1), attrs.Bool("keepdim")));
 }
 
 absl::StatusOr<std::vector<TensorType>> InferSoftmax(absl::Span<const TensorType> in,
                                                      const Attrs& attrs) {
-  if (absl::Status s = RequireFloating(in[0], "input"); !s.ok()) return s;
-  absl::StatusOr<int64_t> dim = WrapDim(attrs.Int("dim"), in[0].rank());
-  if (!dim.ok()) return dim.status();
+  TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
+  TC_RETURN_IF_ERROR(WrapDim(attrs.Int("dim"), in[0].rank()).status());
   return One(in[0].dtype, in[0].shape);
 }
 

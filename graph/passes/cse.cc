@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace tc {
 namespace {
@@ -28,11 +29,9 @@ absl::StatusOr<bool> Run(Graph& g) {
     auto [it, inserted] = seen.try_emplace(Key(*node), node);
     if (inserted) continue;
     for (int i = 0; i < node->num_results(); ++i) {
-      if (absl::Status s = g.ReplaceAllUsesWith(node->result(i), it->second->result(i)); !s.ok()) {
-        return s;
-      }
+      TC_RETURN_IF_ERROR(g.ReplaceAllUsesWith(node->result(i), it->second->result(i)));
     }
-    if (absl::Status s = g.RemoveNode(node); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(g.RemoveNode(node));
     changed = true;
   }
   return changed;

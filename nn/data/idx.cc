@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "runtime/ops.h"
 
 namespace tc::nn {
@@ -45,9 +46,7 @@ std::string Locate(const std::string& dir, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
-  absl::StatusOr<std::vector<uint8_t>> bytes = ReadAll(path);
-  if (!bytes.ok()) return bytes.status();
-  const std::vector<uint8_t>& b = *bytes;
+  TC_ASSIGN_OR_RETURN(const std::vector<uint8_t> b, ReadAll(path));
   if (b.size() < 4 || b[0] != 0 || b[1] != 0) {
     return Bad(path, "not an IDX file (the magic number must start with two zero bytes)");
   }
@@ -78,35 +77,33 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   const std::string images_path = Locate(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = Locate(dir, prefix + "-labels-idx1-ubyte");
-  absl::StatusOr<IdxArray> images = ReadIdx(images_path);
-  if (!images.ok()) return images.status();
-  absl::StatusOr<IdxArray> labels = ReadIdx(labels_path);
-  if (!labels.ok()) return labels.status();
-  if (images->dims.size() != 3) {
+  TC_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
+  TC_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
+  if (images.dims.size() != 3) {
     return Bad(images_path, absl::StrCat("images need 3 dimensions (count, rows, cols), got ",
-                                         ShapeToString(images->dims)));
+                                         ShapeToString(images.dims)));
   }
-  if (labels->dims.size() != 1) {
+  if (labels.dims.size() != 1) {
     return Bad(labels_path,
-               absl::StrCat("labels need 1 dimension, got ", ShapeToString(labels->dims)));
+               absl::StrCat("labels need 1 dimension, got ", ShapeToString(labels.dims)));
   }
-  const int64_t n = images->dims[0];
-  if (labels->dims[0] != n) {
+  const int64_t n = images.dims[0];
+  if (labels.dims[0] != n) {
     return Bad(labels_path,
-               absl::StrCat(labels->dims[0], " labels for ", n, " images in ", images_path));
+               absl::StrCat(labels.dims[0], " labels for ", n, " images in ", images_path));
   }
   Dataset data;
-  data.images = empty({n, 1, images->dims[1], images->dims[2]});
+  data.images = empty({n, 1, images.dims[1], images.dims[2]});
   float* px = data.images.data<float>();
-  for (size_t i = 0; i < images->data.size(); ++i) px[i] = images->data[i] / 255.0f;
+  for (size_t i = 0; i < images.data.size(); ++i) px[i] = images.data[i] / 255.0f;
   data.labels = empty({n}, DType::kI64);
   int64_t* lp = data.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    if (labels->data[i] >= 10) {
-      return Bad(labels_path, absl::StrCat("label ", int{labels->data[i]}, " at index ", i,
+    if (labels.data[i] >= 10) {
+      return Bad(labels_path, absl::StrCat("label ", int{labels.data[i]}, " at index ", i,
                                            " is not a class in [0, 10)"));
     }
-    lp[i] = labels->data[i];
+    lp[i] = labels.data[i];
   }
   return data;
 }

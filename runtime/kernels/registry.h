@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "base/status_macros.h"
 #include "runtime/dispatch.h"
 
 namespace tc::kernels {
@@ -24,7 +25,7 @@ absl::StatusOr<TensorList> AllocateAndRun(absl::Span<const Tensor> inputs, const
   TensorList outputs;
   outputs.reserve(out_types.size());
   for (const TensorType& t : out_types) outputs.push_back(Tensor::Uninitialized(t.shape, t.dtype));
-  if (absl::Status s = Into(inputs, attrs, outputs); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(Into(inputs, attrs, outputs));
   return outputs;
 }
 

@@ -1,4 +1,5 @@
 // Dead-code and common-subexpression elimination, and the pass runner.
+#include "base/status_macros.h"
 #include "catch2/catch.hpp"
 #include "graph/parser.h"
 #include "graph/pass.h"
@@ -131,8 +132,7 @@ TEST_CASE("RunPasses names the pass that failed or left an invalid graph") {
         "pass 'fails': no can do");
   const Pass breaking{"swap_relu_input", [](Graph& graph) -> absl::StatusOr<bool> {
                         Node* relu = graph.nodes()[1];
-                        absl::Status s = relu->SetInput(0, graph.placeholders()[0]);
-                        if (!s.ok()) return s;
+                        TC_RETURN_IF_ERROR(relu->SetInput(0, graph.placeholders()[0]));
                         return true;
                       }};
   absl::Status s = RunPasses(g, {breaking, DeadCodeElimination()}).status();
