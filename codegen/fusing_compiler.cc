@@ -3,17 +3,16 @@
 #include <memory>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "codegen/program.h"
 
 namespace tc::codegen {
 namespace {
 
 absl::StatusOr<Executable> CompileFusing(const Graph& graph) {
-  absl::StatusOr<std::shared_ptr<Program>> program = Program::Compile(graph);
-  if (!program.ok()) return program.status();
-  return Executable([program = *std::move(program)](absl::Span<const Tensor> args) {
-    return program->Run(args);
-  });
+  TC_ASSIGN_OR_RETURN(std::shared_ptr<Program> program, Program::Compile(graph));
+  return Executable(
+      [program = std::move(program)](absl::Span<const Tensor> args) { return program->Run(args); });
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 //   // sum, outside the group) and y (a graph output)
 //
 // A group is a set of at least two fusible nodes (elementwise with a fused
-// evaluation, codegen/fused_ops.h; every operand and result f32, f64 or bool) with one result shape (operands may broadcast
-// to it). Values computed in the group and read only inside it never reach
+// evaluation, codegen/fused_ops.h; every operand and result f32, f64 or bool) with one result shape
+// (operands may broadcast to it). Values computed in the group and read only inside it never reach
 // memory; those read outside it or returned by the graph are its outputs.
 //
 // Planning is greedy and deterministic: nodes are visited in graph order, and

@@ -1,12 +1,13 @@
 #include "codegen/graph_runner.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "graph/verifier.h"
 
 namespace tc::codegen {
 
 absl::Status CheckCompilable(const Graph& graph, absl::string_view compiler) {
-  if (absl::Status s = Verify(graph); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(Verify(graph));
   for (const Node* node : graph.nodes()) {
     if (GetKernel(node->op()) == nullptr) {
       return absl::UnimplementedError(

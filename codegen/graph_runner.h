@@ -2,9 +2,9 @@
 // they accept the same graphs and arguments and report errors the same way:
 // the compile-time check, the argument check, and running one node's kernel.
 //
-//   if (absl::Status s = CheckCompilable(graph, "interpreter"); !s.ok()) return s;
+//   TC_RETURN_IF_ERROR(CheckCompilable(graph, "interpreter"));
 //   ...
-//   if (absl::Status s = CheckArguments(graph.placeholders(), args); !s.ok()) return s;
+//   TC_RETURN_IF_ERROR(CheckArguments(graph.placeholders(), args));
 //   absl::StatusOr<TensorList> out = RunNodeKernel(*node, inputs, result_types);
 #ifndef TENSORCUT_CODEGEN_GRAPH_RUNNER_H_
 #define TENSORCUT_CODEGEN_GRAPH_RUNNER_H_

@@ -5,11 +5,12 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/status_macros.h"
 
 namespace tc::codegen {
 
 absl::StatusOr<Interpreter> Interpreter::Create(const Graph& graph) {
-  if (absl::Status s = CheckCompilable(graph, "interpreter"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckCompilable(graph, "interpreter"));
   return Interpreter(graph.Clone());
 }
 
@@ -42,16 +43,15 @@ Interpreter::Interpreter(Graph graph) : graph_(std::move(graph)) {
 }
 
 absl::StatusOr<std::vector<Tensor>> Interpreter::Run(absl::Span<const Tensor> args) const {
-  if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckArguments(graph_.placeholders(), args));
   std::vector<Tensor> values(num_slots_);
   std::copy(args.begin(), args.end(), values.begin());
   std::vector<Tensor> inputs;
   for (const Step& step : steps_) {
     inputs.clear();
     for (int s : step.inputs) inputs.push_back(values[s]);
-    absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, inputs, step.result_types);
-    if (!out.ok()) return out.status();
-    for (size_t r = 0; r < step.results.size(); ++r) values[step.results[r]] = std::move((*out)[r]);
+    TC_ASSIGN_OR_RETURN(TensorList out, RunNodeKernel(*step.node, inputs, step.result_types));
+    for (size_t r = 0; r < step.results.size(); ++r) values[step.results[r]] = std::move(out[r]);
     for (int s : step.release) values[s] = Tensor();
   }
   std::vector<Tensor> outputs;
@@ -61,9 +61,8 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::Run(absl::Span<const Tensor> ar
 }
 
 absl::StatusOr<Executable> Interpret(const Graph& graph) {
-  absl::StatusOr<Interpreter> interpreter = Interpreter::Create(graph);
-  if (!interpreter.ok()) return interpreter.status();
-  auto shared = std::make_shared<const Interpreter>(*std::move(interpreter));
+  TC_ASSIGN_OR_RETURN(Interpreter interpreter, Interpreter::Create(graph));
+  auto shared = std::make_shared<const Interpreter>(std::move(interpreter));
   return Executable([shared](absl::Span<const Tensor> args) { return shared->Run(args); });
 }
 

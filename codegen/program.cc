@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
@@ -129,7 +130,7 @@ Program::~Program() = default;
 
 absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
                                                           const ProgramOptions& options) {
-  if (absl::Status s = CheckCompilable(graph, "program"); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckCompilable(graph, "program"));
   const std::vector<DimOrder>& orders = options.argument_orders;
   if (!orders.empty() && orders.size() != graph.placeholders().size()) {
     return absl::InvalidArgumentError(absl::StrCat("program: expected ",
@@ -144,7 +145,7 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
     }
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
-  if (absl::Status s = program->Lower(options); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(program->Lower(options));
   return program;
 }
 
@@ -242,17 +243,16 @@ absl::Status Program::Lower(const ProgramOptions& options) {
         order = planner.ForNode(*node, layouts_of(step.inputs));
       } else if (def.Has(kTraitView)) {
         const std::vector<Tensor> in = layouts_of(step.inputs);
-        absl::StatusOr<TensorList> out = RunNodeKernel(*node, in, step.result_types);
-        if (!out.ok()) return out.status();
-        if ((*out)[0].storage() == scratch) {
+        TC_ASSIGN_OR_RETURN(const TensorList out, RunNodeKernel(*node, in, step.result_types));
+        if (out[0].storage() == scratch) {
           step.kind = StepKind::kView;
           const int base = root[step.inputs[0]];
           step.rebind = origin[base] == Origin::kArgument || origin[base] == Origin::kEager;
-          for (size_t r = 0; r < out->size(); ++r) {
-            layout[step.results[r]] = (*out)[r];
+          for (size_t r = 0; r < out.size(); ++r) {
+            layout[step.results[r]] = out[r];
             root[step.results[r]] = base;
             origin[step.results[r]] = origin[base];
-            step.offset_deltas.push_back((*out)[r].offset() - in[0].offset());
+            step.offset_deltas.push_back(out[r].offset() - in[0].offset());
           }
         } else if (node->op() == OpKind::kReshape) {
           step.kind = StepKind::kCopy;
@@ -290,11 +290,10 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   absl::flat_hash_map<int, Tensor> constants;
   for (Step& step : steps_) {
     if (step.kind != StepKind::kConstant) continue;
-    absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, {}, step.result_types);
-    if (!out.ok()) return out.status();
-    for (size_t r = 0; r < out->size(); ++r) {
-      constants[step.results[r]] = (*out)[r];
-      fixed_slots_.emplace_back(step.results[r], (*out)[r]);
+    TC_ASSIGN_OR_RETURN(const TensorList out, RunNodeKernel(*step.node, {}, step.result_types));
+    for (size_t r = 0; r < out.size(); ++r) {
+      constants[step.results[r]] = out[r];
+      fixed_slots_.emplace_back(step.results[r], out[r]);
     }
   }
 
@@ -622,7 +621,7 @@ void Program::BindNewStorage(const OwnedBuffer& buffer, Context& context) {
 
 absl::Status Program::RunSteps(Context& context) const {
   for (const Step& step : steps_) {
-    if (absl::Status s = RunStep(step, context); !s.ok()) return s;
+    TC_RETURN_IF_ERROR(RunStep(step, context));
   }
   return absl::OkStatus();
 }
@@ -668,9 +667,8 @@ absl::Status Program::RunStep(const Step& step, Context& context) const {
     }
     case StepKind::kEager: {
       for (size_t i = 0; i < step.inputs.size(); ++i) inputs[i] = slots[step.inputs[i]];
-      absl::StatusOr<TensorList> out = RunNodeKernel(*step.node, inputs, step.result_types);
-      if (!out.ok()) return out.status();
-      for (size_t r = 0; r < step.results.size(); ++r) slots[step.results[r]] = (*out)[r];
+      TC_ASSIGN_OR_RETURN(TensorList out, RunNodeKernel(*step.node, inputs, step.result_types));
+      for (size_t r = 0; r < step.results.size(); ++r) slots[step.results[r]] = std::move(out[r]);
       break;
     }
     case StepKind::kFused:
@@ -700,7 +698,7 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
     return absl::InvalidArgumentError(
         absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
   }
-  if (absl::Status s = CheckArguments(graph_.placeholders(), args); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(CheckArguments(graph_.placeholders(), args));
   std::unique_ptr<Context> context = TakeContext();
   std::vector<Tensor>& slots = context->slots;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -741,7 +739,7 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
 
 absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) {
   std::vector<Tensor> outputs(output_slots_.size());
-  if (absl::Status s = Run(args, absl::MakeSpan(outputs)); !s.ok()) return s;
+  TC_RETURN_IF_ERROR(Run(args, absl::MakeSpan(outputs)));
   return outputs;
 }
 
