@@ -21,7 +21,8 @@ VjpFn GetVjp(OpKind op) { return Table()[static_cast<int>(op)]; }
 
 bool NeedsVjp(OpKind op) {
   const OpDef& def = GetOpDef(op);
-  return !def.Has(kTraitNonDifferentiable) && !def.Has(kTraitBackward) && !def.Has(kTraitCreation);
+  return def.family != OpFamily::kLowered && !def.Has(kTraitNonDifferentiable) &&
+         !def.Has(kTraitBackward) && !def.Has(kTraitCreation);
 }
 
 Tensor SumToShape(const Tensor& grad, const Shape& shape) {

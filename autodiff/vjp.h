@@ -30,8 +30,9 @@ using VjpFn = TensorList (*)(const VjpContext& ctx);
 // argmax, ...) and backward-only ops (double backward is not supported).
 VjpFn GetVjp(OpKind op);
 
-// Whether an op must have a VJP rule: every op but the non-differentiable and
-// backward-only ones. Tests check GetVjp against this.
+// Whether an op must have a VJP rule: every op but the non-differentiable,
+// backward-only and lowered ones (lowered forms exist only after autodiff).
+// Tests check GetVjp against this.
 bool NeedsVjp(OpKind op);
 
 // Sums `grad` down to `shape` (undoing NumPy broadcasting).

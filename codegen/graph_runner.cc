@@ -6,15 +6,25 @@
 
 namespace tc::codegen {
 
-absl::Status CheckCompilable(const Graph& graph, absl::string_view compiler) {
-  TC_RETURN_IF_ERROR(Verify(graph));
+namespace {
+
+absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
   for (const Node* node : graph.nodes()) {
-    if (GetKernel(node->op()) == nullptr) {
+    if (node->body() != nullptr) {
+      TC_RETURN_IF_ERROR(CheckKernels(*node->body(), compiler));
+    } else if (GetKernel(node->op()) == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat(compiler, ": ", OpName(node->op()), " has no eager kernel"));
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckCompilable(const Graph& graph, absl::string_view compiler) {
+  TC_RETURN_IF_ERROR(Verify(graph));
+  return CheckKernels(graph, compiler);
 }
 
 absl::Status CheckArguments(absl::Span<Value* const> placeholders, absl::Span<const Tensor> args) {

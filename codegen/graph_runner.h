@@ -18,8 +18,9 @@
 
 namespace tc::codegen {
 
-// The graph verifies and every op has an eager kernel, else an error naming
-// `compiler`: "interpreter: conv2d has no eager kernel".
+// The graph verifies and every op has an eager kernel (a region op's body
+// ops, for a region op), else an error naming `compiler`: "interpreter:
+// conv2d has no eager kernel".
 absl::Status CheckCompilable(const Graph& graph, absl::string_view compiler);
 
 // One defined argument per placeholder, of its type: InvalidArgumentError

@@ -23,6 +23,9 @@ Interpreter::Interpreter(Graph graph) : graph_(std::move(graph)) {
   for (const Node* node : graph_.nodes()) {
     const int i = static_cast<int>(steps_.size());
     Step& step = steps_.emplace_back(Step{node});
+    if (node->body() != nullptr) {
+      step.body = std::shared_ptr<const Interpreter>(new Interpreter(node->body()->Clone()));
+    }
     for (const Value* in : node->inputs()) {
       step.inputs.push_back(slot.at(in));
       release_after[slot.at(in)] = i;
@@ -50,7 +53,12 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::Run(absl::Span<const Tensor> ar
   for (const Step& step : steps_) {
     inputs.clear();
     for (int s : step.inputs) inputs.push_back(values[s]);
-    TC_ASSIGN_OR_RETURN(TensorList out, RunNodeKernel(*step.node, inputs, step.result_types));
+    std::vector<Tensor> out;
+    if (step.body != nullptr) {  // its nodes carry their own sources
+      TC_ASSIGN_OR_RETURN(out, step.body->Run(inputs));
+    } else {
+      TC_ASSIGN_OR_RETURN(out, RunNodeKernel(*step.node, inputs, step.result_types));
+    }
     for (size_t r = 0; r < step.results.size(); ++r) values[step.results[r]] = std::move(out[r]);
     for (int s : step.release) values[s] = Tensor();
   }

@@ -8,12 +8,14 @@
 //
 // Compiling verifies the graph, checks that every op has an eager kernel and
 // computes once where each value is last used; a run frees each intermediate
-// right after its last use. Kernels run below every dispatch hook: the
+// right after its last use. A region op (a fused pass) runs its body, node
+// by node. Kernels run below every dispatch hook: the
 // interpreter neither records autograd nor is traced.
 #ifndef TENSORCUT_CODEGEN_INTERPRETER_H_
 #define TENSORCUT_CODEGEN_INTERPRETER_H_
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +54,7 @@ class Interpreter {
     const Node* node;
     std::vector<TensorType> result_types;
     std::vector<int> inputs, results, release;
+    std::shared_ptr<const Interpreter> body;  // a region op's, run in its place
   };
 
   explicit Interpreter(Graph graph);

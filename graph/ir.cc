@@ -85,9 +85,9 @@ Value* Graph::AddPlaceholder(absl::string_view name, TensorType type) {
   return placeholders_.back();
 }
 
-absl::StatusOr<std::vector<Value*>> Graph::AddNode(OpKind op, absl::Span<Value* const> inputs,
-                                                   Attrs attrs, std::string source,
-                                                   absl::Span<const std::string> names) {
+absl::StatusOr<std::vector<TensorType>> Graph::CheckNodeInputs(OpKind op,
+                                                               absl::Span<Value* const> inputs,
+                                                               absl::string_view source) const {
   const absl::string_view op_name = OpName(op);
   std::vector<TensorType> types;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -98,25 +98,66 @@ absl::StatusOr<std::vector<Value*>> Graph::AddNode(OpKind op, absl::Span<Value* 
     return absl::InvalidArgumentError(
         absl::StrCat(op_name, ": source must be a single line, got \"", source, "\""));
   }
+  return types;
+}
+
+absl::StatusOr<std::vector<Value*>> Graph::AddNode(OpKind op, absl::Span<Value* const> inputs,
+                                                   Attrs attrs, std::string source,
+                                                   absl::Span<const std::string> names) {
+  TC_ASSIGN_OR_RETURN(const std::vector<TensorType> types, CheckNodeInputs(op, inputs, source));
   absl::StatusOr<std::vector<TensorType>> out = InferTypes(op, types, attrs);
   if (!out.ok()) {
     if (source.empty()) return out.status();
     return absl::Status(out.status().code(),
                         absl::StrCat(out.status().message(), " (at ", source, ")"));
   }
-  if (!names.empty() && names.size() != out->size()) {
+  return Append(op, inputs, std::move(attrs), nullptr, std::move(source), names, *std::move(out));
+}
+
+absl::StatusOr<std::vector<Value*>> Graph::AddRegionNode(OpKind op, absl::Span<Value* const> inputs,
+                                                         Graph body, std::string source,
+                                                         absl::Span<const std::string> names) {
+  const absl::string_view op_name = OpName(op);
+  if (!GetOpDef(op).Has(kTraitRegion)) {
+    return absl::InvalidArgumentError(absl::StrCat(op_name, " is not a region op"));
+  }
+  TC_ASSIGN_OR_RETURN(const std::vector<TensorType> types, CheckNodeInputs(op, inputs, source));
+  if (body.placeholders().size() != inputs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op_name, ": ", names.size(), " result names given for ", out->size(), " results"));
+        op_name, ": ", inputs.size(), " inputs, but its body takes ", body.placeholders().size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (body.placeholders()[i]->type() != types[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op_name, ": operand ", i, " is ", types[i].ToString(), ", its body's placeholder %",
+          body.placeholders()[i]->name(), " ", body.placeholders()[i]->type().ToString()));
+    }
+  }
+  std::vector<TensorType> results;
+  for (const Value* v : body.outputs()) results.push_back(v->type());
+  return Append(op, inputs, {}, std::make_shared<const Graph>(std::move(body)), std::move(source),
+                names, std::move(results));
+}
+
+absl::StatusOr<std::vector<Value*>> Graph::Append(OpKind op, absl::Span<Value* const> inputs,
+                                                  Attrs attrs, std::shared_ptr<const Graph> body,
+                                                  std::string source,
+                                                  absl::Span<const std::string> names,
+                                                  std::vector<TensorType> types) {
+  if (!names.empty() && names.size() != types.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        OpName(op), ": ", names.size(), " result names given for ", types.size(), " results"));
   }
   auto node = absl::WrapUnique(new Node(id_.id, op, std::move(attrs), std::move(source)));
+  node->body_ = std::move(body);
   for (size_t i = 0; i < inputs.size(); ++i) {
     node->inputs_.push_back(inputs[i]);
     inputs[i]->uses_.push_back(Use{node.get(), static_cast<int>(i)});
   }
-  for (size_t i = 0; i < out->size(); ++i) {
+  for (size_t i = 0; i < types.size(); ++i) {
     const std::string name = UniqueName(names.empty() ? "" : names[i]);
     values_.push_back(absl::WrapUnique(
-        new Value(id_.id, name, std::move((*out)[i]), node.get(), static_cast<int>(i))));
+        new Value(id_.id, name, std::move(types[i]), node.get(), static_cast<int>(i))));
     node->results_.push_back(values_.back().get());
   }
   nodes_.push_back(std::move(node));
@@ -215,6 +256,7 @@ Graph Graph::Clone() const {
   };
   auto copy_node = [&](const Node& n) {
     auto node = absl::WrapUnique(new Node(g.id_.id, n.op(), n.attrs(), n.source()));
+    node->body_ = n.body_;
     node->removed_ = n.removed_;
     for (const Value* r : n.results_) node->results_.push_back(copy_value(r, node.get()));
     return node;

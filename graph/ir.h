@@ -14,7 +14,10 @@
 //   //   }
 //
 // Every node is built through the op table: AddNode runs tc::InferTypes, so a
-// node's result types are the inferred ones. The graph owns its nodes and
+// node's result types are the inferred ones. A region op (kTraitRegion: a
+// fused pass, made by codegen's lowering) holds a body, a graph of its own
+// whose placeholders take the node's inputs and whose outputs are its
+// results; AddRegionNode builds one. The graph owns its nodes and
 // values; pointers stay valid for the graph's lifetime, even after a node is
 // removed (removed nodes are kept as tombstones, so the verifier can name a
 // value whose producer is gone instead of reading freed memory).
@@ -106,6 +109,9 @@ class Node {
   Value* result(int i) const { return results_[i]; }
   int num_results() const { return static_cast<int>(results_.size()); }
   const Attrs& attrs() const { return attrs_; }
+  // A region op's body; nullptr for every other op. Bodies are immutable and
+  // shared by clones.
+  const Graph* body() const { return body_.get(); }
   const std::string& source() const { return source_; }
   // True once Graph::RemoveNode took the node out of the graph.
   bool removed() const { return removed_; }
@@ -126,6 +132,7 @@ class Node {
   std::vector<Value*> inputs_;
   std::vector<Value*> results_;
   Attrs attrs_;
+  std::shared_ptr<const Graph> body_;
   std::string source_;
   bool removed_ = false;
 };
@@ -151,6 +158,12 @@ class Graph {
   absl::StatusOr<std::vector<Value*>> AddNode(OpKind op, absl::Span<Value* const> inputs,
                                               Attrs attrs = {}, std::string source = "",
                                               absl::Span<const std::string> names = {});
+
+  // Appends a node of a region op holding `body`: one body placeholder per
+  // input, of its type; the results take the types of the body's outputs.
+  absl::StatusOr<std::vector<Value*>> AddRegionNode(OpKind op, absl::Span<Value* const> inputs,
+                                                    Graph body, std::string source = "",
+                                                    absl::Span<const std::string> names = {});
 
   // Replaces the output list; every value must be a value of this graph.
   absl::Status SetOutputs(std::vector<Value*> outputs);
@@ -198,6 +211,17 @@ class Graph {
 
   std::string UniqueName(absl::string_view hint);
   absl::Status CheckOperand(const Value* value, absl::string_view what) const;
+  // The checks AddNode and AddRegionNode share: live operands and a
+  // one-line source. Returns the operands' types.
+  absl::StatusOr<std::vector<TensorType>> CheckNodeInputs(OpKind op,
+                                                          absl::Span<Value* const> inputs,
+                                                          absl::string_view source) const;
+  // Appends a checked node with results of `types`.
+  absl::StatusOr<std::vector<Value*>> Append(OpKind op, absl::Span<Value* const> inputs,
+                                             Attrs attrs, std::shared_ptr<const Graph> body,
+                                             std::string source,
+                                             absl::Span<const std::string> names,
+                                             std::vector<TensorType> types);
 
   Id id_;
   std::vector<std::unique_ptr<Value>> values_;  // every value ever made

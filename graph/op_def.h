@@ -32,7 +32,7 @@ inline constexpr int kNumOps = 0
 #undef TC_OP
     ;
 
-enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kNn };
+enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kNn, kLowered };
 
 // What later stages may assume about an op. A bitmask.
 enum OpTrait : uint32_t {
@@ -45,6 +45,8 @@ enum OpTrait : uint32_t {
   kTraitExpensive = 1 << 5,          // matmul/conv class: never worth recomputing
   kTraitNonDifferentiable = 1 << 6,  // outputs carry no gradient (bool/int results)
   kTraitBackward = 1 << 7,           // only appears in backward graphs
+  kTraitFusible = 1 << 8,            // may sit in a fused region: the fused kernel evaluates it
+  kTraitRegion = 1 << 9,             // holds a body graph (Node::body); results are its outputs
 };
 
 // Static cost of one call, from the op table's cost functions.

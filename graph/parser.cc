@@ -30,6 +30,18 @@ class Parser {
   explicit Parser(absl::string_view text) : text_(text) {}
 
   absl::StatusOr<Graph> Run() {
+    TC_ASSIGN_OR_RETURN(Graph graph, ParseGraph());
+    SkipSpace();
+    if (pos_ != text_.size()) return Expected("end of input");
+    return graph;
+  }
+
+ private:
+  // A parser for the graph at `pos` of `text`: a region op's body.
+  Parser(absl::string_view text, size_t pos) : text_(text), pos_(pos) {}
+
+  // "graph(%x: f32[2], ...) { nodes; return (...) }"
+  absl::StatusOr<Graph> ParseGraph() {
     TC_RETURN_IF_ERROR(ExpectWord("graph"));
     TC_RETURN_IF_ERROR(Expect('('));
     if (!Consume(')')) {
@@ -51,13 +63,11 @@ class Parser {
     TC_ASSIGN_OR_RETURN(std::vector<Value*> outputs, ValueList());
     TC_RETURN_IF_ERROR(graph_.SetOutputs(std::move(outputs)));
     TC_RETURN_IF_ERROR(Expect('}'));
-    SkipSpace();
-    if (pos_ != text_.size()) return Expected("end of input");
     return std::move(graph_);
   }
 
- private:
-  // "%a: f32[2], %b: f32[] = op(%x, %y) {attrs}  # source"
+  // "%a: f32[2], %b: f32[] = op(%x, %y) {attrs}  # source", and for a region
+  // op "%a: f32[2] = op(%x) {  # source", its body, "}".
   absl::Status NodeLine() {
     std::vector<Decl> results;
     do {
@@ -75,15 +85,23 @@ class Parser {
     absl::StatusOr<OpKind> op = OpKindFromName(op_name);
     if (!op.ok()) return ErrorAt(op_pos, "unknown op '", op_name, "'");
     TC_ASSIGN_OR_RETURN(std::vector<Value*> inputs, ValueList());
-    Attrs attrs;
-    SkipSpace();
-    if (Peek() == '{') TC_RETURN_IF_ERROR(AttrList(attrs));
-    const std::string source = Comment();
-
     std::vector<std::string> names;
     for (const Decl& r : results) names.push_back(r.name);
-    absl::StatusOr<std::vector<Value*>> out =
-        graph_.AddNode(*op, inputs, std::move(attrs), source, names);
+    absl::StatusOr<std::vector<Value*>> out;
+    if (GetOpDef(*op).Has(kTraitRegion)) {
+      TC_RETURN_IF_ERROR(Expect('{'));
+      const std::string source = Comment();
+      Parser body_parser(text_, pos_);
+      TC_ASSIGN_OR_RETURN(Graph body, body_parser.ParseGraph());
+      pos_ = body_parser.pos_;
+      TC_RETURN_IF_ERROR(Expect('}'));
+      out = graph_.AddRegionNode(*op, inputs, std::move(body), source, names);
+    } else {
+      Attrs attrs;
+      SkipSpace();
+      if (Peek() == '{') TC_RETURN_IF_ERROR(AttrList(attrs));
+      out = graph_.AddNode(*op, inputs, std::move(attrs), Comment(), names);
+    }
     if (!out.ok()) return ErrorAt(op_pos, out.status().message());
     for (size_t i = 0; i < results.size(); ++i) {
       Value* v = (*out)[i];

@@ -8,7 +8,16 @@
 //
 // One node per line: its results with their types, the op, its operands, its
 // attributes (Attrs::ToString, doubles printed to round-trip exactly) and,
-// after "  # ", the source location that produced it.
+// after "  # ", the source location that produced it. A region op's body
+// follows its line, indented, between braces:
+//
+//     %2: f32[4,3] = fused(%x, %b) {
+//       graph(%x: f32[4,3], %b: f32[3]) {
+//         %1: f32[4,3] = add(%x, %b)
+//         %2: f32[4,3] = relu(%1)
+//         return (%2)
+//       }
+//     }
 #ifndef TENSORCUT_GRAPH_PRINTER_H_
 #define TENSORCUT_GRAPH_PRINTER_H_
 
@@ -19,7 +28,8 @@
 namespace tc {
 
 std::string ToString(const Graph& graph);
-// One node's line without indentation or newline, as ToString prints it.
+// One node's line without indentation or newline, as ToString prints it (a
+// region op's without its body).
 std::string NodeToString(const Node& node);
 
 }  // namespace tc

@@ -41,7 +41,8 @@ class Verifier {
       in_types.push_back(node.input(i)->type());
     }
     absl::StatusOr<std::vector<TensorType>> inferred =
-        InferTypes(node.op(), in_types, node.attrs());
+        node.def().Has(kTraitRegion) ? VerifyRegion(node, in_types)
+                                     : InferTypes(node.op(), in_types, node.attrs());
     if (!inferred.ok()) return Error(where, inferred.status().message());
     std::vector<TensorType> declared;
     for (const Value* r : node.results()) declared.push_back(r->type());
@@ -57,6 +58,68 @@ class Verifier {
       TC_RETURN_IF_ERROR(Define(r, where));
     }
     return absl::OkStatus();
+  }
+
+  // A region op's body: a graph that verifies, takes the node's input types
+  // and holds only fusible ops, every result of one shape and in f32, f64 or
+  // bool (what the fused kernel computes in), returning node results only.
+  // Returns the types of its outputs, the node's result types.
+  static absl::StatusOr<std::vector<TensorType>> VerifyRegion(
+      const Node& node, const std::vector<TensorType>& in_types) {
+    const Graph* body = node.body();
+    if (body == nullptr) return absl::InvalidArgumentError("a region op without a body");
+    if (absl::Status s = Verify(*body); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("body: ", s.message()));
+    }
+    std::vector<TensorType> body_inputs;
+    for (const Value* p : body->placeholders()) body_inputs.push_back(p->type());
+    if (body_inputs != in_types) {
+      return absl::InvalidArgumentError(absl::StrCat("its operands are ", TypeList(in_types),
+                                                     ", its body takes ", TypeList(body_inputs)));
+    }
+    if (body->outputs().empty()) return absl::InvalidArgumentError("its body returns nothing");
+    const Shape& shape = body->outputs()[0]->type().shape;
+    for (const Value* p : body->placeholders()) TC_RETURN_IF_ERROR(CheckRegionDType(*p));
+    for (const Node* n : body->nodes()) {
+      if (!n->def().Has(kTraitFusible)) {
+        return absl::InvalidArgumentError(absl::StrCat("its body holds ", OpName(n->op()),
+                                                       ", which has no fused evaluation: `",
+                                                       NodeToString(*n), "`"));
+      }
+      for (const Value* r : n->results()) {
+        TC_RETURN_IF_ERROR(CheckRegionDType(*r));
+        if (r->type().shape != shape) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "%", r->name(), " in its body has shape ", ShapeToString(r->type().shape),
+              ", its region's is ", ShapeToString(shape)));
+        }
+      }
+    }
+    std::vector<TensorType> out;
+    for (const Value* v : body->outputs()) {
+      if (v->is_placeholder()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("its body returns its placeholder %", v->name()));
+      }
+      out.push_back(v->type());
+    }
+    return out;
+  }
+
+  static absl::Status CheckRegionDType(const Value& v) {
+    const DType d = v.type().dtype;
+    if (d == DType::kF32 || d == DType::kF64 || d == DType::kBool) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("%", v.name(), " in its body is ", v.type().ToString(),
+                     ": a fused region computes in f32, f64 and bool"));
+  }
+
+  static std::string TypeList(const std::vector<TensorType>& types) {
+    return absl::StrCat(
+        "(",
+        absl::StrJoin(types, ", ",
+                      [](std::string* out, const TensorType& t) { out->append(t.ToString()); }),
+        ")");
   }
 
   absl::Status Define(const Value* v, absl::string_view where) {

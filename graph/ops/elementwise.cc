@@ -73,7 +73,7 @@ absl::StatusOr<std::vector<TensorType>> InferCast(absl::Span<const TensorType> i
 }
 
 OpDef Binary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise, &InferBinary};
+  return {kind, "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise | kTraitFusible, &InferBinary};
 }
 OpDef Compare(OpKind kind) {
   return {kind,
@@ -82,14 +82,14 @@ OpDef Compare(OpKind kind) {
           2,
           2,
           {},
-          kTraitElementwise | kTraitNonDifferentiable,
+          kTraitElementwise | kTraitFusible | kTraitNonDifferentiable,
           &InferCompare};
 }
 OpDef FloatUnary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise, &InferFloatUnary};
+  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise | kTraitFusible, &InferFloatUnary};
 }
 OpDef NumericUnary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise, &InferNumericUnary};
+  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise | kTraitFusible, &InferNumericUnary};
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
       Compare(OpKind::kLe),
       Compare(OpKind::kGt),
       Compare(OpKind::kGe),
-      {OpKind::kWhere, "", OpFamily::kElementwise, 3, 3, {}, kTraitElementwise, &InferWhere},
+      {OpKind::kWhere, "", OpFamily::kElementwise, 3, 3, {}, kTraitElementwise | kTraitFusible, &InferWhere},
       NumericUnary(OpKind::kNeg),
       FloatUnary(OpKind::kExp),
       FloatUnary(OpKind::kLog),
@@ -122,7 +122,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
        1,
        1,
        {},
-       kTraitElementwise | kTraitNonDifferentiable,
+       kTraitElementwise | kTraitFusible | kTraitNonDifferentiable,
        &InferNumericUnary},
       NumericUnary(OpKind::kRelu),
       FloatUnary(OpKind::kSigmoid),
@@ -133,7 +133,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
        1,
        1,
        {approximate},
-       kTraitElementwise,
+       kTraitElementwise | kTraitFusible,
        &InferGelu},
       {OpKind::kGeluBackward,
        "",
@@ -141,7 +141,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
        2,
        2,
        {approximate},
-       kTraitElementwise | kTraitBackward,
+       kTraitElementwise | kTraitFusible | kTraitBackward,
        &InferGelu},
       {OpKind::kPow,
        "",
@@ -149,7 +149,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
        1,
        1,
        {{"exponent", AttrKind::kFloat}},
-       kTraitElementwise,
+       kTraitElementwise | kTraitFusible,
        &InferFloatUnary},
       {OpKind::kCast,
        "",
@@ -157,7 +157,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
        1,
        1,
        {{"dtype", AttrKind::kDType}},
-       kTraitElementwise,
+       kTraitElementwise | kTraitFusible,
        &InferCast},
   };
 }

@@ -149,6 +149,24 @@ TEST_CASE("the well-formed base of the malformed cases parses") {
   ParseRoundTrip(WithNode("  %0: f32[4,3] = relu(%x)"));
 }
 
+TEST_CASE("a region op's body: required, parsed as a graph, its types checked") {
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = fused(%x)")) ==
+        "line 3, column 3: expected '{', got 'return'");
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = fused(%x) {\n"
+                            "    graph(%y: f32[3]) {\n"
+                            "      %1: f32[3] = relu(%y)\n"
+                            "      return (%1)\n"
+                            "    }\n"
+                            "  }")) ==
+        "line 2, column 18: fused: operand 0 is f32[4,3], its body's placeholder %y f32[3]");
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = fused(%x) {\n"
+                            "    graph(%y: f32[4,3]) {\n"
+                            "      %1: f32[4,3] = relu(%z)\n"
+                            "      return (%1)\n"
+                            "    }\n"
+                            "  }")) == "line 4, column 27: unknown value '%z'");
+}
+
 TEST_CASE("malformed text is rejected with its line, column and what was expected") {
   // unknown op
   CHECK(ParseError(WithNode("  %0: f32[4,3] = relux(%x)")) ==

@@ -3,6 +3,7 @@
 #include "graph/verifier.h"
 
 #include "catch2/catch.hpp"
+#include "graph/parser.h"
 #include "graph/printer.h"
 #include "tests/graph/graphs.h"
 
@@ -118,6 +119,67 @@ TEST_CASE("a broken graph clones into an equally broken graph") {
   const Graph copy = g.Clone();
   CHECK(Verify(copy).message() == Verify(g).message());
   CHECK(ToString(copy) == ToString(g));
+}
+
+// A graph with one fused node over `body_lines` (its body's nodes, indented
+// six spaces), taking %a: f32[2,2] and %c: `c_type`, returning `ret`.
+Graph Region(const std::string& c_type, const std::string& body_lines, const std::string& ret) {
+  const std::string text = "graph(%a: f32[2,2], %c: " + c_type + ") {\n" +
+                           "  %r: f32[2,2] = fused(%a, %c) {\n" +
+                           "    graph(%a: f32[2,2], %c: " + c_type + ") {\n" + body_lines +
+                           "      return (" + ret + ")\n    }\n  }\n  return (%r)\n}\n";
+  absl::StatusOr<Graph> g = Parse(text);
+  INFO(text << g.status().message());
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+TEST_CASE("regions: a fused body of fusible ops over one shape verifies") {
+  CHECK(Verify(Region("f32[2]", "      %r: f32[2,2] = add(%a, %c)\n", "%r")).ok());
+}
+
+TEST_CASE("regions: an op without a fused evaluation in a body is rejected") {
+  CHECK(VerifyError(Region("f32[2,2]", "      %m: f32[2,2] = matmul(%a, %c)\n", "%m")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body holds matmul, which has no fused "
+        "evaluation: `%m: f32[2,2] = matmul(%a, %c)`");
+  CHECK(VerifyError(Region("f32[2,2]",
+                           "      %d: f32[2,2] = dropout(%a) {offset=0, p=0.5, seed=1}\n", "%d")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body holds dropout, which has no fused "
+        "evaluation: `%d: f32[2,2] = dropout(%a) {offset=0, p=0.5, seed=1}`");
+}
+
+TEST_CASE("regions: a body value of another shape or dtype, or a returned placeholder") {
+  CHECK(VerifyError(Region("f32[2]",
+                           "      %n: f32[2] = neg(%c)\n"
+                           "      %s: f32[2,2] = add(%a, %n)\n",
+                           "%s")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: %n in its body has shape [2], its region's is [2,2]");
+  CHECK(VerifyError(Region("i64[2,2]", "      %n: f32[2,2] = neg(%a)\n", "%n")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: %c in its body is i64[2,2]: a fused region "
+        "computes in f32, f64 and bool");
+  CHECK(VerifyError(Region("f32[2,2]", "", "%a")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body returns its placeholder %a");
+}
+
+TEST_CASE("regions: built only through AddRegionNode, with the body's types") {
+  Graph body;
+  Value* p = body.AddPlaceholder("p", F32({3}));
+  REQUIRE(body.SetOutputs({Add(body, OpKind::kExp, {p})[0]}).ok());
+  Graph g;
+  Value* x = g.AddPlaceholder("x", F32({2}));
+  CHECK(g.AddNode(OpKind::kFused, {x}).status().message() ==
+        "fused: its result types are its body's: build it with Graph::AddRegionNode");
+  CHECK(g.AddRegionNode(OpKind::kRelu, {x}, body.Clone()).status().message() ==
+        "relu is not a region op");
+  CHECK(g.AddRegionNode(OpKind::kFused, {x}, body.Clone()).status().message() ==
+        "fused: operand 0 is f32[2], its body's placeholder %p f32[3]");
+  CHECK(g.AddRegionNode(OpKind::kFused, {x, x}, body.Clone()).status().message() ==
+        "fused: 2 inputs, but its body takes 1");
+  Value* y = g.AddPlaceholder("y", F32({3}));
+  const std::vector<Value*> r = g.AddRegionNode(OpKind::kFused, {y}, std::move(body)).value();
+  CHECK(r[0]->type() == F32({3}));
+  REQUIRE(g.SetOutputs(r).ok());
+  CHECK(Verify(g).ok());
 }
 
 }  // namespace
