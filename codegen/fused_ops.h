@@ -29,8 +29,9 @@ struct FusedInstr {
 
 // Whether EvalInstr evaluates `op` (on every dtype its shape inference
 // admits): the elementwise ops without attributes, where, cast, gelu, its
-// backward and pow. Fusion planning takes nothing else (an elementwise op
-// that draws random numbers, dropout, runs on its own kernel).
+// backward and pow. A test checks that these are exactly the ops the op
+// table calls fusible (kTraitFusible), which are all fusion planning and the
+// verifier admit in a fused region; dropout, elementwise but random, is not.
 bool HasFusedEvaluation(OpKind op);
 
 // Evaluates `instr` on elements [0, n) of the registers, each an array of

@@ -4,7 +4,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "codegen/fused_ops.h"
 
 namespace tc::codegen {
 namespace {
@@ -14,7 +13,7 @@ bool FusibleDType(DType d) { return d == DType::kF32 || d == DType::kF64 || d ==
 }  // namespace
 
 bool IsFusible(const Node& node) {
-  if (!node.def().Has(kTraitElementwise) || !HasFusedEvaluation(node.op())) return false;
+  if (!node.def().Has(kTraitFusible)) return false;
   for (const Value* v : node.inputs()) {
     if (!FusibleDType(v->type().dtype)) return false;
   }

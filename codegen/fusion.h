@@ -6,8 +6,8 @@
 //   // one group {mul, add, relu, mul}: inputs x, w, b, s; outputs h (read by
 //   // sum, outside the group) and y (a graph output)
 //
-// A group is a set of at least two fusible nodes (elementwise with a fused
-// evaluation, codegen/fused_ops.h; every operand and result f32, f64 or bool) with one result shape
+// A group is a set of at least two fusible nodes (kTraitFusible in the op
+// table; every operand and result f32, f64 or bool) with one result shape
 // (operands may broadcast to it). Values computed in the group and read only inside it never reach
 // memory; those read outside it or returned by the graph are its outputs.
 //
@@ -33,7 +33,8 @@ struct FusionGroup {
   Shape shape;                        // the shape of every node's result
 };
 
-// Elementwise with a fused evaluation, every operand and result f32, f64 or bool.
+// Fusible (kTraitFusible: the fused kernel evaluates it), every operand and
+// result f32, f64 or bool.
 bool IsFusible(const Node& node);
 
 // The groups of `graph`, ordered by their last node.

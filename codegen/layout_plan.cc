@@ -56,13 +56,14 @@ DimOrder LayoutPlanner::ForNode(const Node& node, absl::Span<const Tensor> input
   return Allowed(node.result(0), kChannelsLast);
 }
 
-DimOrder LayoutPlanner::ForGroup(const FusionGroup& group, absl::Span<const Tensor> inputs) const {
+DimOrder LayoutPlanner::ForGroup(const Shape& shape, absl::Span<const Value* const> outputs,
+                                 absl::Span<const Tensor> inputs) const {
   bool follows = false;
   for (const Tensor& in : inputs)
-    follows = follows || (in.shape() == group.shape && in.is_channels_last());
+    follows = follows || (in.shape() == shape && in.is_channels_last());
   if (!follows) return {};
-  for (const Value* out : group.outputs) {
-    if (out->type().shape != group.shape || Allowed(out, kChannelsLast).empty()) return {};
+  for (const Value* out : outputs) {
+    if (out->type().shape != shape || Allowed(out, kChannelsLast).empty()) return {};
   }
   return kChannelsLast;
 }

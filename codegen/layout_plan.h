@@ -20,7 +20,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
-#include "codegen/fusion.h"
 #include "graph/ir.h"
 #include "runtime/tensor.h"
 
@@ -34,9 +33,10 @@ class LayoutPlanner {
   // The order of `node`'s first result (its others are row-major), given the
   // layouts of its inputs; empty for row-major.
   DimOrder ForNode(const Node& node, absl::Span<const Tensor> inputs) const;
-  // The order of every output of `group`, given the layouts of its inputs:
-  // channels-last when an input of the group's shape is.
-  DimOrder ForGroup(const FusionGroup& group, absl::Span<const Tensor> inputs) const;
+  // The order of every output of a fused group of `shape`, given the layouts
+  // of its inputs: channels-last when an input of that shape is.
+  DimOrder ForGroup(const Shape& shape, absl::Span<const Value* const> outputs,
+                    absl::Span<const Tensor> inputs) const;
 
  private:
   // Whether `order` may be given to `v`.

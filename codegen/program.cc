@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "codegen/fuse_elementwise.h"
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
@@ -43,27 +44,6 @@ absl::string_view KindName(StepKind kind) {
   return "?";
 }
 
-// The groups of PlanFusion, plus a group of one for every other fusible
-// node, so that every elementwise node runs on a fused kernel into planned
-// memory.
-std::vector<FusionGroup> AllFusionGroups(const Graph& graph) {
-  std::vector<FusionGroup> groups = PlanFusion(graph);
-  absl::flat_hash_set<const Node*> grouped;
-  for (const FusionGroup& g : groups) grouped.insert(g.nodes.begin(), g.nodes.end());
-  for (const Node* node : graph.nodes()) {
-    if (grouped.contains(node) || !IsFusible(*node)) continue;
-    FusionGroup g{{node},
-                  {},
-                  {node->results().begin(), node->results().end()},
-                  node->result(0)->type().shape};
-    for (const Value* in : node->inputs()) {
-      if (std::find(g.inputs.begin(), g.inputs.end(), in) == g.inputs.end()) g.inputs.push_back(in);
-    }
-    groups.push_back(std::move(g));
-  }
-  return groups;
-}
-
 // Copies `src` (strides `src_strides`) into contiguous `dst` of `shape`.
 template <typename T>
 void CopyTo(const Tensor& src, absl::Span<const int64_t> shape,
@@ -84,6 +64,47 @@ bool SameDenseLayout(const Tensor& t, absl::Span<const int64_t> strides) {
 }
 
 }  // namespace
+
+// A fused step's group, and the values of the program's graph its inputs
+// and outputs are: a fused node's body, or a group of one for a fusible node
+// outside fused nodes, so that every elementwise node runs on a fused kernel
+// into planned memory.
+struct Program::FusedGroup {
+  FusionGroup group;
+  std::vector<const Value*> inputs, outputs;  // one per group input, output
+};
+
+absl::flat_hash_map<const Node*, Program::FusedGroup> Program::FusedGroups(const Graph& graph) {
+  absl::flat_hash_map<const Node*, FusedGroup> groups;
+  for (const Node* node : graph.nodes()) {
+    FusedGroup g;
+    if (const Graph* body = node->body(); body != nullptr) {
+      const std::vector<Node*> nodes = body->nodes();
+      g.group = {{nodes.begin(), nodes.end()},
+                 {body->placeholders().begin(), body->placeholders().end()},
+                 {body->outputs().begin(), body->outputs().end()},
+                 body->outputs()[0]->type().shape};
+      g.inputs.assign(node->inputs().begin(), node->inputs().end());
+      g.outputs.assign(node->results().begin(), node->results().end());
+    } else if (IsFusible(*node)) {
+      g.group = {{node},
+                 {},
+                 {node->results().begin(), node->results().end()},
+                 node->result(0)->type().shape};
+      for (const Value* in : node->inputs()) {
+        if (std::find(g.group.inputs.begin(), g.group.inputs.end(), in) == g.group.inputs.end()) {
+          g.group.inputs.push_back(in);
+        }
+      }
+      g.inputs = g.group.inputs;
+      g.outputs = g.group.outputs;
+    } else {
+      continue;
+    }
+    groups[node] = std::move(g);
+  }
+  return groups;
+}
 
 struct Program::Step {
   StepKind kind;
@@ -145,6 +166,7 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
     }
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
+  TC_RETURN_IF_ERROR(RunPasses(program->graph_, {FuseElementwise()}).status());
   TC_RETURN_IF_ERROR(program->Lower(options));
   return program;
 }
@@ -192,11 +214,7 @@ absl::Status Program::Lower(const ProgramOptions& options) {
   enum class Origin { kArgument, kPlanned, kEager, kConstant };
   std::vector<Origin> origin(num_values, Origin::kArgument);
 
-  absl::flat_hash_map<const Node*, const FusionGroup*> group_of;
-  const std::vector<FusionGroup> groups = AllFusionGroups(graph_);
-  for (const FusionGroup& g : groups) {
-    for (const Node* n : g.nodes) group_of[n] = &g;
-  }
+  const absl::flat_hash_map<const Node*, FusedGroup> group_of = FusedGroups(graph_);
   // Nodes whose result the graph returns, directly or through views of it:
   // such a constant is recomputed every run, since its caller may write it.
   absl::flat_hash_set<const Node*> returned_nodes;
@@ -224,13 +242,14 @@ absl::Status Program::Lower(const ProgramOptions& options) {
     DimOrder order;  // of the results of a fused or into step
     auto g = group_of.find(node);
     if (g != group_of.end()) {
-      if (node != g->second->nodes.back()) continue;
+      const FusedGroup& fused = g->second;
       step.kind = StepKind::kFused;
-      step.fused = FusedKernel::Compile(*g->second);
-      step.fused_nodes = g->second->nodes.size();
-      step.inputs = slots_of(g->second->inputs);
-      step.results = slots_of(g->second->outputs);
-      step.order = order = planner.ForGroup(*g->second, layouts_of(step.inputs));
+      step.fused = FusedKernel::Compile(fused.group);
+      step.fused_nodes = fused.group.nodes.size();
+      step.inputs = slots_of(fused.inputs);
+      step.results = slots_of(fused.outputs);
+      step.order = order =
+          planner.ForGroup(fused.group.shape, fused.outputs, layouts_of(step.inputs));
     } else {
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());
@@ -440,7 +459,7 @@ void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
 // other results (batch norm's statistics), else where the into step stood
 // when the chain's operands are computed before it.
 void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                          const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
+                          const absl::flat_hash_map<const Node*, FusedGroup>& group_of) {
   const std::vector<int> readers = ReaderCounts(values.size());
   const absl::flat_hash_map<int, int> producer = ProducerSteps();
   // Whether `slot` is ready before step `i`: an argument, a constant
@@ -462,14 +481,17 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
           layout[head].strides() != layout[fused.results[0]].strides()) {
         continue;
       }
-      const FusionGroup& group = *group_of.at(fused.node);
-      std::optional<PostOpChain> chain = MatchPostOpChain(group, values[head]);
+      // The fused step's inputs are its group's, in order.
+      const FusionGroup& group = group_of.at(fused.node).group;
+      const int head_index =
+          std::find(fused.inputs.begin(), fused.inputs.end(), head) - fused.inputs.begin();
+      std::optional<PostOpChain> chain = MatchPostOpChain(group, group.inputs[head_index]);
       if (!chain) continue;
       const PostOpKernelFn kernel =
           GetPostOpKernel(into.node->op(), values[head]->type().dtype, chain->ops);
       if (kernel == nullptr) continue;
       std::vector<int> operands;
-      for (const Value* v : chain->operands) {  // the fused step's inputs are the group's
+      for (const Value* v : chain->operands) {
         operands.push_back(fused.inputs[std::find(group.inputs.begin(), group.inputs.end(), v) -
                                         group.inputs.begin()]);
       }
@@ -505,7 +527,7 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
 // runs in that pass; the result is not written at all when sums are its only
 // readers.
 void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                       const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of) {
+                       const absl::flat_hash_map<const Node*, FusedGroup>& group_of) {
   const std::vector<int> readers = ReaderCounts(values.size());
   const absl::flat_hash_map<int, int> producer = ProducerSteps();
   struct StepSums {
@@ -539,14 +561,18 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
     if (!FusedKernel::CanSum(summed.shape, through_view ? DimOrder() : fused.order, dims)) {
       continue;
     }
-    sums[p->second].sums.push_back({values[x], summed.shape, dims});
+    // The fused step's results are its group's outputs, in order.
+    const int output =
+        std::find(fused.results.begin(), fused.results.end(), x) - fused.results.begin();
+    sums[p->second].sums.push_back(
+        {group_of.at(fused.node).group.outputs[output], summed.shape, dims});
     sums[p->second].slots.push_back(sum.results[0]);
     if (!through_view) ++direct_sums[x];
     removed[i] = true;
   }
   for (auto& [index, step_sums] : sums) {
     Step& fused = steps_[index];
-    FusionGroup group = *group_of.at(fused.node);
+    FusionGroup group = group_of.at(fused.node).group;
     std::vector<int> results;
     std::vector<const Value*> outputs;
     for (size_t o = 0; o < group.outputs.size(); ++o) {
@@ -753,7 +779,10 @@ std::string Program::PlanString() const {
     if (channels_last_[i]) absl::StrAppend(&plan, "argument #", i, ":nhwc\n");
   }
   for (const Step& step : steps_) {
-    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(step.node->op()),
+    // A fused node is named by its body's last op, as a lone node by its own.
+    const Graph* body = step.node->body();
+    const Node& named = body != nullptr ? *body->nodes().back() : *step.node;
+    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(named.op()),
                     step.with_bias ? "+bias" : "");
     for (const PostOp& p : step.post_ops) absl::StrAppend(&plan, "+", OpName(p.op));
     absl::StrAppend(&plan, " -> ",

@@ -6,8 +6,10 @@
 //   absl::Status s = (*p)->Run({x, w, b}, absl::MakeSpan(out));
 //   // out[0]: a handle to a buffer the program owns; see "Outputs" below
 //
-// Lowering. Each node becomes one step: elementwise nodes run in fusion
-// groups (codegen/fusion.h; a lone elementwise node is a group of one),
+// Lowering. First the lowering passes run over the graph, the verifier after
+// each: fuse-elementwise (codegen/fuse_elementwise.h) makes every fusion
+// group a `fused` node. Then each node becomes one step: a fused node runs
+// its body as one fused kernel (a lone elementwise node, as a group of one),
 // other nodes through their out-variant kernel (runtime/dispatch.h), views
 // (reshape, permute, slice, expand) as handles whose layout was worked out at
 // compile time, a reshape that cannot be a view as one strided copy, and
@@ -58,7 +60,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "codegen/fusion.h"
 #include "graph/ir.h"
 #include "graph/shape.h"
 #include "runtime/tensor.h"
@@ -105,6 +106,10 @@ class Program {
   struct Step;
   struct OwnedBuffer;
   struct Context;
+  struct FusedGroup;
+
+  // The group of every fused step, by its node.
+  static absl::flat_hash_map<const Node*, FusedGroup> FusedGroups(const Graph& graph);
 
   explicit Program(Graph graph);
   absl::Status Lower(const ProgramOptions& options);
@@ -115,9 +120,9 @@ class Program {
   void EraseSteps(const std::vector<bool>& removed);
   void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                   const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
+                   const absl::flat_hash_map<const Node*, FusedGroup>& group_of);
   void FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                const absl::flat_hash_map<const Node*, const FusionGroup*>& group_of);
+                const absl::flat_hash_map<const Node*, FusedGroup>& group_of);
   // A context with its own arena and output buffers, every slot bound that
   // is bound once.
   std::unique_ptr<Context> NewContext() const;
