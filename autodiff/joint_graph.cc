@@ -42,20 +42,6 @@ absl::string_view KindName(Kind kind) {
   return "?";
 }
 
-JointDescriptor InputDescriptorOf(const InputDescriptor& in) {
-  switch (in.kind) {
-    case InputDescriptor::Kind::kParameter:
-      return {Kind::kParamInput, in.name};
-    case InputDescriptor::Kind::kBuffer:
-      return {Kind::kBufferInput, in.name};
-    case InputDescriptor::Kind::kUserInput:
-      return {Kind::kUserInput, in.name};
-    case InputDescriptor::Kind::kConstant:
-      return {Kind::kConstantInput, "", in.constant_index};
-  }
-  return {Kind::kConstantInput, in.name};
-}
-
 // Which forward placeholders require grad under `options`.
 absl::StatusOr<std::vector<bool>> RequiresGrad(const TracedProgram& forward,
                                                const JointOptions& options) {
@@ -114,7 +100,7 @@ class JointBuilder {
       const Value* p = placeholders[i];
       traced_[p] = tracer_.AddInput(p->name(), p->type());
       if (requires_grad_[i]) needs_grad_.insert(p);
-      joint_.inputs.push_back(InputDescriptorOf(forward_.inputs[i]));
+      joint_.inputs.push_back(DescribeInput(forward_.inputs[i]));
     }
     const std::vector<Value*>& outputs = forward_.graph.outputs();
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -240,6 +226,20 @@ class JointBuilder {
 };
 
 }  // namespace
+
+JointDescriptor DescribeInput(const InputDescriptor& in) {
+  switch (in.kind) {
+    case InputDescriptor::Kind::kParameter:
+      return {Kind::kParamInput, in.name};
+    case InputDescriptor::Kind::kBuffer:
+      return {Kind::kBufferInput, in.name};
+    case InputDescriptor::Kind::kUserInput:
+      return {Kind::kUserInput, in.name};
+    case InputDescriptor::Kind::kConstant:
+      break;
+  }
+  return {Kind::kConstantInput, "", in.constant_index};
+}
 
 std::string JointDescriptor::ToString() const {
   return absl::StrCat(KindName(kind), "{", name.empty() ? absl::StrCat(index) : name, "}");

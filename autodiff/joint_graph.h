@@ -64,6 +64,10 @@ struct JointDescriptor {
   std::string ToString() const;
 };
 
+// The descriptor of a captured forward's input, as joint and inference graphs
+// describe their primals.
+JointDescriptor DescribeInput(const InputDescriptor& in);
+
 struct JointOptions {
   // Whether gradients of the parameters are computed.
   bool params_require_grad = true;

@@ -77,17 +77,17 @@ absl::StatusOr<Timing> TimeCompiledStep(const BenchOptions& options,
 
 // The training step through a compiled function on the eager tape (loss,
 // backward and SGD eager) on a fresh copy of the model (same seed, so every
-// variant runs the same numbers); `compiler` empty: eager throughout.
+// variant runs the same numbers); `compiler` null: eager throughout.
 absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
                                     const partition::PartitionFn& partition_fn,
-                                    const codegen::Compiler& compiler, double* joint_flops) {
+                                    const codegen::Compiler* compiler, double* joint_flops) {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
   Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
     return (*spec.module)(in);
   };
-  if (compiler) {
+  if (compiler != nullptr) {
     TC_ASSIGN_OR_RETURN(CompiledStep step,
-                        CompileStep(spec, compiler, partition_fn, options.decompositions));
+                        CompileStep(spec, *compiler, partition_fn, options.decompositions));
     forward = std::move(step.fn);
     if (joint_flops != nullptr) *joint_flops = step.joint_flops;
   }
@@ -96,20 +96,20 @@ absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
 }
 
 // The inference step (eval mode, no autograd): compiled with `compiler`, or
-// eager when it is empty.
+// eager when it is null.
 absl::StatusOr<Timing> TimeInference(const BenchOptions& options,
-                                     const codegen::Compiler& compiler) {
+                                     const codegen::Compiler* compiler) {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
   spec.module->eval();
   NoGradGuard no_grad;
   Function forward = [&spec](const TensorTree& in) -> absl::StatusOr<TensorTree> {
     return (*spec.module)(in);
   };
-  if (compiler) {
+  if (compiler != nullptr) {
     TC_ASSIGN_OR_RETURN(forward, compile(*spec.module, spec.inputs,
                                          {.training = false,
                                           .decompositions = options.decompositions,
-                                          .compiler = compiler}));
+                                          .compiler = *compiler}));
   }
   return TimeCalls(options.warmup, options.runs, [&] { return forward(spec.inputs).status(); });
 }
@@ -164,11 +164,12 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
   double joint_flops = 0;
   TC_ASSIGN_OR_RETURN(r.compiled_step, TimeCompiledStep(options, partition_fn, &r.compile));
   TC_ASSIGN_OR_RETURN(r.function_step,
-                      TimeTraining(options, partition_fn, options.compiler, &joint_flops));
+                      TimeTraining(options, partition_fn, &options.compiler, &joint_flops));
+  const codegen::Compiler interpreter = codegen::interpreter();
   TC_ASSIGN_OR_RETURN(r.interpreter_step,
-                      TimeTraining(options, partition_fn, codegen::interpreter(), nullptr));
+                      TimeTraining(options, partition_fn, &interpreter, nullptr));
   TC_ASSIGN_OR_RETURN(r.eager_step, TimeTraining(options, partition_fn, nullptr, nullptr));
-  TC_ASSIGN_OR_RETURN(r.compiled_inference, TimeInference(options, options.compiler));
+  TC_ASSIGN_OR_RETURN(r.compiled_inference, TimeInference(options, &options.compiler));
   TC_ASSIGN_OR_RETURN(r.eager_inference, TimeInference(options, nullptr));
 
   Generator gen(options.seed);

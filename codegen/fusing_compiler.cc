@@ -9,14 +9,28 @@
 namespace tc::codegen {
 namespace {
 
-absl::StatusOr<Executable> CompileFusing(const Graph& graph) {
-  TC_ASSIGN_OR_RETURN(std::shared_ptr<Program> program, Program::Compile(graph));
-  return Executable(
-      [program = std::move(program)](absl::Span<const Tensor> args) { return program->Run(args); });
-}
+class CompiledProgram : public Executable::Impl {
+ public:
+  explicit CompiledProgram(std::shared_ptr<const Program> program) : program_(std::move(program)) {}
+
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const override {
+    return program_->Run(args, outputs);
+  }
+  int num_outputs() const override { return program_->num_outputs(); }
+  DimOrder output_order(int i) const override { return program_->output_order(i); }
+  int64_t arena_bytes() const override { return program_->arena_bytes(); }
+
+ private:
+  std::shared_ptr<const Program> program_;
+};
 
 }  // namespace
 
-Compiler fusing() { return &CompileFusing; }
+absl::StatusOr<Executable> CompileProgram(const Graph& graph, const CompileOptions& options) {
+  TC_ASSIGN_OR_RETURN(std::shared_ptr<Program> program, Program::Compile(graph, options));
+  return Executable(std::make_shared<const CompiledProgram>(std::move(program)));
+}
+
+Compiler fusing() { return Compiler(&CompileProgram); }
 
 }  // namespace tc::codegen

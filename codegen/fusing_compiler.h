@@ -7,17 +7,23 @@
 //   absl::StatusOr<Executable> exe = codegen::fusing()(graph);
 //   absl::StatusOr<std::vector<Tensor>> out = (*exe)({x, w, b});
 //
+// It takes CompileOptions (codegen/executable.h): arguments in the layouts
+// given, outputs past `free_outputs_from` in whatever layout the program
+// planned (output_order says which).
+//
 // It accepts the graphs and arguments the interpreter accepts, with the same
 // error messages (codegen/graph_runner.h), and its results equal the
 // interpreter's bitwise (see fused_ops.h).
 #ifndef TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 #define TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 
-#include "codegen/interpreter.h"
+#include "codegen/executable.h"
 
 namespace tc::codegen {
 
-// The fusing compiler as a Compiler (the graph is copied).
+// A graph compiled to a Program, as an Executable (the graph is copied).
+absl::StatusOr<Executable> CompileProgram(const Graph& graph, const CompileOptions& options = {});
+// The fusing compiler as a Compiler: CompileProgram.
 Compiler fusing();
 
 }  // namespace tc::codegen

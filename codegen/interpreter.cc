@@ -68,12 +68,32 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::Run(absl::Span<const Tensor> ar
   return outputs;
 }
 
+namespace {
+
+class InterpretedGraph : public Executable::Impl {
+ public:
+  explicit InterpretedGraph(Interpreter interpreter) : interpreter_(std::move(interpreter)) {}
+
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const override {
+    TC_ASSIGN_OR_RETURN(std::vector<Tensor> out, interpreter_.Run(args));
+    std::move(out.begin(), out.end(), outputs.begin());
+    return absl::OkStatus();
+  }
+  int num_outputs() const override { return interpreter_.graph().outputs().size(); }
+
+ private:
+  Interpreter interpreter_;
+};
+
+}  // namespace
+
 absl::StatusOr<Executable> Interpret(const Graph& graph) {
   TC_ASSIGN_OR_RETURN(Interpreter interpreter, Interpreter::Create(graph));
-  auto shared = std::make_shared<const Interpreter>(std::move(interpreter));
-  return Executable([shared](absl::Span<const Tensor> args) { return shared->Run(args); });
+  return Executable(std::make_shared<const InterpretedGraph>(std::move(interpreter)));
 }
 
-Compiler interpreter() { return &Interpret; }
+Compiler interpreter() {
+  return Compiler([](const Graph& graph) { return Interpret(graph); });
+}
 
 }  // namespace tc::codegen

@@ -20,17 +20,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/executable.h"
 #include "codegen/graph_runner.h"
 #include "graph/ir.h"
 #include "runtime/tensor.h"
 
 namespace tc::codegen {
-
-// A compiled graph: one tensor per placeholder in, one per graph output out.
-using Executable =
-    std::function<absl::StatusOr<std::vector<Tensor>>(absl::Span<const Tensor> args)>;
-// A compiler turns a graph into an executable, or says why it cannot.
-using Compiler = std::function<absl::StatusOr<Executable>(const Graph& graph)>;
 
 class Interpreter {
  public:
@@ -67,7 +62,9 @@ class Interpreter {
 
 // The interpreter as an Executable (the graph is copied).
 absl::StatusOr<Executable> Interpret(const Graph& graph);
-// The interpreter as a Compiler, for the pipeline's compile stages.
+// The interpreter as a Compiler, for the pipeline's compile stages. It takes
+// arguments in any layout and returns what the eager kernels return, so it
+// needs no CompileOptions.
 Compiler interpreter();
 
 }  // namespace tc::codegen

@@ -150,7 +150,7 @@ Program::Program(Graph graph) : graph_(std::move(graph)) {}
 Program::~Program() = default;
 
 absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
-                                                          const ProgramOptions& options) {
+                                                          const CompileOptions& options) {
   TC_RETURN_IF_ERROR(CheckCompilable(graph, "program"));
   const std::vector<DimOrder>& orders = options.argument_orders;
   if (!orders.empty() && orders.size() != graph.placeholders().size()) {
@@ -171,7 +171,7 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
   return program;
 }
 
-absl::Status Program::Lower(const ProgramOptions& options) {
+absl::Status Program::Lower(const CompileOptions& options) {
   // Slots: the placeholders, then every node result in graph order.
   absl::flat_hash_map<const Value*, int> slot;
   std::vector<const Value*> values;
@@ -607,7 +607,7 @@ std::unique_ptr<Program::Context> Program::NewContext() const {
   return context;
 }
 
-std::unique_ptr<Program::Context> Program::TakeContext() {
+std::unique_ptr<Program::Context> Program::TakeContext() const {
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     if (!idle_contexts_.empty()) {
@@ -619,7 +619,7 @@ std::unique_ptr<Program::Context> Program::TakeContext() {
   return NewContext();
 }
 
-void Program::ReturnContext(std::unique_ptr<Context> context) {
+void Program::ReturnContext(std::unique_ptr<Context> context) const {
   std::lock_guard<std::mutex> lock(pool_mutex_);
   idle_contexts_.push_back(std::move(context));
 }
@@ -719,7 +719,7 @@ absl::Status Program::RunStep(const Step& step, Context& context) const {
   return absl::OkStatus();
 }
 
-absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) {
+absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const {
   if (outputs.size() != output_slots_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
@@ -763,7 +763,7 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
   return status;
 }
 
-absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) {
+absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) const {
   std::vector<Tensor> outputs(output_slots_.size());
   TC_RETURN_IF_ERROR(Run(args, absl::MakeSpan(outputs)));
   return outputs;

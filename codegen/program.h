@@ -49,7 +49,6 @@
 #ifndef TENSORCUT_CODEGEN_PROGRAM_H_
 #define TENSORCUT_CODEGEN_PROGRAM_H_
 
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,32 +59,26 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/executable.h"
 #include "graph/ir.h"
 #include "graph/shape.h"
 #include "runtime/tensor.h"
 
 namespace tc::codegen {
 
-struct ProgramOptions {
-  // Per placeholder, the layout its arguments come in; empty: all row-major.
-  std::vector<DimOrder> argument_orders;
-  // Outputs from this index on may be in any layout; earlier ones are row-major.
-  int free_outputs_from = std::numeric_limits<int>::max();
-};
-
 class Program {
  public:
   // Fails when the graph does not verify or an op has no kernel.
   static absl::StatusOr<std::shared_ptr<Program>> Compile(const Graph& graph,
-                                                          const ProgramOptions& options = {});
+                                                          const CompileOptions& options = {});
   ~Program();
 
   // Checks `args` against the placeholders (as the interpreter does), runs
   // every step and sets `outputs[i]` to graph output i. `outputs` must have
   // num_outputs() entries. A kernel error comes back with its op and source.
   // Safe to call from several threads at once.
-  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs);
-  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args);
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const;
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args) const;
 
   int num_outputs() const { return static_cast<int>(output_slots_.size()); }
   // The layout of output i: kChannelsLast, or empty for row-major (or a
@@ -112,7 +105,7 @@ class Program {
   static absl::flat_hash_map<const Node*, FusedGroup> FusedGroups(const Graph& graph);
 
   explicit Program(Graph graph);
-  absl::Status Lower(const ProgramOptions& options);
+  absl::Status Lower(const CompileOptions& options);
   // Per slot, the steps reading it (a graph output counts as one).
   std::vector<int> ReaderCounts(int num_values) const;
   // Per computed slot, the index of the step computing it.
@@ -127,8 +120,8 @@ class Program {
   // is bound once.
   std::unique_ptr<Context> NewContext() const;
   // A pooled context, or a new one when none is idle.
-  std::unique_ptr<Context> TakeContext();
-  void ReturnContext(std::unique_ptr<Context> context);
+  std::unique_ptr<Context> TakeContext() const;
+  void ReturnContext(std::unique_ptr<Context> context) const;
   absl::Status RunSteps(Context& context) const;
   absl::Status RunStep(const Step& step, Context& context) const;
   // Gives each output buffer a caller still holds a new storage.
@@ -158,8 +151,8 @@ class Program {
   // Idle contexts. A std::mutex rather than absl::Mutex: ThreadSanitizer
   // sees its synchronisation, which it cannot in the system's uninstrumented
   // Abseil.
-  std::mutex pool_mutex_;
-  std::vector<std::unique_ptr<Context>> idle_contexts_;  // guarded by pool_mutex_
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Context>> idle_contexts_;  // guarded by pool_mutex_
 };
 
 }  // namespace tc::codegen

@@ -11,20 +11,6 @@ absl::Status MustCallFirst(absl::string_view stage, absl::string_view first) {
   return absl::FailedPreconditionError(absl::StrCat(stage, ": call ", first, " first"));
 }
 
-JointDescriptor::Kind InputKind(InputDescriptor::Kind kind) {
-  switch (kind) {
-    case InputDescriptor::Kind::kParameter:
-      return JointDescriptor::Kind::kParamInput;
-    case InputDescriptor::Kind::kBuffer:
-      return JointDescriptor::Kind::kBufferInput;
-    case InputDescriptor::Kind::kUserInput:
-      return JointDescriptor::Kind::kUserInput;
-    case InputDescriptor::Kind::kConstant:
-      return JointDescriptor::Kind::kConstantInput;
-  }
-  return JointDescriptor::Kind::kUserInput;
-}
-
 // Forward outputs past the user outputs are buffer updates.
 void LabelMutatedBuffers(const CompiledModel& model, std::vector<JointDescriptor>& outputs) {
   for (size_t i = 0; i < model.mutated_buffers.size(); ++i) {
@@ -97,7 +83,7 @@ absl::Status CompilerPipeline::generate_ir_for_inference(const IrOptions& option
   TC_ASSIGN_OR_RETURN(TracedProgram forward, PreparedForward(options));
   auto inference = std::make_shared<InferenceGraph>();
   for (const InputDescriptor& in : forward.inputs) {
-    inference->inputs.push_back({InputKind(in.kind), in.name, in.constant_index});
+    inference->inputs.push_back(DescribeInput(in));
   }
   for (size_t i = 0; i < forward.graph.outputs().size(); ++i) {
     inference->outputs.push_back({JointDescriptor::Kind::kUserOutput, "", static_cast<int>(i)});
@@ -127,7 +113,11 @@ absl::StatusOr<partition::PartitionResult> CompilerPipeline::partition(
 absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
     const codegen::Compiler& compiler, const partition::PartitionResult& partition) const {
   if (joint_ == nullptr) return MustCallFirst("fw_compile", "generate_ir_for_training");
-  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.forward));
+  // The saved values go to the backward in whatever layout the forward
+  // computes them in (channels-last activations): no reorder between.
+  TC_ASSIGN_OR_RETURN(
+      codegen::Executable run,
+      compiler(partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs}));
   return CompiledForward{std::move(run)};
 }
 
@@ -136,7 +126,22 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
     const CompiledForward& forward) const {
   if (joint_ == nullptr) return MustCallFirst("bw_compile", "generate_ir_for_training");
   if (!forward.run) return MustCallFirst("bw_compile", "fw_compile");
-  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.backward));
+  // The saved values come first, in the layouts the forward gives them.
+  const int saved = partition.num_fw_outs_saved_for_bw;
+  const int forward_outputs = joint_->layout.num_forward_outputs + saved;
+  if (forward.run.num_outputs() != forward_outputs ||
+      static_cast<int>(partition.backward.placeholders().size()) < saved) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bw_compile: the partition saves ", saved, " values; the compiled forward returns ",
+        forward.run.num_outputs(), " outputs (expected ", forward_outputs,
+        ") and the backward takes ", partition.backward.placeholders().size()));
+  }
+  codegen::CompileOptions options;
+  options.argument_orders.resize(partition.backward.placeholders().size());
+  for (int i = 0; i < saved; ++i) {
+    options.argument_orders[i] = forward.run.output_order(joint_->layout.num_forward_outputs + i);
+  }
+  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.backward, options));
   return CompiledBackward{std::move(run)};
 }
 

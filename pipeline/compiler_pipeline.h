@@ -84,6 +84,10 @@ class CompilerPipeline {
   // FQNs in registration order, the buffers, then the user inputs.
   const TracedProgram& captured() const { return model_->program; }
   const std::vector<std::string>& mutated_buffers() const { return model_->mutated_buffers; }
+  // The module's buffers of those names, in that order.
+  const std::vector<Tensor>& mutated_buffer_tensors() const {
+    return model_->mutated_buffer_tensors;
+  }
   nn::NamedTensors named_parameters() const { return model_->module->named_parameters(); }
   absl::StatusOr<const JointGraph*> joint_graph() const;
   absl::StatusOr<const InferenceGraph*> inference_graph() const;

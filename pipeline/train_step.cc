@@ -71,21 +71,11 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
       options.partition_fn ? options.partition_fn
                            : partition::PartitionFn(partition::MinCutPartition);
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
-  // The saved values cross from forward to backward in whatever layout the
-  // forward planned (channels-last activations), with no reorder between.
+  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options.compiler, part));
+  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options.compiler, part, fw));
+  step->forward_ = std::move(fw.run);
+  step->backward_ = std::move(bw.run);
   const int num_forward_outputs = joint->layout.num_forward_outputs;
-  TC_ASSIGN_OR_RETURN(
-      std::shared_ptr<codegen::Program> fw,
-      codegen::Program::Compile(part.forward, {.free_outputs_from = num_forward_outputs}));
-  codegen::ProgramOptions backward_options;
-  backward_options.argument_orders.resize(part.backward.placeholders().size());
-  for (int i = 0; i < part.num_fw_outs_saved_for_bw; ++i) {
-    backward_options.argument_orders[i] = fw->output_order(num_forward_outputs + i);
-  }
-  TC_ASSIGN_OR_RETURN(std::shared_ptr<codegen::Program> bw,
-                      codegen::Program::Compile(part.backward, backward_options));
-  step->forward_ = std::move(fw);
-  step->backward_ = std::move(bw);
 
   // Forward arguments: parameters, buffers and constants stay bound; the
   // batch's leaves are set at each run.
@@ -97,12 +87,7 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
       step->batch_args_.push_back(i);
     }
   }
-  const nn::NamedTensors buffers = step->wrapper_->named_buffers();
-  for (const std::string& name : pipeline.mutated_buffers()) {
-    for (const auto& [fqn, buffer] : buffers) {
-      if (fqn == name) step->mutated_buffers_.push_back(buffer);
-    }
-  }
+  step->mutated_buffers_ = pipeline.mutated_buffer_tensors();
   const JointLayout& layout = joint->layout;
   step->num_forward_outputs_ = num_forward_outputs;
   for (int primal : layout.grad_primal_indices) {
@@ -118,8 +103,8 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
     if (IsFloating(type.dtype))
       step->backward_args_.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
   }
-  step->forward_outputs_.resize(step->forward_->num_outputs());
-  step->backward_outputs_.resize(step->backward_->num_outputs());
+  step->forward_outputs_.resize(step->forward_.num_outputs());
+  step->backward_outputs_.resize(step->backward_.num_outputs());
   return step;
 }
 
@@ -130,7 +115,7 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
                                                    batch.size()));
   }
   for (size_t i = 0; i < batch.size(); ++i) forward_args_[batch_args_[i]] = batch[i];
-  absl::Status s = forward_->Run(forward_args_, absl::MakeSpan(forward_outputs_));
+  absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
   if (!s.ok()) return s;
   for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
@@ -144,7 +129,7 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   const Tensor& loss_value = forward_outputs_[0];
   const double loss =
       loss_value.dtype() == DType::kF64 ? *loss_value.data<double>() : *loss_value.data<float>();
-  s = backward_->Run(backward_args_, absl::MakeSpan(backward_outputs_));
+  s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
   for (int i = 0; i < num_saved; ++i) backward_args_[i] = Tensor();
   if (!s.ok()) return s;
   for (size_t k = 0; k < grad_params_.size(); ++k) {

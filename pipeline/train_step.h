@@ -1,8 +1,9 @@
 // TrainStep: a whole training step compiled once and run without the eager
 // tape: the model and its loss traced as one forward, the joint graph split
-// by a partitioner, both halves lowered to planned programs
-// (codegen/program.h), and the optimizer (nn/optim.h) updating the
-// parameters in place from the gradients the backward writes.
+// by a partitioner, both halves compiled by the staged pipeline's fw_compile
+// and bw_compile (by default to planned programs, codegen/program.h), and the
+// optimizer (nn/optim.h) updating the parameters in place from the gradients
+// the backward writes.
 //
 //   nn::ModelSpec spec = nn::MakeModel("mlp", 0).value();
 //   nn::SGD sgd(spec.module->named_parameters(), /*lr=*/0.1);
@@ -28,7 +29,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "codegen/program.h"
+#include "codegen/executable.h"
+#include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
@@ -39,6 +41,7 @@ namespace tc {
 struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
   const DecompositionTable* decompositions = nullptr;
+  codegen::Compiler compiler = codegen::fusing();  // for both halves
 };
 
 class TrainStep {
@@ -58,15 +61,15 @@ class TrainStep {
   // an InvalidArgumentError naming the argument.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
 
-  const codegen::Program& forward() const { return *forward_; }
-  const codegen::Program& backward() const { return *backward_; }
+  const codegen::Executable& forward() const { return forward_; }
+  const codegen::Executable& backward() const { return backward_; }
 
  private:
   TrainStep() = default;
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;
-  std::shared_ptr<codegen::Program> forward_, backward_;
+  codegen::Executable forward_, backward_;
   std::vector<int> batch_args_;          // forward argument index of each batch leaf
   std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
   std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined

@@ -94,7 +94,7 @@ TEST_CASE("outputs are row-major unless the caller takes any layout") {
 
 TEST_CASE("an argument in another layout than its placeholder's is copied into it") {
   const Graph g = ConvBlock(DType::kF64, /*return_conv=*/false);
-  ProgramOptions options;
+  CompileOptions options;
   options.argument_orders = {kChannelsLast, {}, {}, {}};
   std::shared_ptr<Program> program = Program::Compile(g, options).value();
   REQUIRE_THAT(program->PlanString(), Catch::StartsWith("argument #0:nhwc\n"));
@@ -108,13 +108,13 @@ TEST_CASE("an argument in another layout than its placeholder's is copied into i
 
 TEST_CASE("argument orders that do not fit the graph are an error") {
   const Graph g = ConvBlock(DType::kF64, /*return_conv=*/false);
-  ProgramOptions too_few;
+  CompileOptions too_few;
   too_few.argument_orders = {kChannelsLast};
   absl::StatusOr<std::shared_ptr<Program>> a = Program::Compile(g, too_few);
   REQUIRE(a.status().code() == absl::StatusCode::kInvalidArgument);
   REQUIRE_THAT(std::string(a.status().message()),
                Catch::Contains("expected 4 argument orders, got 1"));
-  ProgramOptions wrong_rank;
+  CompileOptions wrong_rank;
   wrong_rank.argument_orders = {{}, {}, kChannelsLast, {}};
   absl::StatusOr<std::shared_ptr<Program>> b = Program::Compile(g, wrong_rank);
   REQUIRE(b.status().code() == absl::StatusCode::kInvalidArgument);

@@ -128,7 +128,7 @@ TEST_CASE("stages called out of order say which stage comes first") {
         "fw_compile: call generate_ir_for_training first");
   CHECK(pipeline.inference_compile(codegen::interpreter(), Graph()).status().message() ==
         "inference_compile: call generate_ir_for_inference first");
-  CHECK(pipeline.make_inference_function(nullptr).status().message() ==
+  CHECK(pipeline.make_inference_function(codegen::Executable()).status().message() ==
         "make_inference_function: call generate_ir_for_inference first");
   REQUIRE(pipeline.generate_ir_for_training().ok());
   partition::PartitionResult part =

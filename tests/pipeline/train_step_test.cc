@@ -41,13 +41,14 @@ std::unique_ptr<nn::Optimizer> MakeOptimizer(const std::string& kind, nn::Module
 }
 
 void CheckAgainstEager(const std::string& name, DType dtype, const std::string& optimizer,
-                       double tol) {
-  INFO(name << " " << DTypeName(dtype) << " " << optimizer);
+                       double tol, const testing::NamedCompiler& compiler) {
+  INFO(name << " " << DTypeName(dtype) << " " << optimizer << " " << compiler.name);
   nn::ModelSpec compiled = Model(name, dtype), eager = Model(name, dtype);
   std::unique_ptr<nn::Optimizer> opt_c = MakeOptimizer(optimizer, *compiled.module);
   std::unique_ptr<nn::Optimizer> opt_e = MakeOptimizer(optimizer, *eager.module);
   std::unique_ptr<TrainStep> step =
-      TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets, *opt_c)
+      TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets, *opt_c,
+                        {.compiler = compiler.compiler})
           .value();
   const std::vector<Tensor> batch = Batch(compiled);
   for (int i = 0; i < 3; ++i) {
@@ -61,11 +62,28 @@ void CheckAgainstEager(const std::string& name, DType dtype, const std::string& 
   testing::RequireSameState(*compiled.module, *eager.module, tol, /*grads=*/false);
 }
 
-TEST_CASE("a compiled training step trains as eager does") {
-  for (const std::string name : {"linear", "convbn", "mlp", "cnn", "transformer"}) {
-    CheckAgainstEager(name, DType::kF64, "sgd", 1e-10);
-    CheckAgainstEager(name, DType::kF32, "adam", 1e-4);
+TEST_CASE("a compiled training step trains as eager does, under either compiler") {
+  for (const testing::NamedCompiler& compiler : testing::AllCompilers()) {
+    for (const std::string name : {"linear", "convbn", "mlp", "cnn", "transformer"}) {
+      CheckAgainstEager(name, DType::kF64, "sgd", 1e-10, compiler);
+      CheckAgainstEager(name, DType::kF32, "adam", 1e-4, compiler);
+    }
   }
+}
+
+TEST_CASE("the staged compile hands the cnn's saved activations to the backward channels-last") {
+  nn::ModelSpec spec = Model("cnn", DType::kF32);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd).value();
+  // Outputs: the loss, the running statistics, then the saved values.
+  int channels_last = 0;
+  for (int i = 0; i < step->forward().num_outputs(); ++i) {
+    channels_last += step->forward().output_order(i) == kChannelsLast;
+  }
+  CHECK(step->forward().output_order(0).empty());
+  CHECK(channels_last > 0);
+  CHECK(step->forward().arena_bytes() > 0);
 }
 
 TEST_CASE("a batch of the wrong count, dtype or shape is an error naming it") {

@@ -1,0 +1,51 @@
+#include "codegen/executable.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace tc::codegen {
+namespace {
+
+class FunctionExecutable : public Executable::Impl {
+ public:
+  FunctionExecutable(Executable::Fn fn, int num_outputs)
+      : fn_(std::move(fn)), num_outputs_(num_outputs) {}
+
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const override {
+    TC_ASSIGN_OR_RETURN(std::vector<Tensor> out, fn_(args));
+    if (out.size() != outputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("the compiled function returned ", out.size(),
+                                                     " outputs, its graph has ", outputs.size()));
+    }
+    for (size_t i = 0; i < out.size(); ++i) outputs[i] = std::move(out[i]);
+    return absl::OkStatus();
+  }
+  int num_outputs() const override { return num_outputs_; }
+
+ private:
+  Executable::Fn fn_;
+  int num_outputs_;
+};
+
+}  // namespace
+
+Executable::Executable(Fn fn, int num_outputs)
+    : impl_(std::make_shared<FunctionExecutable>(std::move(fn), num_outputs)) {}
+
+absl::StatusOr<std::vector<Tensor>> Executable::operator()(absl::Span<const Tensor> args) const {
+  std::vector<Tensor> outputs(impl_->num_outputs());
+  TC_RETURN_IF_ERROR(impl_->Run(args, absl::MakeSpan(outputs)));
+  return outputs;
+}
+
+absl::Status Executable::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const {
+  if (static_cast<int>(outputs.size()) != impl_->num_outputs()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected room for ", impl_->num_outputs(), " outputs, got ", outputs.size()));
+  }
+  return impl_->Run(args, outputs);
+}
+
+}  // namespace tc::codegen

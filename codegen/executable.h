@@ -1,0 +1,110 @@
+// What a compiler makes of a graph, and the compilers' common shape.
+//
+//   codegen::Compiler compiler = codegen::fusing();         // or interpreter(), or your own
+//   absl::StatusOr<Executable> exe = compiler(graph, {.free_outputs_from = 1});
+//   absl::StatusOr<std::vector<Tensor>> out = (*exe)({x, w, b});
+//   absl::Status s = exe->Run({x, w, b}, absl::MakeSpan(out_vector));  // into the caller's
+//   DimOrder order = exe->output_order(1);  // output 1 may come channels-last
+//
+// An Executable takes one tensor per placeholder and gives one per graph
+// output. It is immutable and may be called from several threads at once.
+// CompileOptions carry what a caller knows that the graph does not say: the
+// layouts its arguments come in and which outputs it takes in any layout (a
+// training step hands the forward's saved values to the backward as they
+// are). A compiler may ignore them; then its arguments are read through their
+// strides and its outputs are row-major.
+#ifndef TENSORCUT_CODEGEN_EXECUTABLE_H_
+#define TENSORCUT_CODEGEN_EXECUTABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "graph/ir.h"
+#include "graph/shape.h"
+#include "runtime/tensor.h"
+
+namespace tc::codegen {
+
+struct CompileOptions {
+  // Per placeholder, the layout its arguments come in; empty: all row-major.
+  std::vector<DimOrder> argument_orders;
+  // Outputs from this index on may be in any layout; earlier ones are row-major.
+  int free_outputs_from = std::numeric_limits<int>::max();
+};
+
+class Executable {
+ public:
+  // What a compiled graph implements.
+  class Impl {
+   public:
+    virtual ~Impl() = default;
+    // Sets outputs[i] to graph output i; `outputs` has one entry per output.
+    virtual absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const = 0;
+    virtual int num_outputs() const = 0;
+    virtual DimOrder output_order(int i) const { return {}; }
+    virtual int64_t arena_bytes() const { return 0; }
+  };
+  using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(absl::Span<const Tensor> args)>;
+
+  Executable() = default;
+  explicit Executable(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  // A function of the arguments (a compiler of one's own), returning
+  // `num_outputs` row-major tensors.
+  Executable(Fn fn, int num_outputs);
+
+  absl::StatusOr<std::vector<Tensor>> operator()(absl::Span<const Tensor> args) const;
+  // Into the caller's tensors: "expected room for 2 outputs, got 1" when
+  // `outputs` does not have num_outputs() entries.
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const;
+  int num_outputs() const { return impl_->num_outputs(); }
+  // The layout of output i: kChannelsLast, or empty for row-major.
+  DimOrder output_order(int i) const { return impl_->output_order(i); }
+  // Bytes of working memory planned at compile time (0 when none is).
+  int64_t arena_bytes() const { return impl_->arena_bytes(); }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+};
+
+// A compiler turns a graph into an executable, or says why it cannot. Any
+// function of (graph, options) or of the graph alone is one:
+//
+//   codegen::Compiler counting = [&](const Graph& g) { ++n; return codegen::Interpret(g); };
+class Compiler {
+ public:
+  using Fn = std::function<absl::StatusOr<Executable>(const Graph&, const CompileOptions&)>;
+
+  template <typename F, std::enable_if_t<std::is_invocable_r_v<absl::StatusOr<Executable>, F&,
+                                                               const Graph&, const CompileOptions&>,
+                                         int> = 0>
+  Compiler(F fn) : fn_(std::move(fn)) {}  // NOLINT: implicit, as std::function's
+  // One that takes no options.
+  template <typename F,
+            std::enable_if_t<std::is_invocable_r_v<absl::StatusOr<Executable>, F&, const Graph&> &&
+                                 !std::is_invocable_v<F&, const Graph&, const CompileOptions&>,
+                             int> = 0>
+  Compiler(F fn)  // NOLINT
+      : fn_([fn = std::move(fn)](const Graph& g, const CompileOptions&) mutable { return fn(g); }) {
+  }
+
+  absl::StatusOr<Executable> operator()(const Graph& graph,
+                                        const CompileOptions& options = {}) const {
+    return fn_(graph, options);
+  }
+
+ private:
+  Fn fn_;
+};
+
+}  // namespace tc::codegen
+
+#endif  // TENSORCUT_CODEGEN_EXECUTABLE_H_
