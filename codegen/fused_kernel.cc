@@ -248,7 +248,7 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group, absl::Span<const Fuse
                      {-1, -1, -1}};
     if (node.op() == OpKind::kPow) instr.exponent = node.attrs().Float("exponent");
     if (node.op() == OpKind::kGelu || node.op() == OpKind::kGeluBackward) {
-      instr.tanh_form = node.attrs().Str("approximate") == "tanh";
+      instr.approximation = GeluApproximationOf(node.attrs());
     }
     for (int j = 0; j < node.num_inputs(); ++j) instr.src[j] = reg.at(node.input(j));
     // Operands dead after this instruction are freed: before choosing its
@@ -430,7 +430,7 @@ std::string FusedKernel::ToString() const {
     absl::StrAppend(&s, "  ", r(instr.dst), ": ", DTypeName(instr.result_dtype), " = ",
                     OpName(instr.op), "(", absl::StrJoin(src, ", "), ")");
     if (instr.op == OpKind::kPow) absl::StrAppend(&s, " exponent=", instr.exponent);
-    if (instr.tanh_form) absl::StrAppend(&s, " tanh");
+    if (instr.approximation == GeluApproximation::kTanh) absl::StrAppend(&s, " tanh");
     s += "\n";
   }
   std::vector<std::string> outs;

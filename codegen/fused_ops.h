@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 
+#include "graph/op_attrs.h"
 #include "graph/op_def.h"
 
 namespace tc::codegen {
@@ -23,8 +24,8 @@ struct FusedInstr {
   DType result_dtype;
   int dst;
   std::array<int, 3> src;
-  double exponent = 0;     // pow
-  bool tanh_form = false;  // gelu, gelu_backward
+  double exponent = 0;                                         // pow
+  GeluApproximation approximation = GeluApproximation::kNone;  // gelu, gelu_backward
 };
 
 // Whether EvalInstr evaluates `op` (on every dtype its shape inference

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/op_attrs.h"
+
 namespace tc::codegen {
 namespace {
 
@@ -31,7 +33,7 @@ std::optional<PostOpChain> MatchPostOpChain(const FusionGroup& group, const Valu
     // takes is its own check (GetPostOpKernel).
     PostOp post{op};
     if (op == OpKind::kGelu) {
-      post.tanh_form = node->attrs().Str("approximate") == "tanh";
+      post.approximation = GeluApproximationOf(node->attrs());
     } else if (node->attrs() != Attrs()) {
       return std::nullopt;
     }

@@ -16,7 +16,6 @@
 #include "codegen/layout_plan.h"
 #include "codegen/memory_plan.h"
 #include "codegen/post_op_chain.h"
-#include "graph/ops/infer_util.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -556,7 +555,7 @@ void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const T
     if (through_view && (!fused.order.empty() || !layout[x].is_contiguous())) continue;
     // Checked when the node was added, so the dims normalise.
     const std::vector<int64_t> wrapped =
-        ops_internal::NormalizeDims(sum.node->attrs().Ints("dims"), summed.rank()).value();
+        NormalizeDims(sum.node->attrs().Ints("dims"), summed.rank()).value();
     const std::vector<int> dims(wrapped.begin(), wrapped.end());
     if (!FusedKernel::CanSum(summed.shape, through_view ? DimOrder() : fused.order, dims)) {
       continue;

@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "graph/ops/infer_util.h"
+#include "graph/op_attrs.h"
 #include "graph/printer.h"
 
 namespace tc {
@@ -90,7 +90,7 @@ Result Linear(Graph& g, const Node&, Inputs in) {
 
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Result GeluTanh(Graph& g, const Node& node, Inputs in) {
-  if (node.attrs().Str("approximate") != "tanh") return std::vector<Value*>{};
+  if (GeluApproximationOf(node.attrs()) != GeluApproximation::kTanh) return std::vector<Value*>{};
   Emitter e(g);
   Value* x = in[0];
   const DType t = x->type().dtype;
@@ -117,7 +117,7 @@ Result Softmax(Graph& g, const Node& node, Inputs in, bool log) {
 Result Mean(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
   TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
+                      NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
   const double n = static_cast<double>(ReducedCount(x->type().shape, dims));
   Value* sum = e.Reduce(OpKind::kSum, x, dims, node.attrs().Bool("keepdim"));
@@ -128,7 +128,7 @@ Result Mean(Graph& g, const Node& node, Inputs in) {
 Result Var(Graph& g, const Node& node, Inputs in) {
   Value* x = in[0];
   TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                      ops_internal::NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
+                      NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
   const int64_t n = ReducedCount(x->type().shape, dims);
   const double divisor =

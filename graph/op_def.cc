@@ -1,11 +1,13 @@
 #include "graph/op_def.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "graph/ops/families.h"
 
 namespace tc {
@@ -76,9 +78,14 @@ bool AttrMatches(const AttrValue& v, AttrKind kind) {
     case AttrKind::kDType:
       return std::holds_alternative<DType>(v);
     case AttrKind::kString:
+    case AttrKind::kEnum:
       return std::holds_alternative<std::string>(v);
   }
   return false;
+}
+
+bool IsChoice(const AttrValue& v, absl::Span<const absl::string_view> choices) {
+  return std::find(choices.begin(), choices.end(), std::get<std::string>(v)) != choices.end();
 }
 
 absl::string_view AttrKindName(AttrKind kind) {
@@ -95,6 +102,8 @@ absl::string_view AttrKindName(AttrKind kind) {
       return "dtype";
     case AttrKind::kString:
       return "string";
+    case AttrKind::kEnum:
+      return "a string";
   }
   return "?";
 }
@@ -136,6 +145,14 @@ absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind, absl::Span<const
       return absl::InvalidArgumentError(absl::StrCat(def.name, ": attribute '", spec.name,
                                                      "' must be ", AttrKindName(spec.kind),
                                                      ", got ", AttrValueToString(*v)));
+    }
+    if (spec.kind == AttrKind::kEnum && !IsChoice(*v, spec.choices)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          def.name, ": attribute '", spec.name, "' must be one of ",
+          absl::StrJoin(
+              spec.choices, ", ",
+              [](std::string* out, absl::string_view c) { absl::StrAppend(out, "\"", c, "\""); }),
+          ", got ", AttrValueToString(*v)));
     }
   }
   for (const auto& [name, value] : attrs.entries()) {

@@ -55,11 +55,14 @@ struct OpCost {
   double bytes = 0;  // bytes read + written
 };
 
-enum class AttrKind : uint8_t { kInt, kFloat, kBool, kInts, kDType, kString };
+// kEnum: a string, one of AttrSpec::choices (read back through its typed
+// decoder, graph/op_attrs.h).
+enum class AttrKind : uint8_t { kInt, kFloat, kBool, kInts, kDType, kString, kEnum };
 
 struct AttrSpec {
   absl::string_view name;
   AttrKind kind;
+  absl::Span<const absl::string_view> choices = {};  // kEnum's values
 };
 
 using InferFn = absl::StatusOr<std::vector<TensorType>> (*)(absl::Span<const TensorType> inputs,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 
 namespace tc {
 
@@ -79,6 +80,23 @@ absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank) {
     return absl::InvalidArgumentError(absl::StrCat("dim ", dim, " out of range for rank ", rank));
   }
   return wrapped;
+}
+
+absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) {
+    TC_ASSIGN_OR_RETURN(const int64_t wrapped, WrapDim(d, rank));
+    out.push_back(wrapped);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("dims ", ShapeToString(dims), " repeat a dim"));
+  }
+  return out;
 }
 
 std::string TensorType::ToString() const {

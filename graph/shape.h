@@ -40,7 +40,11 @@ std::string ShapeToString(absl::Span<const int64_t> shape);
 absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b);
 
 // Maps a possibly negative dim into [0, rank); an error when out of range.
+// Every op, kernel and rule normalises dims through this.
 absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank);
+// A set of dims (a reduction's): each wrapped, sorted, without repeats; []
+// means every dim.
+absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank);
 
 // The static type of a tensor or graph value: "f32[4,3]".
 struct TensorType {

@@ -175,9 +175,10 @@ AvgPool2d::AvgPool2d(int64_t kernel_size, std::optional<int64_t> stride, int64_t
 
 Tensor Flatten::forward(const Tensor& x) {
   const int64_t rank = x.dim();
-  const int64_t start = start_dim_ < 0 ? start_dim_ + rank : start_dim_;
-  const int64_t end = end_dim_ < 0 ? end_dim_ + rank : end_dim_;
-  if (start < 0 || end >= rank || start > end) {
+  const absl::StatusOr<int64_t> start_or = WrapDim(start_dim_, rank);
+  const absl::StatusOr<int64_t> end_or = WrapDim(end_dim_, rank);
+  const int64_t start = start_or.value_or(-1), end = end_or.value_or(-1);
+  if (!start_or.ok() || !end_or.ok() || start > end) {
     ThrowInvalid(absl::StrCat("Flatten: dims [", start_dim_, ", ", end_dim_,
                               "] do not fit an input ", x.type().ToString()));
   }

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/attrs.h"
+#include "graph/op_attrs.h"
 #include "graph/op_def.h"
 #include "runtime/tensor.h"
 
@@ -44,7 +45,7 @@ using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Att
 // next input after its own (broadcast to the result's shape).
 struct PostOp {
   OpKind op;
-  bool tanh_form = false;  // gelu's approximation
+  GeluApproximation approximation = GeluApproximation::kNone;  // gelu's
 
   bool binary() const { return GetOpDef(op).min_inputs == 2; }
 };

@@ -13,17 +13,6 @@ std::vector<int64_t> Vec(const std::array<int64_t, 2>& a) { return {a[0], a[1]};
 Tensor Unary(OpKind op, const Tensor& x) { return Call1(op, {x}); }
 Tensor Binary(OpKind op, const Tensor& a, const Tensor& b) { return Call1(op, {a, b}); }
 
-Attrs ConvAttrs(const Conv2dOptions& o) {
-  return {{"stride", Vec(o.stride)},
-          {"padding", Vec(o.padding)},
-          {"dilation", Vec(o.dilation)},
-          {"groups", o.groups}};
-}
-
-Attrs PoolAttrs(const Pool2dOptions& o) {
-  return {{"kernel", Vec(o.kernel)}, {"stride", Vec(o.stride)}, {"padding", Vec(o.padding)}};
-}
-
 Attrs ReduceAttrs(std::vector<int64_t> dims, bool keepdim) {
   return {{"dims", std::move(dims)}, {"keepdim", keepdim}};
 }
@@ -246,33 +235,33 @@ Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value) {
 // ---- neural-net primitives
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options) {
-  return Call1(OpKind::kConv2d, {x, w}, ConvAttrs(options));
+  return Call1(OpKind::kConv2d, {x, w}, ToAttrs(options));
 }
 Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w, std::vector<int64_t> input_shape,
                             const Conv2dOptions& options) {
-  Attrs attrs = ConvAttrs(options);
+  Attrs attrs = ToAttrs(options);
   attrs.Set("input_shape", std::move(input_shape));
   return Call1(OpKind::kConv2dBackwardData, {grad, w}, attrs);
 }
 Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x,
                               std::vector<int64_t> weight_shape, const Conv2dOptions& options) {
-  Attrs attrs = ConvAttrs(options);
+  Attrs attrs = ToAttrs(options);
   attrs.Set("weight_shape", std::move(weight_shape));
   return Call1(OpKind::kConv2dBackwardWeight, {grad, x}, attrs);
 }
 
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options) {
-  return Call1(OpKind::kMaxPool2d, {x}, PoolAttrs(options));
+  return Call1(OpKind::kMaxPool2d, {x}, ToAttrs(options));
 }
 Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Pool2dOptions& options) {
-  return Call1(OpKind::kMaxPool2dBackward, {grad, x}, PoolAttrs(options));
+  return Call1(OpKind::kMaxPool2dBackward, {grad, x}, ToAttrs(options));
 }
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) {
-  return Call1(OpKind::kAvgPool2d, {x}, PoolAttrs(options));
+  return Call1(OpKind::kAvgPool2d, {x}, ToAttrs(options));
 }
 Tensor avg_pool2d_backward(const Tensor& grad, std::vector<int64_t> input_shape,
                            const Pool2dOptions& options) {
-  Attrs attrs = PoolAttrs(options);
+  Attrs attrs = ToAttrs(options);
   attrs.Set("input_shape", std::move(input_shape));
   return Call1(OpKind::kAvgPool2dBackward, {grad}, attrs);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_attrs.h"
 #include "runtime/dispatch.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
@@ -116,23 +117,12 @@ Tensor concat(absl::Span<const Tensor> xs, int64_t dim);
 Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value = 0);
 
 // ---- neural-net primitives (NCHW)
-struct Conv2dOptions {
-  std::array<int64_t, 2> stride{1, 1};
-  std::array<int64_t, 2> padding{0, 0};
-  std::array<int64_t, 2> dilation{1, 1};
-  int64_t groups = 1;
-};
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options = {});
 Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w, std::vector<int64_t> input_shape,
                             const Conv2dOptions& options);
 Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x,
                               std::vector<int64_t> weight_shape, const Conv2dOptions& options);
 
-struct Pool2dOptions {
-  std::array<int64_t, 2> kernel{2, 2};
-  std::array<int64_t, 2> stride{2, 2};
-  std::array<int64_t, 2> padding{0, 0};
-};
 // Ties: the first maximum in the window (row-major) takes the gradient.
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options);
 Tensor max_pool2d_backward(const Tensor& grad, const Tensor& x, const Pool2dOptions& options);

@@ -27,7 +27,7 @@ TensorList Permute(const VjpContext& c) {
   const std::vector<int64_t>& dims = c.attrs.Ints("dims");
   const int64_t rank = static_cast<int64_t>(dims.size());
   std::vector<int64_t> inverse(rank);
-  for (int64_t i = 0; i < rank; ++i) inverse[dims[i] < 0 ? dims[i] + rank : dims[i]] = i;
+  for (int64_t i = 0; i < rank; ++i) inverse[*WrapDim(dims[i], rank)] = i;
   return {permute(G(c), inverse)};
 }
 

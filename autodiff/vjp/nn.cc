@@ -2,38 +2,26 @@
 // backward op from the table, plus, for the normalisations, the gradient that
 // flows through their mean and var outputs when someone uses them.
 #include "autodiff/vjp.h"
+#include "graph/op_attrs.h"
 
 namespace tc::vjp_internal {
 namespace {
 
 const Tensor& G(const VjpContext& c) { return c.grads[0]; }
 
-std::array<int64_t, 2> Pair(const Attrs& a, absl::string_view name) {
-  const std::vector<int64_t>& v = a.Ints(name);
-  return {v[0], v[1]};
-}
-
-Conv2dOptions ConvOptions(const Attrs& a) {
-  return {Pair(a, "stride"), Pair(a, "padding"), Pair(a, "dilation"), a.Int("groups")};
-}
-
-Pool2dOptions PoolOptions(const Attrs& a) {
-  return {Pair(a, "kernel"), Pair(a, "stride"), Pair(a, "padding")};
-}
-
 TensorList Conv2d(const VjpContext& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1];
-  const Conv2dOptions o = ConvOptions(c.attrs);
+  const Conv2dOptions o = Conv2dOptionsOf(c.attrs);
   return {conv2d_backward_data(G(c), w, x.shape(), o),
           conv2d_backward_weight(G(c), x, w.shape(), o)};
 }
 
 TensorList MaxPool2d(const VjpContext& c) {
-  return {max_pool2d_backward(G(c), c.inputs[0], PoolOptions(c.attrs))};
+  return {max_pool2d_backward(G(c), c.inputs[0], Pool2dOptionsOf(c.attrs))};
 }
 
 TensorList AvgPool2d(const VjpContext& c) {
-  return {avg_pool2d_backward(G(c), c.inputs[0].shape(), PoolOptions(c.attrs))};
+  return {avg_pool2d_backward(G(c), c.inputs[0].shape(), Pool2dOptionsOf(c.attrs))};
 }
 
 // Statistics over `reduce` dims: reshaped so they broadcast against x.
@@ -101,8 +89,7 @@ TensorList BatchNormInference(const VjpContext& c) {
 
 TensorList LayerNorm(const VjpContext& c) {
   const Tensor& x = c.inputs[0];
-  const int64_t axis =
-      c.attrs.Int("axis") < 0 ? c.attrs.Int("axis") + x.dim() : c.attrs.Int("axis");
+  const int64_t axis = ValueOrThrow(WrapDim(c.attrs.Int("axis"), x.dim()));
   std::vector<int64_t> reduce;
   int64_t count = 1;
   for (int64_t d = axis; d < x.dim(); ++d) {

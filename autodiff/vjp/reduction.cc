@@ -1,13 +1,12 @@
 // VJP rules of the reduction family.
 #include "autodiff/vjp.h"
-#include "graph/ops/infer_util.h"
 
 namespace tc::vjp_internal {
 namespace {
 
 // The reduced dims of a reduction call, sorted and wrapped.
 std::vector<int64_t> ReducedDims(const VjpContext& c) {
-  return ValueOrThrow(ops_internal::NormalizeDims(c.attrs.Ints("dims"), c.inputs[0].dim()));
+  return ValueOrThrow(NormalizeDims(c.attrs.Ints("dims"), c.inputs[0].dim()));
 }
 
 // `t` (a reduction's output or gradient) with the reduced dims restored as

@@ -2,6 +2,7 @@
 // comparisons need equal dtypes (no implicit promotion: a cast is explicit).
 #include "absl/status/statusor.h"
 #include "base/status_macros.h"
+#include "graph/op_attrs.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -60,10 +61,6 @@ absl::StatusOr<std::vector<TensorType>> InferGeluBackward(absl::Span<const Tenso
 
 absl::StatusOr<std::vector<TensorType>> InferGelu(absl::Span<const TensorType> in,
                                                   const Attrs& attrs) {
-  const std::string& mode = attrs.Str("approximate");
-  if (mode != "none" && mode != "tanh") {
-    return Invalid("approximate must be \"none\" or \"tanh\", got \"", mode, "\"");
-  }
   return in.size() == 1 ? InferFloatUnary(in, attrs) : InferGeluBackward(in, attrs);
 }
 
@@ -73,7 +70,8 @@ absl::StatusOr<std::vector<TensorType>> InferCast(absl::Span<const TensorType> i
 }
 
 OpDef Binary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise | kTraitFusible, &InferBinary};
+  return {kind,        "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise | kTraitFusible,
+          &InferBinary};
 }
 OpDef Compare(OpKind kind) {
   return {kind,
@@ -86,16 +84,30 @@ OpDef Compare(OpKind kind) {
           &InferCompare};
 }
 OpDef FloatUnary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise | kTraitFusible, &InferFloatUnary};
+  return {kind,
+          "",
+          OpFamily::kElementwise,
+          1,
+          1,
+          {},
+          kTraitElementwise | kTraitFusible,
+          &InferFloatUnary};
 }
 OpDef NumericUnary(OpKind kind) {
-  return {kind, "", OpFamily::kElementwise, 1, 1, {}, kTraitElementwise | kTraitFusible, &InferNumericUnary};
+  return {kind,
+          "",
+          OpFamily::kElementwise,
+          1,
+          1,
+          {},
+          kTraitElementwise | kTraitFusible,
+          &InferNumericUnary};
 }
 
 }  // namespace
 
 std::vector<OpDef> ElementwiseOpDefs() {
-  const AttrSpec approximate{"approximate", AttrKind::kString};
+  const AttrSpec approximate{"approximate", AttrKind::kEnum, kGeluApproximationNames};
   return {
       Binary(OpKind::kAdd),
       Binary(OpKind::kSub),
@@ -109,7 +121,14 @@ std::vector<OpDef> ElementwiseOpDefs() {
       Compare(OpKind::kLe),
       Compare(OpKind::kGt),
       Compare(OpKind::kGe),
-      {OpKind::kWhere, "", OpFamily::kElementwise, 3, 3, {}, kTraitElementwise | kTraitFusible, &InferWhere},
+      {OpKind::kWhere,
+       "",
+       OpFamily::kElementwise,
+       3,
+       3,
+       {},
+       kTraitElementwise | kTraitFusible,
+       &InferWhere},
       NumericUnary(OpKind::kNeg),
       FloatUnary(OpKind::kExp),
       FloatUnary(OpKind::kLog),

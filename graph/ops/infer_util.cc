@@ -27,23 +27,6 @@ absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view wh
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank) {
-  std::vector<int64_t> out;
-  if (dims.empty()) {
-    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
-    return out;
-  }
-  for (int64_t d : dims) {
-    TC_ASSIGN_OR_RETURN(int64_t w, WrapDim(d, rank));
-    out.push_back(w);
-  }
-  std::sort(out.begin(), out.end());
-  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
-    return Invalid("dims ", ShapeToString(dims), " repeat a dim");
-  }
-  return out;
-}
-
 absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t end, int64_t step) {
   if (step <= 0) return Invalid("slice step must be positive, got ", step);
   auto clamp = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };

@@ -24,8 +24,6 @@ inline std::vector<TensorType> One(DType dtype, Shape shape) {
 absl::Status RequireSameDType(absl::Span<const TensorType> inputs);
 absl::Status RequireFloating(const TensorType& t, absl::string_view what);
 absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view what);
-// Wraps every dim of `dims` for `rank`, sorted and without repeats; [] means all.
-absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank);
 
 // A slice's bounds resolved as Python does: negative start/end count from the
 // end, both clamped to [0, size]; step must be positive. Kernels use the same.

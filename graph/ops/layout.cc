@@ -64,7 +64,7 @@ absl::StatusOr<std::vector<TensorType>> InferPermute(absl::Span<const TensorType
   }
   TC_RETURN_IF_ERROR(NormalizeDims(dims, in[0].rank()).status());
   Shape out;
-  for (int64_t d : dims) out.push_back(in[0].shape[d < 0 ? d + in[0].rank() : d]);
+  for (int64_t d : dims) out.push_back(in[0].shape[*WrapDim(d, in[0].rank())]);
   return One(in[0].dtype, std::move(out));
 }
 

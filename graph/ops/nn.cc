@@ -1,22 +1,28 @@
 // Neural-net primitives over NCHW tensors, and their backward ops.
 #include <algorithm>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "base/status_macros.h"
+#include "graph/op_attrs.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
 namespace tc::ops_internal {
 namespace {
 
-// Reads a 2-element int list attribute, each entry at least `min`.
-absl::StatusOr<std::array<int64_t, 2>> Pair(const Attrs& attrs, absl::string_view name,
-                                            int64_t min) {
-  const std::vector<int64_t>& v = attrs.Ints(name);
-  if (v.size() != 2 || v[0] < min || v[1] < min) {
-    return Invalid(name, " must be 2 values >= ", min, ", got ", ShapeToString(v));
+// Each named attribute is a 2-element int list with entries at least its
+// minimum, so that the typed decoders (graph/op_attrs.h) may read it.
+absl::Status CheckPairs(const Attrs& attrs,
+                        std::initializer_list<std::pair<absl::string_view, int64_t>> mins) {
+  for (const auto& [name, min] : mins) {
+    const std::vector<int64_t>& v = attrs.Ints(name);
+    if (v.size() != 2 || v[0] < min || v[1] < min) {
+      return Invalid(name, " must be 2 values >= ", min, ", got ", ShapeToString(v));
+    }
   }
-  return std::array<int64_t, 2>{v[0], v[1]};
+  return absl::OkStatus();
 }
 
 // Output extent of a window op along one spatial dim.
@@ -31,13 +37,9 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
   TC_RETURN_IF_ERROR(RequireRank(w, 4, "weight (O,C/groups,KH,KW)"));
   TC_RETURN_IF_ERROR(RequireSameDType({x, w}));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
-  auto stride = Pair(attrs, "stride", 1);
-  auto padding = Pair(attrs, "padding", 0);
-  auto dilation = Pair(attrs, "dilation", 1);
-  for (const auto* p : {&stride, &padding, &dilation}) {
-    if (!p->ok()) return p->status();
-  }
-  const int64_t groups = attrs.Int("groups");
+  TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"stride", 1}, {"padding", 0}, {"dilation", 1}}));
+  const Conv2dOptions o = Conv2dOptionsOf(attrs);
+  const int64_t groups = o.groups;
   if (groups < 1 || x.shape[1] % groups != 0 || w.shape[0] % groups != 0) {
     return Invalid("groups ", groups, " must divide input channels ", x.shape[1],
                    " and output channels ", w.shape[0]);
@@ -49,7 +51,7 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
   Shape out = {x.shape[0], w.shape[0], 0, 0};
   for (int i = 0; i < 2; ++i) {
     out[2 + i] =
-        WindowOut(x.shape[2 + i], w.shape[2 + i], (*stride)[i], (*padding)[i], (*dilation)[i]);
+        WindowOut(x.shape[2 + i], w.shape[2 + i], o.stride[i], o.padding[i], o.dilation[i]);
     if (out[2 + i] <= 0) {
       return Invalid("kernel ", ShapeToString(w.shape), " larger than padded input ",
                      ShapeToString(x.shape));
@@ -104,18 +106,14 @@ OpCost ConvCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
 absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
   TC_RETURN_IF_ERROR(RequireRank(x, 4, "input (N,C,H,W)"));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
-  auto kernel = Pair(attrs, "kernel", 1);
-  auto stride = Pair(attrs, "stride", 1);
-  auto padding = Pair(attrs, "padding", 0);
-  for (const auto* p : {&kernel, &stride, &padding}) {
-    if (!p->ok()) return p->status();
-  }
+  TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"kernel", 1}, {"stride", 1}, {"padding", 0}}));
+  const Pool2dOptions o = Pool2dOptionsOf(attrs);
   Shape out = {x.shape[0], x.shape[1], 0, 0};
   for (int i = 0; i < 2; ++i) {
-    if (2 * (*padding)[i] > (*kernel)[i]) {
-      return Invalid("padding ", (*padding)[i], " exceeds half the kernel ", (*kernel)[i]);
+    if (2 * o.padding[i] > o.kernel[i]) {
+      return Invalid("padding ", o.padding[i], " exceeds half the kernel ", o.kernel[i]);
     }
-    out[2 + i] = WindowOut(x.shape[2 + i], (*kernel)[i], (*stride)[i], (*padding)[i], 1);
+    out[2 + i] = WindowOut(x.shape[2 + i], o.kernel[i], o.stride[i], o.padding[i], 1);
     if (out[2 + i] <= 0) {
       return Invalid("window larger than padded input ", ShapeToString(x.shape));
     }
@@ -266,7 +264,7 @@ OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
 OpCost PoolCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
                 const Attrs& attrs) {
   double window = 1, bytes = 0;
-  for (int64_t k : attrs.Ints("kernel")) window *= k;
+  for (int64_t k : Pool2dOptionsOf(attrs).kernel) window *= k;
   for (const TensorType& t : in) bytes += t.bytes();
   for (const TensorType& t : out) bytes += t.bytes();
   return {window * std::min(in[0].numel(), out[0].numel()), bytes};

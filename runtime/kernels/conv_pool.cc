@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/op_attrs.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
 #include "runtime/kernels/primitive_cache.h"
@@ -39,11 +40,6 @@ namespace {
 
 using dnnl::memory;
 using Pair = std::array<int64_t, 2>;
-
-Pair ReadPair(const Attrs& attrs, absl::string_view name) {
-  const std::vector<int64_t>& v = attrs.Ints(name);
-  return {v[0], v[1]};
-}
 
 // Element offset of (n, c, h, w) in a rank-4 tensor with `strides`.
 int64_t Offset(const std::vector<int64_t>& strides, int64_t n, int64_t c, int64_t h, int64_t w) {
@@ -113,23 +109,14 @@ void AddWritingTo(OneDnnPlan& plan, const dnnl::primitive_desc& pd, const dnnl::
 
 // ---- convolution
 
-struct ConvParams {
-  Pair stride, padding, dilation;
-  int64_t groups;
-};
-
-ConvParams ReadConv(const Attrs& attrs) {
-  return {ReadPair(attrs, "stride"), ReadPair(attrs, "padding"), ReadPair(attrs, "dilation"),
-          attrs.Int("groups")};
-}
-
 enum class ConvPass { kForward, kBackwardData, kBackwardWeight };
 
 // Calls fn(x_offset, w_offset, y_offset) once per multiply-add of conv2d(x, w)
 // = y: for every output element, each (input channel, kernel tap) whose input
 // position is inside the (unpadded) input.
 template <typename Fn>
-void ForEachConvTap(const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p, Fn fn) {
+void ForEachConvTap(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p,
+                    Fn fn) {
   const Shape &xs = x.shape(), &ws = w.shape(), &ys = y.shape();
   const int64_t out_per_group = ws[0] / p.groups, in_per_group = ws[1];
   for (int64_t n = 0; n < ys[0]; ++n) {
@@ -158,7 +145,7 @@ void ForEachConvTap(const Tensor& x, const Tensor& w, const Tensor& y, const Con
 // The reference loops; the pass's output (y, x or w) is zero-filled.
 template <typename T>
 void RefConv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
-             const ConvParams& p) {
+             const Conv2dOptions& p) {
   T *xp = x.data<T>(), *wp = w.data<T>(), *yp = y.data<T>();
   switch (pass) {
     case ConvPass::kForward:
@@ -186,7 +173,7 @@ memory::desc WeightDesc(const Tensor& w, int64_t groups) {
 // The plan of `pass` over x (slot 0), w (slot 1), y (slot 2) and, for a
 // forward with `bias` defined, the bias (slot 3, C contiguous values).
 void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y,
-                   const Tensor& bias, const ConvParams& p, OneDnnPlan& plan) {
+                   const Tensor& bias, const Conv2dOptions& p, OneDnnPlan& plan) {
   const memory::desc xd = PlainDesc(x), wd = WeightDesc(w, p.groups), yd = PlainDesc(y);
   // With a channels-last activation, both activations are NHWC for the
   // primitive (the row-major one reordered): oneDNN has NHWC kernels for
@@ -241,7 +228,7 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
 
 // Runs `pass` of conv2d(x, w) = y, plus a per-channel `bias` (contiguous, C
 // values) when it is defined; the pass's output (dense) is fully written.
-void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const ConvParams& p,
+void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dOptions& p,
           const Tensor& bias = Tensor()) {
   if (UseOneDnn({&x, &w, &y})) {
     PrimitiveKey key(PrimitiveKey::kConvolution);
@@ -271,33 +258,26 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
 // makes of a convolution whose only reader adds a per-channel bias.
 absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                         absl::Span<const Tensor> out) {
-  Conv(ConvPass::kForward, in[0], in[1], out[0], ReadConv(attrs), in.size() > 2 ? in[2] : Tensor());
+  Conv(ConvPass::kForward, in[0], in[1], out[0], Conv2dOptionsOf(attrs),
+       in.size() > 2 ? in[2] : Tensor());
   return absl::OkStatus();
 }
 
 // conv2d_backward_data(grad, w){input_shape} -> dL/dx.
 absl::Status Conv2dBackwardDataInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                     absl::Span<const Tensor> out) {
-  Conv(ConvPass::kBackwardData, out[0], in[1], in[0], ReadConv(attrs));
+  Conv(ConvPass::kBackwardData, out[0], in[1], in[0], Conv2dOptionsOf(attrs));
   return absl::OkStatus();
 }
 
 // conv2d_backward_weight(grad, x){weight_shape} -> dL/dw.
 absl::Status Conv2dBackwardWeightInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                       absl::Span<const Tensor> out) {
-  Conv(ConvPass::kBackwardWeight, in[1], out[0], in[0], ReadConv(attrs));
+  Conv(ConvPass::kBackwardWeight, in[1], out[0], in[0], Conv2dOptionsOf(attrs));
   return absl::OkStatus();
 }
 
 // ---- pooling
-
-struct PoolParams {
-  Pair kernel, stride, padding;
-};
-
-PoolParams ReadPool(const Attrs& attrs) {
-  return {ReadPair(attrs, "kernel"), ReadPair(attrs, "stride"), ReadPair(attrs, "padding")};
-}
 
 // The pooling window of output element (n, c, oh, ow) clipped to the input:
 // rows [h0, h1), cols [w0, w1) of plane (n, c).
@@ -307,7 +287,7 @@ struct Window {
 
 // Calls fn(window) for every output element of pooling an input of `in` shape.
 template <typename Fn>
-void ForEachWindow(const Shape& in, const Shape& out, const PoolParams& p, Fn fn) {
+void ForEachWindow(const Shape& in, const Shape& out, const Pool2dOptions& p, Fn fn) {
   for (int64_t n = 0; n < out[0]; ++n) {
     for (int64_t c = 0; c < out[1]; ++c) {
       for (int64_t oh = 0; oh < out[2]; ++oh) {
@@ -346,7 +326,7 @@ Pos ArgMax(const Tensor& x, const Window& win) {
 }
 
 template <typename T>
-void RefMaxPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
+void RefMaxPool(const Tensor& x, const Tensor& y, const Pool2dOptions& p) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   ForEachWindow(x.shape(), y.shape(), p, [&](const Window& win) {
@@ -360,7 +340,7 @@ void RefMaxPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
 // dx (dense, zero-filled) gets each window's grad at the window's argmax.
 template <typename T>
 void RefMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
-                        const PoolParams& p) {
+                        const Pool2dOptions& p) {
   const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
   ForEachWindow(x.shape(), grad.shape(), p, [&](const Window& win) {
@@ -372,7 +352,7 @@ void RefMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
 }
 
 template <typename T>
-void RefAvgPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
+void RefAvgPool(const Tensor& x, const Tensor& y, const Pool2dOptions& p) {
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
   const T area = static_cast<T>(p.kernel[0] * p.kernel[1]);
@@ -386,7 +366,7 @@ void RefAvgPool(const Tensor& x, const Tensor& y, const PoolParams& p) {
 }
 
 template <typename T>
-void RefAvgPoolBackward(const Tensor& grad, const Tensor& dx, const PoolParams& p) {
+void RefAvgPoolBackward(const Tensor& grad, const Tensor& dx, const Pool2dOptions& p) {
   const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
   const T area = static_cast<T>(p.kernel[0] * p.kernel[1]);
@@ -413,7 +393,7 @@ enum class Tiling { kNone, kRowMajor, kChannelsLast };
 // How max pooling of x runs tiled: `row_major` must all be contiguous for the
 // NCHW loops, `channels_last` all channels-last for the NHWC loops (which
 // take the others with any strides).
-Tiling MaxPoolTiling(const PoolParams& p, const Tensor& x,
+Tiling MaxPoolTiling(const Pool2dOptions& p, const Tensor& x,
                      std::initializer_list<const Tensor*> row_major,
                      std::initializer_list<const Tensor*> channels_last) {
   if (p.kernel != p.stride || p.padding != Pair{0, 0} || x.numel() == 0) return Tiling::kNone;
@@ -428,7 +408,7 @@ Tiling MaxPoolTiling(const PoolParams& p, const Tensor& x,
 }
 
 template <typename T>
-void TiledMaxPoolForward(const Tensor& x, const Tensor& y, const PoolParams& p) {
+void TiledMaxPoolForward(const Tensor& x, const Tensor& y, const Pool2dOptions& p) {
   const int64_t kh = p.kernel[0], kw = p.kernel[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t oh = y.shape()[2], ow = y.shape()[3], planes = x.shape()[0] * x.shape()[1];
   const T* xp = x.data<T>();
@@ -451,7 +431,7 @@ void TiledMaxPoolForward(const Tensor& x, const Tensor& y, const PoolParams& p) 
 
 template <typename T>
 void TiledMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
-                          const PoolParams& p) {
+                          const Pool2dOptions& p) {
   const int64_t kh = p.kernel[0], kw = p.kernel[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t oh = grad.shape()[2], ow = grad.shape()[3], planes = x.shape()[0] * x.shape()[1];
   const T* xp = x.data<T>();
@@ -517,7 +497,7 @@ void WindowMax(const T* first, int64_t kh, int64_t kw, int64_t row_stride, int64
 }
 
 template <typename T>
-void TiledMaxPoolForwardChannelsLast(const Tensor& x, const Tensor& y, const PoolParams& p) {
+void TiledMaxPoolForwardChannelsLast(const Tensor& x, const Tensor& y, const Pool2dOptions& p) {
   const int64_t kh = p.kernel[0], kw = p.kernel[1];
   const int64_t channels = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t oh = y.shape()[2], ow = y.shape()[3], rows = x.shape()[0] * oh;
@@ -547,7 +527,7 @@ void TiledMaxPoolForwardChannelsLast(const Tensor& x, const Tensor& y, const Poo
 // branches, since relu's many tied zeros would mispredict.
 template <typename T>
 void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const Tensor& dx,
-                                      const PoolParams& p) {
+                                      const Pool2dOptions& p) {
   const int64_t kh = p.kernel[0], kw = p.kernel[1];
   const int64_t channels = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t oh = grad.shape()[2], ow = grad.shape()[3], rows = x.shape()[0] * oh;
@@ -598,7 +578,7 @@ void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const
 // reordered.
 dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
                                                   const Tensor& x, const Tensor& y,
-                                                  const PoolParams& p) {
+                                                  const Pool2dOptions& p) {
   const bool nhwc = x.is_channels_last();
   return {{prop, alg, DenseDesc(x, nhwc), DenseDesc(y, nhwc), Dims(p.stride), Dims(p.kernel),
            Dims(p.padding), Dims(p.padding)},
@@ -607,21 +587,22 @@ dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::al
 
 // Pooling backward from grad into dx, in the layouts of the forward `hint`.
 dnnl::pooling_backward::primitive_desc PoolBackward(
-    dnnl::algorithm alg, const PoolParams& p, const dnnl::pooling_forward::primitive_desc& hint) {
+    dnnl::algorithm alg, const Pool2dOptions& p,
+    const dnnl::pooling_forward::primitive_desc& hint) {
   return {{alg, hint.src_desc(), hint.dst_desc(), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
            Dims(p.padding)},
           Engine(),
           hint};
 }
 
-PrimitiveKey PoolKey(PrimitiveKey::Kind kind, dnnl::algorithm alg, const PoolParams& p) {
+PrimitiveKey PoolKey(PrimitiveKey::Kind kind, dnnl::algorithm alg, const Pool2dOptions& p) {
   PrimitiveKey key(kind);
   key.Add(static_cast<int64_t>(alg)).Add(p.kernel).Add(p.stride).Add(p.padding);
   return key;
 }
 
 // y = pooling of x (slot 0) into y (slot 1).
-void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const PoolParams& p) {
+void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const Pool2dOptions& p) {
   PrimitiveKey key = PoolKey(PrimitiveKey::kPooling, alg, p);
   key.Add(x).Add(y);
   CachedPlan(key, [&](OneDnnPlan& plan) {
@@ -634,7 +615,7 @@ void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const Poo
 
 absl::Status MaxPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                            absl::Span<const Tensor> out) {
-  const PoolParams p = ReadPool(attrs);
+  const Pool2dOptions p = Pool2dOptionsOf(attrs);
   const Tensor &x = in[0], &y = out[0];
   const Tiling tiling = MaxPoolTiling(p, x, {&x, &y}, {&x});
   if (tiling == Tiling::kRowMajor) {
@@ -655,7 +636,7 @@ absl::Status MaxPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
 // mode into a pooled output and a workspace it owns, then runs the backward:
 // grad (slot 0), x (slot 1), dx (slot 2).
 void BuildMaxPoolBackwardPlan(const Tensor& grad, const Tensor& x, const Tensor& dx,
-                              const PoolParams& p, OneDnnPlan& plan) {
+                              const Pool2dOptions& p, OneDnnPlan& plan) {
   const dnnl::algorithm alg = dnnl::algorithm::pooling_max;
   const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, x, grad, p);
   const memory workspace = plan.Internal(fwd.workspace_desc());
@@ -672,7 +653,7 @@ void BuildMaxPoolBackwardPlan(const Tensor& grad, const Tensor& x, const Tensor&
 
 absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                    absl::Span<const Tensor> out) {
-  const PoolParams p = ReadPool(attrs);
+  const Pool2dOptions p = Pool2dOptionsOf(attrs);
   const Tensor &grad = in[0], &x = in[1], &dx = out[0];
   const Tiling tiling = MaxPoolTiling(p, x, {&grad, &x, &dx}, {&x, &dx});
   if (tiling == Tiling::kRowMajor) {
@@ -702,7 +683,7 @@ absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
 
 absl::Status AvgPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                            absl::Span<const Tensor> out) {
-  const PoolParams p = ReadPool(attrs);
+  const Pool2dOptions p = Pool2dOptionsOf(attrs);
   const Tensor &x = in[0], &y = out[0];
   if (UseOneDnn({&x, &y})) {
     OneDnnPool(dnnl::algorithm::pooling_avg_include_padding, x, y, p);
@@ -715,7 +696,7 @@ absl::Status AvgPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
 // avg_pool2d_backward(grad){input_shape}: grad (slot 0) into dx (slot 1).
 absl::Status AvgPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                    absl::Span<const Tensor> out) {
-  const PoolParams p = ReadPool(attrs);
+  const Pool2dOptions p = Pool2dOptionsOf(attrs);
   const Tensor &grad = in[0], &dx = out[0];
   if (!UseOneDnn({&grad, &dx})) {
     ZeroFill(dx);

@@ -82,15 +82,13 @@ void FloatMap(absl::Span<const Tensor> in, const Tensor& out, F f) {
 
 absl::Status GeluInto(absl::Span<const Tensor> in, const Attrs& attrs,
                       absl::Span<const Tensor> outs) {
-  math::VisitGelu<false>(attrs.Str("approximate") == "tanh",
-                         [&](auto f) { FloatMap<1>(in, outs[0], f); });
+  math::VisitGelu<false>(GeluApproximationOf(attrs), [&](auto f) { FloatMap<1>(in, outs[0], f); });
   return absl::OkStatus();
 }
 
 absl::Status GeluBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                               absl::Span<const Tensor> outs) {
-  math::VisitGelu<true>(attrs.Str("approximate") == "tanh",
-                        [&](auto f) { FloatMap<2>(in, outs[0], f); });
+  math::VisitGelu<true>(GeluApproximationOf(attrs), [&](auto f) { FloatMap<2>(in, outs[0], f); });
   return absl::OkStatus();
 }
 

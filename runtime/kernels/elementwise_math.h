@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "absl/base/casts.h"
+#include "graph/op_attrs.h"
 #include "graph/op_def.h"
 #include "runtime/kernels/vector_math.h"
 
@@ -230,10 +231,11 @@ struct GeluBackward {
   }
 };
 
-// Calls fn with gelu's functor (kBackward: gelu_backward's) of the form named
-// by gelu's "approximate" attribute being "tanh".
+// Calls fn with gelu's functor (kBackward: gelu_backward's) of the form
+// `approximation` names.
 template <bool kBackward, typename Fn>
-void VisitGelu(bool tanh_form, Fn&& fn) {
+void VisitGelu(GeluApproximation approximation, Fn&& fn) {
+  const bool tanh_form = approximation == GeluApproximation::kTanh;
   if constexpr (kBackward) {
     tanh_form ? fn(GeluBackward<true>{}) : fn(GeluBackward<false>{});
   } else {

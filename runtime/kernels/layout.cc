@@ -72,7 +72,7 @@ absl::StatusOr<TensorList> PermuteKernel(absl::Span<const Tensor> in, const Attr
                                          absl::Span<const TensorType> out_types) {
   const Tensor& x = in[0];
   std::vector<int64_t> strides;
-  for (int64_t d : attrs.Ints("dims")) strides.push_back(x.strides()[d < 0 ? d + x.dim() : d]);
+  for (int64_t d : attrs.Ints("dims")) strides.push_back(x.strides()[*WrapDim(d, x.dim())]);
   return TensorList{ViewOf(x, out_types[0].shape, std::move(strides), x.offset())};
 }
 

@@ -85,7 +85,8 @@ struct PostOps {
   absl::Span<const Operand> operands;
 
   void AddTo(PrimitiveKey& key) const {
-    for (const PostOp& p : ops) key.Add(static_cast<int64_t>(p.op)).Add(p.tanh_form);
+    for (const PostOp& p : ops)
+      key.Add(static_cast<int64_t>(p.op)).Add(static_cast<int64_t>(p.approximation));
     for (const Operand& o : operands) key.Add(o.shape).Add(o.strides);
   }
 };
@@ -108,7 +109,8 @@ dnnl::algorithm PostOpAlgorithm(const PostOp& p) {
     case OpKind::kRelu:
       return algorithm::eltwise_relu;
     case OpKind::kGelu:
-      return p.tanh_form ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf;
+      return p.approximation == GeluApproximation::kTanh ? algorithm::eltwise_gelu_tanh
+                                                         : algorithm::eltwise_gelu_erf;
     case OpKind::kTanh:
       return algorithm::eltwise_tanh;
     case OpKind::kSigmoid:

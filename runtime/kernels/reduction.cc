@@ -48,7 +48,7 @@ Reduction MakeReduction(const Tensor& x, const Attrs& attrs) {
   const std::vector<int64_t>& dims = attrs.Ints("dims");
   Reduction r;
   r.reduced.assign(x.dim(), dims.empty());  // [] reduces every dim
-  for (int64_t d : dims) r.reduced[d < 0 ? d + x.dim() : d] = true;
+  for (int64_t d : dims) r.reduced[*WrapDim(d, x.dim())] = true;
   r.kept.assign(x.shape().begin(), x.shape().end());
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (!r.reduced[d]) continue;
@@ -302,7 +302,7 @@ bool BeatsMax(T v, T best) {
 absl::Status ArgmaxInto(absl::Span<const Tensor> in, const Attrs& attrs,
                         absl::Span<const Tensor> outs) {
   const Tensor& x = in[0];
-  const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
+  const int64_t dim = *WrapDim(attrs.Int("dim"), x.dim());
   int64_t* op = outs[0].data<int64_t>();
   Dims kept(x.shape().begin(), x.shape().end());
   kept[dim] = 1;
@@ -376,7 +376,7 @@ template <bool kLog>
 absl::Status SoftmaxKernelInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                absl::Span<const Tensor> outs) {
   const Tensor &x = in[0], &out = outs[0];
-  const int64_t dim = attrs.Int("dim") < 0 ? attrs.Int("dim") + x.dim() : attrs.Int("dim");
+  const int64_t dim = *WrapDim(attrs.Int("dim"), x.dim());
   if (x.numel() == 0) return absl::OkStatus();
   if (OneDnnSupports(x.dtype())) {
     if constexpr (kLog) {

@@ -233,7 +233,8 @@ TEST_CASE("gelu") {
                kFloats);
   CHECK(Call(OpKind::kGelu, {zeros({2})}, {{"approximate", std::string("fast")}})
             .status()
-            .message() == "gelu: approximate must be \"none\" or \"tanh\", got \"fast\"");
+            .message() ==
+        "gelu: attribute 'approximate' must be one of \"none\", \"tanh\", got \"fast\"");
 }
 TEST_CASE("gelu_backward") {
   // The derivative of each gelu form, by central differences of the f64

@@ -71,11 +71,33 @@ TEST_CASE("costs come from the table") {
   const TensorType total{DType::kF32, {}};
   CHECK(EstimateCost(OpKind::kSum, {x}, {total}, {}).flops == 2 * 3 * 8 * 8);
   CHECK(EstimateCost(OpKind::kVar, {x}, {total}, {}).flops == 3 * 2 * 3 * 8 * 8);
-  Attrs pool;
-  pool.Set("kernel", std::vector<int64_t>{2, 2});
+  const Attrs pool = ToAttrs(Pool2dOptions{.kernel = {2, 2}, .stride = {2, 2}});
   CHECK(EstimateCost(OpKind::kMaxPool2d, {x}, {pooled}, pool).flops == 4 * 2 * 3 * 4 * 4);
   CHECK(EstimateCost(OpKind::kMaxPool2dBackward, {pooled, x}, {x}, pool).flops ==
         4 * 2 * 3 * 4 * 4);
+}
+
+TEST_CASE("typed attributes: decoders read what encoders write; enumerations are checked") {
+  const Conv2dOptions conv{.stride = {2, 1}, .padding = {0, 3}, .dilation = {1, 2}, .groups = 4};
+  const Conv2dOptions c = Conv2dOptionsOf(ToAttrs(conv));
+  CHECK(c.stride == conv.stride);
+  CHECK(c.padding == conv.padding);
+  CHECK(c.dilation == conv.dilation);
+  CHECK(c.groups == conv.groups);
+  const Pool2dOptions pool{.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 0}};
+  const Pool2dOptions p = Pool2dOptionsOf(ToAttrs(pool));
+  CHECK(p.kernel == pool.kernel);
+  CHECK(p.stride == pool.stride);
+  CHECK(p.padding == pool.padding);
+  for (GeluApproximation a : {GeluApproximation::kNone, GeluApproximation::kTanh}) {
+    CHECK(GeluApproximationOf(ToAttrs(a)) == a);
+  }
+  CHECK(ToAttrs(GeluApproximation::kTanh).ToString() == "{approximate=\"tanh\"}");
+  const TensorType x{DType::kF32, {3}};
+  CHECK(InferTypes(OpKind::kGelu, {x}, {{"approximate", std::string("erf")}}).status().message() ==
+        "gelu: attribute 'approximate' must be one of \"none\", \"tanh\", got \"erf\"");
+  CHECK(InferTypes(OpKind::kGelu, {x}, {{"approximate", int64_t{1}}}).status().message() ==
+        "gelu: attribute 'approximate' must be a string, got 1");
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+#include "graph/op_attrs.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace tc {
+namespace {
+
+std::array<int64_t, 2> PairOf(const Attrs& attrs, absl::string_view name) {
+  const std::vector<int64_t>& v = attrs.Ints(name);
+  if (v.size() != 2) {
+    std::fprintf(stderr, "tensorcut internal error: attribute '%s' has %zu values, not 2\n",
+                 std::string(name).c_str(), v.size());
+    std::abort();
+  }
+  return {v[0], v[1]};
+}
+
+std::vector<int64_t> Vec(const std::array<int64_t, 2>& a) { return {a[0], a[1]}; }
+
+}  // namespace
+
+Conv2dOptions Conv2dOptionsOf(const Attrs& attrs) {
+  return {PairOf(attrs, "stride"), PairOf(attrs, "padding"), PairOf(attrs, "dilation"),
+          attrs.Int("groups")};
+}
+
+Pool2dOptions Pool2dOptionsOf(const Attrs& attrs) {
+  return {PairOf(attrs, "kernel"), PairOf(attrs, "stride"), PairOf(attrs, "padding")};
+}
+
+GeluApproximation GeluApproximationOf(const Attrs& attrs) {
+  const std::string& name = attrs.Str("approximate");
+  for (size_t i = 0; i < std::size(kGeluApproximationNames); ++i) {
+    if (name == kGeluApproximationNames[i]) return static_cast<GeluApproximation>(i);
+  }
+  std::fprintf(stderr, "tensorcut internal error: approximate=\"%s\"\n", name.c_str());
+  std::abort();
+}
+
+Attrs ToAttrs(const Conv2dOptions& o) {
+  return {{"stride", Vec(o.stride)},
+          {"padding", Vec(o.padding)},
+          {"dilation", Vec(o.dilation)},
+          {"groups", o.groups}};
+}
+
+Attrs ToAttrs(const Pool2dOptions& o) {
+  return {{"kernel", Vec(o.kernel)}, {"stride", Vec(o.stride)}, {"padding", Vec(o.padding)}};
+}
+
+Attrs ToAttrs(GeluApproximation approximation) {
+  return {{"approximate", std::string(kGeluApproximationNames[static_cast<int>(approximation)])}};
+}
+
+}  // namespace tc
