@@ -215,7 +215,9 @@ bool FusedKernel::CanSum(const Shape& shape, absl::Span<const int> order,
   const SumShape sum = ClassifySum(shape, order, dims);
   if (!sum.valid) return false;
   if (!sum.inner) return sum.kept >= 16;
-  return kBlockSize % sum.reduced == 0 || sum.reduced % kBlockSize == 0;
+  // Summing no elements per result (an empty inner dim) is left to the sum
+  // kernel, which writes the zeros.
+  return sum.reduced > 0 && (kBlockSize % sum.reduced == 0 || sum.reduced % kBlockSize == 0);
 }
 
 FusedKernel FusedKernel::Compile(const FusionGroup& group, absl::Span<const FusedSum> sums) {

@@ -58,7 +58,8 @@ class FusedKernel {
   // (empty: row-major), can run in the pass: the summed dims are the
   // outermost of the iteration order (then at least 16 elements are kept)
   // or its innermost (then their element count divides kBlockSize or is a
-  // multiple of it), and the kept dims iterate in their row-major order.
+  // multiple of it, and not 0), and the kept dims iterate in their row-major
+  // order.
   static bool CanSum(const Shape& shape, absl::Span<const int> order, absl::Span<const int> dims);
 
   // One tensor per group input (its type, any strides) in; `outputs`:

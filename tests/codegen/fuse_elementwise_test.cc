@@ -108,6 +108,41 @@ TEST_CASE("nodes between groups keep their order; each group stands where it end
         "}\n");
 }
 
+TEST_CASE("a graph that already holds a fused node keeps it and fuses what else it can") {
+  const auto [text, changed] = Fuse(
+      "graph(%a: f32[3,5], %b: f32[3,5], %c: f32[3,5]) {\n"
+      "  %1: f32[3,5] = fused(%a, %b) {\n"
+      "    graph(%a: f32[3,5], %b: f32[3,5]) {\n"
+      "      %0: f32[3,5] = add(%a, %b)\n"
+      "      %1: f32[3,5] = relu(%0)\n"
+      "      return (%1)\n"
+      "    }\n"
+      "  }\n"
+      "  %2: f32[3,5] = gelu(%1) {approximate=\"tanh\"}\n"
+      "  %3: f32[3,5] = add(%2, %c)\n"
+      "  return (%3)\n"
+      "}\n");
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%a: f32[3,5], %b: f32[3,5], %c: f32[3,5]) {\n"
+        "  %1: f32[3,5] = fused(%a, %b) {\n"
+        "    graph(%a: f32[3,5], %b: f32[3,5]) {\n"
+        "      %0: f32[3,5] = add(%a, %b)\n"
+        "      %1: f32[3,5] = relu(%0)\n"
+        "      return (%1)\n"
+        "    }\n"
+        "  }\n"
+        "  %3: f32[3,5] = fused(%1, %c) {\n"
+        "    graph(%1: f32[3,5], %c: f32[3,5]) {\n"
+        "      %2: f32[3,5] = gelu(%1) {approximate=\"tanh\"}\n"
+        "      %3: f32[3,5] = add(%2, %c)\n"
+        "      return (%3)\n"
+        "    }\n"
+        "  }\n"
+        "  return (%3)\n"
+        "}\n");
+}
+
 TEST_CASE("a lowered graph prints and parses back to the same text, and verifies") {
   Graph g = ParseOk(kBiasReluSum);
   REQUIRE(RunPasses(g, {FuseElementwise()}).ok());

@@ -146,6 +146,19 @@ TEST_CASE("an empty value sums to zeros") {
   Check(g, true);
 }
 
+TEST_CASE("an empty inner dim or an empty whole is summed by the sum kernel") {
+  Graph g;
+  SECTION("[3,0] over its inner dim") {
+    Value* x = g.AddPlaceholder("x", {DType::kF32, {3, 0}});
+    g.SetOutputs({Sum(g, Op(g, OpKind::kExp, {x}), {1})}).IgnoreError();
+  }
+  SECTION("[0,5] over every dim") {
+    Value* x = g.AddPlaceholder("x", {DType::kF32, {0, 5}});
+    g.SetOutputs({Sum(g, Op(g, OpKind::kRelu, {x}), {})}).IgnoreError();
+  }
+  Check(g, false);
+}
+
 TEST_CASE("fused sums give the same bits on one thread as on two") {
   Graph g;
   Value* x = g.AddPlaceholder("x", {DType::kF32, {1024, 96}});
