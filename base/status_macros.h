@@ -3,7 +3,7 @@
 //
 //   absl::StatusOr<Graph> Load(absl::string_view path) {
 //     TC_ASSIGN_OR_RETURN(std::string text, ReadFile(path));  // declares `text`
-//     TC_ASSIGN_OR_RETURN(Graph graph, ParseGraph(text));
+//     TC_ASSIGN_OR_RETURN(Graph graph, Parse(text));
 //     TC_RETURN_IF_ERROR(Verify(graph));
 //     return graph;
 //   }

@@ -65,7 +65,9 @@ class Executable {
   // `outputs` does not have num_outputs() entries.
   absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const;
   int num_outputs() const { return impl_->num_outputs(); }
-  // The layout of output i: kChannelsLast, or empty for row-major.
+  // The layout output i always comes in (kChannelsLast), or empty when the
+  // compiler fixed none (row-major, or whatever its kernels return). A
+  // compiler given an argument in another layout than it was told copies it.
   DimOrder output_order(int i) const { return impl_->output_order(i); }
   // Bytes of working memory planned at compile time (0 when none is).
   int64_t arena_bytes() const { return impl_->arena_bytes(); }

@@ -26,18 +26,13 @@ std::vector<std::string> NamesOf(absl::Span<const Value* const> values) {
   return names;
 }
 
-// Adds a copy of `node` (a region node with its body) to `graph`, its
-// operands mapped and its results named as they were.
+// Adds a copy of `node` to `graph`, its operands mapped and its results
+// named as they were.
 absl::Status CopyNode(const Node& node, Graph& graph, ValueMap& map) {
   const std::vector<const Value*> inputs(node.inputs().begin(), node.inputs().end());
   const std::vector<const Value*> results(node.results().begin(), node.results().end());
-  TC_ASSIGN_OR_RETURN(
-      std::vector<Value*> copied,
-      node.body() != nullptr
-          ? graph.AddRegionNode(node.op(), Mapped(map, inputs), node.body()->Clone(), node.source(),
-                                NamesOf(results))
-          : graph.AddNode(node.op(), Mapped(map, inputs), node.attrs(), node.source(),
-                          NamesOf(results)));
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> copied,
+                      graph.AddCopyOf(node, Mapped(map, inputs), NamesOf(results)));
   for (size_t r = 0; r < results.size(); ++r) map[results[r]] = copied[r];
   return absl::OkStatus();
 }

@@ -1,7 +1,8 @@
 // The fusing compiler: each graph lowered to a Program (codegen/program.h):
-// elementwise fusion groups (codegen/fusion.h) run as one fused kernel
-// (codegen/fused_kernel.h), other nodes through out-variant kernels into an
-// arena planned at compile time, views resolved at compile time.
+// the fused nodes of the fuse-elementwise pass (codegen/fuse_elementwise.h)
+// run as one fused kernel (codegen/fused_kernel.h), other nodes through
+// out-variant kernels into an arena planned at compile time, views resolved
+// at compile time.
 //
 //   CompiledForward fw = pipeline.fw_compile(codegen::fusing(), *part).value();
 //   absl::StatusOr<Executable> exe = codegen::fusing()(graph);
@@ -12,8 +13,9 @@
 // planned (output_order says which).
 //
 // It accepts the graphs and arguments the interpreter accepts, with the same
-// error messages (codegen/graph_runner.h), and its results equal the
-// interpreter's bitwise (see fused_ops.h).
+// argument errors (codegen/graph_runner.h). Fused elementwise results equal
+// the interpreter's bitwise (see fused_ops.h); sums taken in a fused pass and
+// oneDNN post-ops match them to rounding.
 #ifndef TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 #define TENSORCUT_CODEGEN_FUSING_COMPILER_H_
 

@@ -14,7 +14,6 @@
 #ifndef TENSORCUT_CODEGEN_INTERPRETER_H_
 #define TENSORCUT_CODEGEN_INTERPRETER_H_
 
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -62,9 +61,9 @@ class Interpreter {
 
 // The interpreter as an Executable (the graph is copied).
 absl::StatusOr<Executable> Interpret(const Graph& graph);
-// The interpreter as a Compiler, for the pipeline's compile stages. It takes
-// arguments in any layout and returns what the eager kernels return, so it
-// needs no CompileOptions.
+// The interpreter as a Compiler, for the pipeline's compile stages. It reads
+// arguments in any layout through their strides and fixes no output layout,
+// so it ignores CompileOptions.
 Compiler interpreter();
 
 }  // namespace tc::codegen

@@ -45,7 +45,9 @@
 // Concurrency. A compiled program is immutable: several threads may run it
 // at once. Each run takes an execution context (its arena, its value slots,
 // its output buffers) from a pool, a new one only when every pooled context
-// is in use, and gives it back when it returns; constants are shared.
+// is in use, and gives it back when it returns; constants are shared. The
+// pool keeps every context it made: memory grows to the arena and output
+// buffers times the most calls ever run at once.
 #ifndef TENSORCUT_CODEGEN_PROGRAM_H_
 #define TENSORCUT_CODEGEN_PROGRAM_H_
 

@@ -188,7 +188,7 @@ absl::StatusOr<std::vector<Value*>> CopyNode(Graph& out, const Node& node,
   for (const Value* r : node.results()) {
     names.push_back(IsAutomaticName(r->name()) ? "" : r->name());
   }
-  return out.AddNode(node.op(), inputs, node.attrs(), node.source(), names);
+  return out.AddCopyOf(node, inputs, names);
 }
 
 // Runs `rule` on `node`; empty when it declines.

@@ -117,26 +117,41 @@ absl::StatusOr<std::vector<Value*>> Graph::AddNode(OpKind op, absl::Span<Value* 
 absl::StatusOr<std::vector<Value*>> Graph::AddRegionNode(OpKind op, absl::Span<Value* const> inputs,
                                                          Graph body, std::string source,
                                                          absl::Span<const std::string> names) {
+  return AddRegion(op, inputs, std::make_shared<const Graph>(std::move(body)), std::move(source),
+                   names);
+}
+
+absl::StatusOr<std::vector<Value*>> Graph::AddCopyOf(const Node& node,
+                                                     absl::Span<Value* const> inputs,
+                                                     absl::Span<const std::string> names) {
+  if (node.body_ != nullptr) return AddRegion(node.op(), inputs, node.body_, node.source(), names);
+  return AddNode(node.op(), inputs, node.attrs(), node.source(), names);
+}
+
+absl::StatusOr<std::vector<Value*>> Graph::AddRegion(OpKind op, absl::Span<Value* const> inputs,
+                                                     std::shared_ptr<const Graph> body,
+                                                     std::string source,
+                                                     absl::Span<const std::string> names) {
   const absl::string_view op_name = OpName(op);
   if (!GetOpDef(op).Has(kTraitRegion)) {
     return absl::InvalidArgumentError(absl::StrCat(op_name, " is not a region op"));
   }
   TC_ASSIGN_OR_RETURN(const std::vector<TensorType> types, CheckNodeInputs(op, inputs, source));
-  if (body.placeholders().size() != inputs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op_name, ": ", inputs.size(), " inputs, but its body takes ", body.placeholders().size()));
+  const std::vector<Value*>& params = body->placeholders();
+  if (params.size() != inputs.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op_name, ": ", inputs.size(), " inputs, but its body takes ", params.size()));
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (body.placeholders()[i]->type() != types[i]) {
+    if (params[i]->type() != types[i]) {
       return absl::InvalidArgumentError(absl::StrCat(
           op_name, ": operand ", i, " is ", types[i].ToString(), ", its body's placeholder %",
-          body.placeholders()[i]->name(), " ", body.placeholders()[i]->type().ToString()));
+          params[i]->name(), " ", params[i]->type().ToString()));
     }
   }
   std::vector<TensorType> results;
-  for (const Value* v : body.outputs()) results.push_back(v->type());
-  return Append(op, inputs, {}, std::make_shared<const Graph>(std::move(body)), std::move(source),
-                names, std::move(results));
+  for (const Value* v : body->outputs()) results.push_back(v->type());
+  return Append(op, inputs, {}, std::move(body), std::move(source), names, std::move(results));
 }
 
 absl::StatusOr<std::vector<Value*>> Graph::Append(OpKind op, absl::Span<Value* const> inputs,

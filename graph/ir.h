@@ -164,6 +164,11 @@ class Graph {
   absl::StatusOr<std::vector<Value*>> AddRegionNode(OpKind op, absl::Span<Value* const> inputs,
                                                     Graph body, std::string source = "",
                                                     absl::Span<const std::string> names = {});
+  // Appends a copy of `node` (of any graph) reading `inputs`: its op,
+  // attributes or body, and source; results named by `names` as in AddNode.
+  // What every pass that rebuilds a graph copies nodes with.
+  absl::StatusOr<std::vector<Value*>> AddCopyOf(const Node& node, absl::Span<Value* const> inputs,
+                                                absl::Span<const std::string> names = {});
 
   // Replaces the output list; every value must be a value of this graph.
   absl::Status SetOutputs(std::vector<Value*> outputs);
@@ -216,6 +221,10 @@ class Graph {
   absl::StatusOr<std::vector<TensorType>> CheckNodeInputs(OpKind op,
                                                           absl::Span<Value* const> inputs,
                                                           absl::string_view source) const;
+  absl::StatusOr<std::vector<Value*>> AddRegion(OpKind op, absl::Span<Value* const> inputs,
+                                                std::shared_ptr<const Graph> body,
+                                                std::string source,
+                                                absl::Span<const std::string> names);
   // Appends a checked node with results of `types`.
   absl::StatusOr<std::vector<Value*>> Append(OpKind op, absl::Span<Value* const> inputs,
                                              Attrs attrs, std::shared_ptr<const Graph> body,

@@ -103,7 +103,7 @@ absl::string_view AttrKindName(AttrKind kind) {
     case AttrKind::kString:
       return "string";
     case AttrKind::kEnum:
-      return "a string";
+      return "string";
   }
   return "?";
 }

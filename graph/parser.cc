@@ -38,7 +38,7 @@ class Parser {
 
  private:
   // A parser for the graph at `pos` of `text`: a region op's body.
-  Parser(absl::string_view text, size_t pos) : text_(text), pos_(pos) {}
+  Parser(absl::string_view text, size_t pos) : text_(text), pos_(pos), in_body_(true) {}
 
   // "graph(%x: f32[2], ...) { nodes; return (...) }"
   absl::StatusOr<Graph> ParseGraph() {
@@ -89,6 +89,7 @@ class Parser {
     for (const Decl& r : results) names.push_back(r.name);
     absl::StatusOr<std::vector<Value*>> out;
     if (GetOpDef(*op).Has(kTraitRegion)) {
+      if (in_body_) return ErrorAt(op_pos, "a region's body cannot hold ", op_name);
       TC_RETURN_IF_ERROR(Expect('{'));
       const std::string source = Comment();
       Parser body_parser(text_, pos_);
@@ -311,6 +312,7 @@ class Parser {
 
   absl::string_view text_;
   size_t pos_ = 0;
+  bool in_body_ = false;  // parsing a region op's body
   Graph graph_;
   absl::flat_hash_map<std::string, Value*> values_;
 };

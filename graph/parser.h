@@ -6,8 +6,10 @@
 //     return (%0)
 //   })");
 //
-// Every node goes through Graph::AddNode, so shape inference checks it, and a
-// declared result type must equal the inferred one. Malformed text gives an
+// Every node goes through Graph::AddNode (a region op, with its body parsed
+// as a graph, through Graph::AddRegionNode), so shape inference checks it, and
+// a declared result type must equal the inferred one. A body holds no region
+// ops; the rest of a body's rules are the verifier's (graph/verifier.h). Malformed text gives an
 // InvalidArgumentError "line L, column C: <what was expected, what came>".
 #ifndef TENSORCUT_GRAPH_PARSER_H_
 #define TENSORCUT_GRAPH_PARSER_H_

@@ -61,8 +61,9 @@ class Verifier {
   }
 
   // A region op's body: a graph that verifies, takes the node's input types
-  // and holds only fusible ops, every result of one shape and in f32, f64 or
-  // bool (what the fused kernel computes in), returning node results only.
+  // (each broadcasting to the region's shape) and holds only fusible ops,
+  // every result of one shape and in f32, f64 or bool (what the fused kernel
+  // computes in), returning distinct node results.
   // Returns the types of its outputs, the node's result types.
   static absl::StatusOr<std::vector<TensorType>> VerifyRegion(
       const Node& node, const std::vector<TensorType>& in_types) {
@@ -79,7 +80,15 @@ class Verifier {
     }
     if (body->outputs().empty()) return absl::InvalidArgumentError("its body returns nothing");
     const Shape& shape = body->outputs()[0]->type().shape;
-    for (const Value* p : body->placeholders()) TC_RETURN_IF_ERROR(CheckRegionDType(*p));
+    for (const Value* p : body->placeholders()) {
+      TC_RETURN_IF_ERROR(CheckRegionDType(*p));
+      absl::StatusOr<Shape> broadcast = BroadcastShapes(p->type().shape, shape);
+      if (!broadcast.ok() || *broadcast != shape) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("its body's placeholder %", p->name(), " ", p->type().ToString(),
+                         " does not broadcast to its region's shape ", ShapeToString(shape)));
+      }
+    }
     for (const Node* n : body->nodes()) {
       if (!n->def().Has(kTraitFusible)) {
         return absl::InvalidArgumentError(absl::StrCat("its body holds ", OpName(n->op()),
@@ -100,6 +109,9 @@ class Verifier {
       if (v->is_placeholder()) {
         return absl::InvalidArgumentError(
             absl::StrCat("its body returns its placeholder %", v->name()));
+      }
+      if (v->output_count() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat("its body returns %", v->name(), " twice"));
       }
       out.push_back(v->type());
     }

@@ -4,7 +4,11 @@
 //  - SSA: each value is defined once (names are unique), by a placeholder or
 //    a node of this graph, before any node uses it;
 //  - no dangling values: no operand or output whose producer was removed;
-//  - outputs: each output is a live value of this graph.
+//  - outputs: each output is a live value of this graph;
+//  - regions: a region op's body (a fused pass) verifies, takes the node's
+//    operand types, each broadcasting to one shape that every body result
+//    has, holds only fusible ops (kTraitFusible) in f32, f64 or bool, and
+//    returns distinct node results, whose types are the node's.
 // The first broken rule is returned as an InvalidArgumentError naming the node by
 // its printed line, e.g.
 //   "node `%1: f32[4,3] = relu(%2)`: operand 0 (%2) is used before its definition"

@@ -84,8 +84,7 @@ absl::StatusOr<Graph> ExtractSubgraph(const Graph& graph, absl::Span<Value* cons
     for (const Value* in : node->inputs()) operands.push_back(mapped.at(in));
     std::vector<std::string> names;
     for (const Value* r : node->results()) names.push_back(r->name());
-    TC_ASSIGN_OR_RETURN(std::vector<Value*> results,
-                        sub.AddNode(node->op(), operands, node->attrs(), node->source(), names));
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> results, sub.AddCopyOf(*node, operands, names));
     for (int i = 0; i < node->num_results(); ++i) mapped[node->result(i)] = results[i];
   }
   std::vector<Value*> sub_outputs;

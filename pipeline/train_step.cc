@@ -1,12 +1,12 @@
 #include "pipeline/train_step.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/ops.h"
 
 namespace tc {
@@ -118,9 +118,9 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
   if (!s.ok()) return s;
+  // Copied through strides: a compiler may return them in any layout.
   for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
-    const Tensor& updated = forward_outputs_[1 + i];
-    std::memcpy(mutated_buffers_[i].raw_data(), updated.raw_data(), updated.bytes());
+    kernels::CopyStrided(forward_outputs_[1 + i], mutated_buffers_[i]);
   }
   const int num_saved = static_cast<int>(forward_outputs_.size()) - num_forward_outputs_;
   for (int i = 0; i < num_saved; ++i) {

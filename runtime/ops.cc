@@ -8,7 +8,6 @@ namespace tc {
 namespace {
 
 std::vector<int64_t> Vec(absl::Span<const int64_t> s) { return {s.begin(), s.end()}; }
-std::vector<int64_t> Vec(const std::array<int64_t, 2>& a) { return {a[0], a[1]}; }
 
 Tensor Unary(OpKind op, const Tensor& x) { return Call1(op, {x}); }
 Tensor Binary(OpKind op, const Tensor& a, const Tensor& b) { return Call1(op, {a, b}); }

@@ -264,7 +264,8 @@ OpCost NormCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
 OpCost PoolCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
                 const Attrs& attrs) {
   double window = 1, bytes = 0;
-  for (int64_t k : Pool2dOptionsOf(attrs).kernel) window *= k;
+  // Only the kernel: EstimateCost takes whatever attributes its caller has.
+  for (int64_t k : attrs.Ints("kernel")) window *= k;
   for (const TensorType& t : in) bytes += t.bytes();
   for (const TensorType& t : out) bytes += t.bytes();
   return {window * std::min(in[0].numel(), out[0].numel()), bytes};

@@ -6,16 +6,18 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/printer.h"
 
 namespace tc {
 namespace {
 
 // Op, operand identities and attributes (whose text form is exact, doubles
-// included) as one hashable key.
+// included) as one hashable key; a region op's body in its text form too.
 std::string Key(const Node& node) {
   std::string key = absl::StrCat(static_cast<int>(node.op()), "(");
   for (const Value* v : node.inputs()) absl::StrAppend(&key, reinterpret_cast<uintptr_t>(v), ",");
   absl::StrAppend(&key, ")", node.attrs().ToString());
+  if (node.body() != nullptr) absl::StrAppend(&key, ToString(*node.body()));
   return key;
 }
 

@@ -151,5 +151,26 @@ TEST_CASE("a moved graph keeps its values; the moved-from graph does not own the
   CHECK(moved.AddNode(OpKind::kRelu, {x}).ok());
 }
 
+TEST_CASE("AddCopyOf copies a node into another graph, a region node with its body") {
+  Graph body;
+  Value* p = body.AddPlaceholder("p", F32({3}));
+  REQUIRE(body.SetOutputs({Add(body, OpKind::kExp, {p})[0]}).ok());
+  Graph g;
+  Value* x = g.AddPlaceholder("x", F32({3}));
+  Value* fused = g.AddRegionNode(OpKind::kFused, {x}, std::move(body), "blk").value()[0];
+  Value* relu = Add(g, OpKind::kRelu, {fused})[0];
+  Graph copy;
+  Value* y = copy.AddPlaceholder("y", F32({3}));
+  Value* copied = copy.AddCopyOf(*fused->producer(), {y}, {"f"}).value()[0];
+  Add(copy, OpKind::kRelu, {copied});
+  CHECK(copied->producer()->body() == fused->producer()->body());  // shared, immutable
+  CHECK(copied->producer()->source() == "blk");
+  CHECK(copied->name() == "f");
+  CHECK(copy.AddCopyOf(*relu->producer(), {y}).value()[0]->type() == F32({3}));
+  Value* z = copy.AddPlaceholder("z", F32({2}));
+  CHECK(copy.AddCopyOf(*fused->producer(), {z}).status().message() ==
+        "fused: operand 0 is f32[2], its body's placeholder %p f32[3]");
+}
+
 }  // namespace
 }  // namespace tc

@@ -107,6 +107,23 @@ TEST_CASE("cse never merges random ops, nor nodes whose attributes differ") {
   CHECK(Run(text, {CommonSubexpressionElimination()}) == std::make_pair(text, false));
 }
 
+// A fused node %`name` over %x whose body computes `op` (its value is %y).
+std::string FusedLine(const std::string& name, const std::string& op) {
+  return "  %" + name +
+         ": f32[3] = fused(%x) {\n    graph(%x: f32[3]) {\n      %y: f32[3] = " + op +
+         "(%x)\n      return (%y)\n    }\n  }\n";
+}
+
+TEST_CASE("cse merges fused nodes whose bodies print alike, and only those") {
+  const auto [text, changed] =
+      Run("graph(%x: f32[3]) {\n" + FusedLine("a", "exp") + FusedLine("b", "exp") +
+              FusedLine("c", "neg") + "  return (%a, %b, %c)\n}\n",
+          {CommonSubexpressionElimination()});
+  CHECK(changed);
+  CHECK(text == "graph(%x: f32[3]) {\n" + FusedLine("a", "exp") + FusedLine("c", "neg") +
+                    "  return (%a, %a, %c)\n}\n");
+}
+
 TEST_CASE("cse then dce on a model graph with a duplicated branch") {
   Graph g = testing::Mlp();
   // A second, identical head that nothing reads after CSE.

@@ -165,6 +165,10 @@ TEST_CASE("a region op's body: required, parsed as a graph, its types checked") 
                             "      return (%1)\n"
                             "    }\n"
                             "  }")) == "line 4, column 27: unknown value '%z'");
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = fused(%x) {\n"
+                            "    graph(%y: f32[4,3]) {\n"
+                            "      %1: f32[4,3] = fused(%y) {\n")) ==
+        "line 4, column 22: a region's body cannot hold fused");
 }
 
 TEST_CASE("malformed text is rejected with its line, column and what was expected") {

@@ -159,6 +159,9 @@ TEST_CASE("regions: a body value of another shape or dtype, or a returned placeh
         "computes in f32, f64 and bool");
   CHECK(VerifyError(Region("f32[2,2]", "", "%a")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: its body returns its placeholder %a");
+  CHECK(VerifyError(Region("f32[3]", "      %n: f32[2,2] = neg(%a)\n", "%n")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body's placeholder %c f32[3] does not "
+        "broadcast to its region's shape [2,2]");
 }
 
 TEST_CASE("regions: built only through AddRegionNode, with the body's types") {
