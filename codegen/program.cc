@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "codegen/fold_conv_bias.h"
 #include "codegen/fuse_elementwise.h"
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
@@ -111,7 +112,6 @@ struct Program::Step {
   std::optional<FusedKernel> fused;
   int fused_nodes = 0;  // in the fused group
   IntoKernelFn into = nullptr;
-  bool with_bias = false;                   // a convolution that also adds its reader's bias
   PostOpKernelFn post_op_kernel = nullptr;  // an into step running `post_ops` too
   std::vector<PostOp> post_ops;
   DimOrder order;                        // a fused step's iteration (its outputs' memory) order
@@ -165,7 +165,12 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
     }
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
-  TC_RETURN_IF_ERROR(RunPasses(program->graph_, {FuseElementwise()}).status());
+  TC_RETURN_IF_ERROR(RunPasses(program->graph_,
+                               {
+                                   FoldConvolutionBias(),
+                                   FuseElementwise(),
+                               })
+                         .status());
   TC_RETURN_IF_ERROR(program->Lower(options));
   return program;
 }
@@ -300,7 +305,6 @@ absl::Status Program::Lower(const CompileOptions& options) {
   for (const Tensor& l : layout) {  // undefined for values inside fused groups
     channels_last_.push_back(l.defined() && l.is_channels_last());
   }
-  FuseConvolutionBias(values, layout);
   FusePostOps(values, layout, group_of);
   FuseSums(values, layout, group_of);
 
@@ -409,48 +413,6 @@ void Program::EraseSteps(const std::vector<bool>& removed) {
   steps_ = std::move(kept);
 }
 
-// conv2d whose result only a lone add of a [1, C, 1, 1] bias reads (as
-// nn::Conv2d computes its bias) becomes one convolution with that bias,
-// saving a pass over the output; the add's result is the convolution's.
-void Program::FuseConvolutionBias(absl::Span<const Value* const> values,
-                                  absl::Span<const Tensor> layout) {
-  const std::vector<int> readers = ReaderCounts(values.size());
-  const absl::flat_hash_map<int, int> producer = ProducerSteps();
-  // The fused step runs where the add stood: the bias may be computed (a view
-  // bound) after the convolution's own place.
-  std::vector<bool> removed(steps_.size(), false);
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    Step& add = steps_[i];
-    if (add.kind != StepKind::kFused || add.fused_nodes != 1 || add.node->op() != OpKind::kAdd ||
-        add.inputs.size() != 2) {
-      continue;
-    }
-    for (int k = 0; k < 2; ++k) {
-      const int conv_out = add.inputs[k], bias = add.inputs[1 - k];
-      auto p = producer.find(conv_out);
-      if (p == producer.end() || removed[p->second]) continue;
-      Step& convolution = steps_[p->second];
-      if (convolution.kind != StepKind::kInto || convolution.node->op() != OpKind::kConv2d ||
-          convolution.with_bias || readers[conv_out] != 1) {
-        continue;
-      }
-      const TensorType& y = values[conv_out]->type();
-      const Tensor& b = layout[bias];
-      if (values[add.results[0]]->type() != y || b.dtype() != y.dtype ||
-          b.shape() != Shape{1, y.shape[1], 1, 1} || !b.is_contiguous()) {
-        continue;
-      }
-      removed[p->second] = true;
-      convolution.with_bias = true;
-      convolution.inputs.push_back(bias);
-      convolution.results = add.results;
-      add = std::move(convolution);
-      break;
-    }
-  }
-  EraseSteps(removed);
-}
-
 // An into step whose kernel takes post-ops, and whose first result only a
 // fused step reads, running as a chain of post-ops (post_op_chain.h), runs
 // them itself: the merged step writes the fused step's result. It stands
@@ -475,7 +437,7 @@ void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<cons
       auto p = producer.find(head);
       if (p == producer.end() || removed[p->second]) continue;
       Step& into = steps_[p->second];
-      if (into.kind != StepKind::kInto || into.with_bias || into.post_op_kernel != nullptr ||
+      if (into.kind != StepKind::kInto || into.post_op_kernel != nullptr ||
           into.results[0] != head || readers[head] != 1 ||
           layout[head].strides() != layout[fused.results[0]].strides()) {
         continue;
@@ -782,7 +744,7 @@ std::string Program::PlanString() const {
     const Graph* body = step.node->body();
     const Node& named = body != nullptr ? *body->nodes().back() : *step.node;
     absl::StrAppend(&plan, KindName(step.kind), " ", OpName(named.op()),
-                    step.with_bias ? "+bias" : "");
+                    named.op() == OpKind::kConv2d && named.num_inputs() == 3 ? "+bias" : "");
     for (const PostOp& p : step.post_ops) absl::StrAppend(&plan, "+", OpName(p.op));
     absl::StrAppend(&plan, " -> ",
                     absl::StrJoin(step.results, ", ",

@@ -7,16 +7,17 @@
 //   // out[0]: a handle to a buffer the program owns; see "Outputs" below
 //
 // Lowering. First the lowering passes run over the graph, the verifier after
-// each: fuse-elementwise (codegen/fuse_elementwise.h) makes every fusion
-// group a `fused` node. Then each node becomes one step: a fused node runs
+// each: fold-conv-bias (codegen/fold_conv_bias.h) gives a convolution the
+// bias its only reader adds, then fuse-elementwise (codegen/
+// fuse_elementwise.h) makes every fusion group a `fused` node; graph() is
+// the result. Then each node becomes one step: a fused node runs
 // its body as one fused kernel (a lone elementwise node, as a group of one),
 // other nodes through their out-variant kernel (runtime/dispatch.h), views
 // (reshape, permute, slice, expand) as handles whose layout was worked out at
 // compile time, a reshape that cannot be a view as one strided copy, and
 // constants (`full`) are computed once. An op with none of these runs its
 // eager kernel and allocates its results, the one step kind that does. A
-// convolution whose only reader adds a per-channel bias runs with that bias
-// (one pass over its output instead of two). Likewise a kernel that takes
+// kernel that takes
 // post-ops (runtime/dispatch.h: matmul and linear in f32, batch norm) runs
 // with the chain of elementwise ops that is the only reader of its result
 // (codegen/post_op_chain.h): an activation, a residual add, a scale. And a
@@ -83,6 +84,8 @@ class Program {
   absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> args) const;
 
   int num_outputs() const { return static_cast<int>(output_slots_.size()); }
+  // The lowered graph the steps run: the input after the lowering passes.
+  const Graph& graph() const { return graph_; }
   // The layout of output i: kChannelsLast, or empty for row-major (or a
   // view in neither layout).
   DimOrder output_order(int i) const;
@@ -113,7 +116,6 @@ class Program {
   // Per computed slot, the index of the step computing it.
   absl::flat_hash_map<int, int> ProducerSteps() const;
   void EraseSteps(const std::vector<bool>& removed);
-  void FuseConvolutionBias(absl::Span<const Value* const> values, absl::Span<const Tensor> layout);
   void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
                    const absl::flat_hash_map<const Node*, FusedGroup>& group_of);
   void FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,

@@ -234,6 +234,24 @@ absl::Status Graph::RemoveNode(Node* node) {
   return absl::OkStatus();
 }
 
+absl::Status Graph::MoveBefore(Node* node, const Node* position) {
+  auto find = [&](const Node* n) {
+    return std::find_if(nodes_.begin(), nodes_.end(),
+                        [n](const std::unique_ptr<Node>& p) { return p.get() == n; });
+  };
+  auto from = find(node), to = find(position);
+  if (from == nodes_.end() || to == nodes_.end()) {
+    return absl::InvalidArgumentError("MoveBefore: not a live node of this graph");
+  }
+  // Rotate the node into place: every other node keeps its relative order.
+  if (from > to) {
+    std::rotate(to, from, from + 1);
+  } else if (from < to) {
+    std::rotate(from, from + 1, to);
+  }
+  return absl::OkStatus();
+}
+
 int Graph::RemoveDeadNodes() {
   int removed = 0;
   // Walking backwards sees every user before its operands' producers, so one

@@ -25,7 +25,7 @@
 // Two layers of mutation:
 //  - building (AddPlaceholder, AddNode, SetOutputs, Clone) checks everything;
 //  - rewriting (Node::SetInput, Node::SetAttrs, ReplaceAllUsesWith, RemoveNode,
-//    RenameValue) keeps use lists consistent and rejects values of another
+//    MoveBefore, RenameValue) keeps use lists consistent and rejects values of another
 //    graph, but leaves types, order and names to Verify (graph/verifier.h),
 //    which RunPasses (graph/pass.h) runs after every pass.
 #ifndef TENSORCUT_GRAPH_IR_H_
@@ -179,6 +179,9 @@ class Graph {
   absl::Status ReplaceAllUsesWith(Value* from, Value* to);
   // Takes a node whose results are unused out of the graph.
   absl::Status RemoveNode(Node* node);
+  // Moves `node` to just before `position` in the node order (both live
+  // nodes of this graph); Verify checks that values still come before uses.
+  absl::Status MoveBefore(Node* node, const Node* position);
   // Removes every node whose results are transitively unused; returns how many.
   int RemoveDeadNodes();
   // Renames a value exactly as asked; Verify rejects a name defined twice.

@@ -236,6 +236,9 @@ Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value) {
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options) {
   return Call1(OpKind::kConv2d, {x, w}, ToAttrs(options));
 }
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& options) {
+  return Call1(OpKind::kConv2d, {x, w, bias}, ToAttrs(options));
+}
 Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w, std::vector<int64_t> input_shape,
                             const Conv2dOptions& options) {
   Attrs attrs = ToAttrs(options);

@@ -118,6 +118,9 @@ Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value = 0);
 
 // ---- neural-net primitives (NCHW)
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dOptions& options = {});
+// With a per-channel bias, [O] or [1, O, 1, 1].
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias,
+              const Conv2dOptions& options = {});
 Tensor conv2d_backward_data(const Tensor& grad, const Tensor& w, std::vector<int64_t> input_shape,
                             const Conv2dOptions& options);
 Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& x,

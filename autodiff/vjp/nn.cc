@@ -12,8 +12,12 @@ const Tensor& G(const VjpContext& c) { return c.grads[0]; }
 TensorList Conv2d(const VjpContext& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Conv2dOptions o = Conv2dOptionsOf(c.attrs);
-  return {conv2d_backward_data(G(c), w, x.shape(), o),
-          conv2d_backward_weight(G(c), x, w.shape(), o)};
+  TensorList grads = {conv2d_backward_data(G(c), w, x.shape(), o),
+                      conv2d_backward_weight(G(c), x, w.shape(), o)};
+  if (c.inputs.size() == 3) {  // the bias: the gradient summed per channel
+    grads.push_back(reshape(sum(G(c), {0, 2, 3}), c.inputs[2].shape()));
+  }
+  return grads;
 }
 
 TensorList MaxPool2d(const VjpContext& c) {

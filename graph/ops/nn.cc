@@ -60,9 +60,19 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
   return out;
 }
 
+// conv2d(x, w[, bias]): the bias is one value per output channel, shaped [O]
+// or [1, O, 1, 1] (as a lowering pass folds a broadcast add into it).
 absl::StatusOr<std::vector<TensorType>> InferConv(absl::Span<const TensorType> in,
                                                   const Attrs& attrs) {
   TC_ASSIGN_OR_RETURN(Shape out, ConvOutShape(in[0], in[1], attrs));
+  if (in.size() == 3) {
+    const int64_t channels = in[1].shape[0];
+    const Shape& b = in[2].shape;
+    if (in[2].dtype != in[0].dtype || (b != Shape{channels} && b != Shape{1, channels, 1, 1})) {
+      return Invalid("bias must be ", DTypeName(in[0].dtype), "[", channels, "] or ",
+                     DTypeName(in[0].dtype), "[1,", channels, ",1,1], got ", in[2].ToString());
+    }
+  }
   return One(in[0].dtype, std::move(out));
 }
 
@@ -289,7 +299,7 @@ std::vector<OpDef> NnOpDefs() {
   const std::vector<AttrSpec> ln = {{"axis", AttrKind::kInt}, {"eps", AttrKind::kFloat}};
   const uint32_t bw = kTraitBackward;
   return {
-      {OpKind::kConv2d, "", OpFamily::kNn, 2, 2, conv, kTraitExpensive, &InferConv, &ConvCost},
+      {OpKind::kConv2d, "", OpFamily::kNn, 2, 3, conv, kTraitExpensive, &InferConv, &ConvCost},
       {OpKind::kConv2dBackwardData, "", OpFamily::kNn, 2, 2, conv_data, kTraitExpensive | bw,
        &InferConvBackwardData, &ConvCost},
       {OpKind::kConv2dBackwardWeight, "", OpFamily::kNn, 2, 2, conv_weight, kTraitExpensive | bw,

@@ -253,13 +253,13 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
   });
 }
 
-// conv2d(x, w), or with a third input, conv2d(x, w) + bias for a contiguous
-// bias of C elements (shaped [1, C, 1, 1]): the fusion codegen/program.cc
-// makes of a convolution whose only reader adds a per-channel bias.
+// conv2d(x, w), or with a third input, conv2d(x, w) + bias: one value per
+// output channel, shaped [O] or [1, O, 1, 1] (a bias that is not dense, an
+// expand's, is made so first).
 absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                         absl::Span<const Tensor> out) {
   Conv(ConvPass::kForward, in[0], in[1], out[0], Conv2dOptionsOf(attrs),
-       in.size() > 2 ? in[2] : Tensor());
+       in.size() > 2 ? in[2].contiguous() : Tensor());
   return absl::OkStatus();
 }
 

@@ -403,9 +403,17 @@ std::vector<ConvShape> Convolutions() {
   };
 }
 
+// Each convolution without a bias, with one of [O] and with one of [1,O,1,1].
 std::vector<OpCase> ConvCases(Make& m) {
   std::vector<OpCase> out;
-  for (const ConvShape& c : Convolutions()) out.push_back({c.note, {m.N(c.x), m.N(c.w)}, c.attrs});
+  for (const ConvShape& c : Convolutions()) {
+    const int64_t o = c.w[0];
+    out.push_back({c.note, {m.N(c.x), m.N(c.w)}, c.attrs});
+    out.push_back({absl::StrCat(c.note, ", bias [O]"), {m.N(c.x), m.N(c.w), m.N({o})}, c.attrs});
+    out.push_back({absl::StrCat(c.note, ", bias [1,O,1,1]"),
+                   {m.N(c.x), m.N(c.w), m.N({1, o, 1, 1})},
+                   c.attrs});
+  }
   return out;
 }
 

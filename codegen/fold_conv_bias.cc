@@ -1,0 +1,63 @@
+#include "codegen/fold_conv_bias.h"
+
+#include <string>
+#include <vector>
+
+#include "base/status_macros.h"
+
+namespace tc::codegen {
+namespace {
+
+// The convolution `add` adds a bias to, with the bias, or nullptr: a conv2d
+// without a bias whose result only `add` reads, once, and an operand of its
+// dtype shaped [1, C, 1, 1].
+struct Match {
+  Node* conv = nullptr;
+  Value* bias = nullptr;
+};
+
+Match MatchBiasAdd(const Node& add) {
+  if (add.op() != OpKind::kAdd) return {};
+  for (int k = 0; k < 2; ++k) {
+    Value* y = add.input(k);
+    Value* bias = add.input(1 - k);
+    Node* conv = y->producer();
+    if (conv == nullptr || conv->op() != OpKind::kConv2d || conv->num_inputs() != 2 ||
+        y->uses().size() != 1 || y->is_output()) {
+      continue;
+    }
+    const TensorType& t = y->type();
+    if (add.result(0)->type() != t || bias->type().dtype != t.dtype ||
+        bias->type().shape != Shape{1, t.shape[1], 1, 1}) {
+      continue;
+    }
+    return {conv, bias};
+  }
+  return {};
+}
+
+absl::StatusOr<bool> Run(Graph& graph) {
+  bool changed = false;
+  for (Node* add : graph.nodes()) {
+    const Match m = MatchBiasAdd(*add);
+    if (m.conv == nullptr) continue;
+    Value* sum = add->result(0);
+    const std::string name = sum->name();
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> folded,
+                        graph.AddNode(OpKind::kConv2d, {m.conv->input(0), m.conv->input(1), m.bias},
+                                      m.conv->attrs(), add->source()));
+    TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(sum, folded[0]));
+    TC_RETURN_IF_ERROR(graph.MoveBefore(folded[0]->producer(), add));
+    TC_RETURN_IF_ERROR(graph.RemoveNode(add));
+    TC_RETURN_IF_ERROR(graph.RemoveNode(m.conv));
+    graph.RenameValue(folded[0], name);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+Pass FoldConvolutionBias() { return {"fold-conv-bias", &Run}; }
+
+}  // namespace tc::codegen
