@@ -7,20 +7,13 @@
 #include <utility>
 
 #include "catch2/catch.hpp"
-#include "graph/parser.h"
-#include "graph/printer.h"
+#include "tests/graph/graphs.h"
 
 namespace tc::codegen {
 namespace {
 
 std::pair<std::string, bool> Fold(const std::string& text) {
-  absl::StatusOr<Graph> g = Parse(text);
-  INFO(g.status().ToString());
-  REQUIRE(g.ok());
-  absl::StatusOr<bool> changed = RunPasses(*g, {FoldConvolutionBias()});
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return {ToString(*g), *changed};
+  return testing::RunOnText(text, {FoldConvolutionBias()});
 }
 
 constexpr char kConv[] = "{dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}";

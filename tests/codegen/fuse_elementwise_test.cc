@@ -15,25 +15,17 @@
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
+#include "tests/graph/graphs.h"
 #include "tests/test_util.h"
 
 namespace tc::codegen {
 namespace {
 
-Graph ParseOk(const std::string& text) {
-  absl::StatusOr<Graph> g = Parse(text);
-  INFO(g.status().ToString());
-  REQUIRE(g.ok());
-  return *std::move(g);
-}
+using testing::ParseOk;
 
 // Runs the pass on `text`: the printed result and whether it changed.
 std::pair<std::string, bool> Fuse(const std::string& text) {
-  Graph g = ParseOk(text);
-  absl::StatusOr<bool> changed = RunPasses(g, {FuseElementwise()});
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return {ToString(g), *changed};
+  return testing::RunOnText(text, {FuseElementwise()});
 }
 
 const char kBiasReluSum[] =

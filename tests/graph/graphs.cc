@@ -1,6 +1,8 @@
 #include "tests/graph/graphs.h"
 
 #include "catch2/catch.hpp"
+#include "graph/parser.h"
+#include "graph/printer.h"
 
 namespace tc::testing {
 
@@ -14,6 +16,21 @@ std::vector<Value*> Add(Graph& g, OpKind op, std::vector<Value*> inputs, Attrs a
 }
 
 TensorType F32(Shape shape) { return {DType::kF32, std::move(shape)}; }
+
+Graph ParseOk(const std::string& text) {
+  absl::StatusOr<Graph> g = Parse(text);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+std::pair<std::string, bool> RunOnText(const std::string& text, const std::vector<Pass>& passes) {
+  Graph g = ParseOk(text);
+  absl::StatusOr<bool> changed = RunPasses(g, passes);
+  INFO(changed.status().ToString());
+  REQUIRE(changed.ok());
+  return {ToString(g), *changed};
+}
 
 Graph Mlp() {
   Graph g;

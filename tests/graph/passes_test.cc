@@ -11,20 +11,10 @@
 namespace tc {
 namespace {
 
-Graph ParseOk(const std::string& text) {
-  absl::StatusOr<Graph> g = Parse(text);
-  INFO(g.status().ToString());
-  REQUIRE(g.ok());
-  return *std::move(g);
-}
+using testing::ParseOk;
 
-// Runs `passes` on `text`; returns the printed result and whether it changed.
 std::pair<std::string, bool> Run(const std::string& text, std::vector<Pass> passes) {
-  Graph g = ParseOk(text);
-  absl::StatusOr<bool> changed = RunPasses(g, passes);
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return {ToString(g), *changed};
+  return testing::RunOnText(text, passes);
 }
 
 TEST_CASE("dce removes unused chains, keeps outputs, placeholders and their producers") {
