@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "codegen/fold_constants.h"
 #include "codegen/fold_conv_bias.h"
 #include "codegen/fuse_elementwise.h"
 #include "codegen/fused_kernel.h"
@@ -165,12 +166,12 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
     }
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
-  TC_RETURN_IF_ERROR(RunPasses(program->graph_,
-                               {
-                                   FoldConvolutionBias(),
-                                   FuseElementwise(),
-                               })
-                         .status());
+  const std::vector<Pass> lowering = {
+      FoldConstants(),        // what depends on constants alone is computed now
+      FoldConvolutionBias(),  // a convolution's bias add into the convolution
+      FuseElementwise(),      // elementwise chains into fused nodes
+  };
+  TC_RETURN_IF_ERROR(RunPasses(program->graph_, lowering).status());
   TC_RETURN_IF_ERROR(program->Lower(options));
   return program;
 }

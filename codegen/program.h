@@ -7,10 +7,11 @@
 //   // out[0]: a handle to a buffer the program owns; see "Outputs" below
 //
 // Lowering. First the lowering passes run over the graph, the verifier after
-// each: fold-conv-bias (codegen/fold_conv_bias.h) gives a convolution the
-// bias its only reader adds, then fuse-elementwise (codegen/
-// fuse_elementwise.h) makes every fusion group a `fused` node; graph() is
-// the result. Then each node becomes one step: a fused node runs
+// each: fold-constants (codegen/fold_constants.h) computes what depends on
+// constants alone, fold-conv-bias (codegen/fold_conv_bias.h) gives a
+// convolution the bias its only reader adds, and fuse-elementwise
+// (codegen/fuse_elementwise.h) makes every fusion group a `fused` node;
+// graph() is the result. Then each node becomes one step: a fused node runs
 // its body as one fused kernel (a lone elementwise node, as a group of one),
 // other nodes through their out-variant kernel (runtime/dispatch.h), views
 // (reshape, permute, slice, expand) as handles whose layout was worked out at
