@@ -1,6 +1,11 @@
 #include "codegen/layout_plan.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "codegen/fusion.h"
 
 namespace tc::codegen {
 namespace {
@@ -23,49 +28,88 @@ int FollowedInput(OpKind op) {
   }
 }
 
-}  // namespace
-
-LayoutPlanner::LayoutPlanner(const Graph& graph, int free_outputs_from) {
-  const auto& outputs = graph.outputs();
-  for (int i = 0; i < free_outputs_from && i < static_cast<int>(outputs.size()); ++i) {
-    row_major_.insert(outputs[i]);
-  }
-  absl::flat_hash_set<const Value*> read_otherwise;
-  absl::flat_hash_set<const Value*> reshaped;
-  for (const Node* node : graph.nodes()) {
-    for (const Value* in : node->inputs()) {
-      (node->op() == OpKind::kReshape ? reshaped : read_otherwise).insert(in);
+class LayoutPlanner {
+ public:
+  LayoutPlanner(const Graph& graph, int free_outputs_from) {
+    const auto& outputs = graph.outputs();
+    for (int i = 0; i < free_outputs_from && i < static_cast<int>(outputs.size()); ++i) {
+      row_major_.insert(outputs[i]);
+    }
+    absl::flat_hash_set<const Value*> read_otherwise, reshaped;
+    for (const Node* node : graph.nodes()) {
+      for (const Value* in : node->inputs()) {
+        (node->op() == OpKind::kReshape ? reshaped : read_otherwise).insert(in);
+      }
+    }
+    for (const Value* v : reshaped) {
+      if (!read_otherwise.contains(v)) row_major_.insert(v);
     }
   }
-  for (const Value* v : reshaped) {
-    if (!read_otherwise.contains(v)) row_major_.insert(v);
-  }
-}
 
-DimOrder LayoutPlanner::Allowed(const Value* v, DimOrder order) const {
-  if (v->type().rank() != 4 || row_major_.contains(v)) return {};
-  return order;
-}
-
-DimOrder LayoutPlanner::ForNode(const Node& node, absl::Span<const Tensor> inputs) const {
-  if (node.op() == OpKind::kConv2d || node.op() == OpKind::kConv2dBackwardData) {
+  // The order of `node`'s first result, given its inputs' layouts.
+  DimOrder ForNode(const Node& node) const {
+    if (node.op() == OpKind::kConv2d || node.op() == OpKind::kConv2dBackwardData) {
+      return Allowed(node.result(0), kChannelsLast);
+    }
+    const int followed = FollowedInput(node.op());
+    if (followed < 0 || node.input(followed)->layout() != kChannelsLast) return {};
     return Allowed(node.result(0), kChannelsLast);
   }
-  const int followed = FollowedInput(node.op());
-  if (followed < 0 || !inputs[followed].is_channels_last()) return {};
-  return Allowed(node.result(0), kChannelsLast);
+
+  // The order of every result of a fused pass (a fused node, or a lone
+  // fusible node): channels-last when an input of the results' shape is.
+  DimOrder ForFused(const Node& node) const {
+    const Shape& shape = node.result(0)->type().shape;
+    bool follows = false;
+    for (const Value* in : node.inputs()) {
+      follows = follows || (in->type().shape == shape && in->layout() == kChannelsLast);
+    }
+    if (!follows) return {};
+    for (const Value* out : node.results()) {
+      if (out->type().shape != shape || Allowed(out, kChannelsLast).empty()) return {};
+    }
+    return kChannelsLast;
+  }
+
+ private:
+  // `order`, when it may be given to `v`; else empty.
+  DimOrder Allowed(const Value* v, DimOrder order) const {
+    if (v->type().rank() != 4 || row_major_.contains(v)) return {};
+    return order;
+  }
+
+  absl::flat_hash_set<const Value*> row_major_;
+};
+
+absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
+  bool changed = false;
+  auto set = [&](Value* v, DimOrder order) {
+    if (v->layout() == order) return;
+    graph.SetLayout(v, std::move(order));
+    changed = true;
+  };
+  const std::vector<DimOrder>& orders = options.argument_orders;
+  for (size_t i = 0; i < orders.size() && i < graph.placeholders().size(); ++i) {
+    Value* p = graph.placeholders()[i];
+    set(p, orders[i] == kChannelsLast && p->type().rank() == 4 ? orders[i] : DimOrder());
+  }
+  const LayoutPlanner planner(graph, options.free_outputs_from);
+  for (Node* node : graph.nodes()) {
+    if (node->def().Has(kTraitView)) continue;  // a view has its base's layout
+    if (node->body() != nullptr || IsFusible(*node)) {
+      const DimOrder order = planner.ForFused(*node);
+      for (Value* r : node->results()) set(r, order);
+    } else {
+      set(node->result(0), planner.ForNode(*node));
+    }
+  }
+  return changed;
 }
 
-DimOrder LayoutPlanner::ForGroup(const Shape& shape, absl::Span<const Value* const> outputs,
-                                 absl::Span<const Tensor> inputs) const {
-  bool follows = false;
-  for (const Tensor& in : inputs)
-    follows = follows || (in.shape() == shape && in.is_channels_last());
-  if (!follows) return {};
-  for (const Value* out : outputs) {
-    if (out->type().shape != shape || Allowed(out, kChannelsLast).empty()) return {};
-  }
-  return kChannelsLast;
+}  // namespace
+
+Pass AssignLayouts(const CompileOptions& options) {
+  return {"assign-layouts", [options](Graph& graph) { return Assign(graph, options); }};
 }
 
 }  // namespace tc::codegen

@@ -167,9 +167,10 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
   const std::vector<Pass> lowering = {
-      FoldConstants(),        // what depends on constants alone is computed now
-      FoldConvolutionBias(),  // a convolution's bias add into the convolution
-      FuseElementwise(),      // elementwise chains into fused nodes
+      FoldConstants(),         // what depends on constants alone is computed now
+      FoldConvolutionBias(),   // a convolution's bias add into the convolution
+      FuseElementwise(),       // elementwise chains into fused nodes
+      AssignLayouts(options),  // channels-last activations between convolutions
   };
   TC_RETURN_IF_ERROR(RunPasses(program->graph_, lowering).status());
   TC_RETURN_IF_ERROR(program->Lower(options));
@@ -210,7 +211,6 @@ absl::Status Program::Lower(const CompileOptions& options) {
         dense_layout(p, options.argument_orders.empty() ? DimOrder() : options.argument_orders[i]);
     argument_strides_.push_back(layout[slot[p]].strides());
   }
-  const LayoutPlanner planner(graph_, options.free_outputs_from);
 
   // Where each value's memory comes from: the slot of the value owning its
   // buffer (itself for computed values, arguments and eager results).
@@ -253,8 +253,7 @@ absl::Status Program::Lower(const CompileOptions& options) {
       step.fused_nodes = fused.group.nodes.size();
       step.inputs = slots_of(fused.inputs);
       step.results = slots_of(fused.outputs);
-      step.order = order =
-          planner.ForGroup(fused.group.shape, fused.outputs, layouts_of(step.inputs));
+      step.order = order = fused.outputs[0]->layout();  // every output's (assign-layouts)
     } else {
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());
@@ -264,7 +263,7 @@ absl::Status Program::Lower(const CompileOptions& options) {
       } else if (GetIntoKernel(node->op()) != nullptr) {
         step.kind = StepKind::kInto;
         step.into = GetIntoKernel(node->op());
-        order = planner.ForNode(*node, layouts_of(step.inputs));
+        order = node->result(0)->layout();
       } else if (def.Has(kTraitView)) {
         const std::vector<Tensor> in = layouts_of(step.inputs);
         TC_ASSIGN_OR_RETURN(const TensorList out, RunNodeKernel(*node, in, step.result_types));

@@ -9,8 +9,9 @@
 // Lowering. First the lowering passes run over the graph, the verifier after
 // each: fold-constants (codegen/fold_constants.h) computes what depends on
 // constants alone, fold-conv-bias (codegen/fold_conv_bias.h) gives a
-// convolution the bias its only reader adds, and fuse-elementwise
-// (codegen/fuse_elementwise.h) makes every fusion group a `fused` node;
+// convolution the bias its only reader adds, fuse-elementwise
+// (codegen/fuse_elementwise.h) makes every fusion group a `fused` node, and
+// assign-layouts (codegen/layout_plan.h) sets each value's memory order;
 // graph() is the result. Then each node becomes one step: a fused node runs
 // its body as one fused kernel (a lone elementwise node, as a group of one),
 // other nodes through their out-variant kernel (runtime/dispatch.h), views
@@ -37,7 +38,7 @@
 // buffer still held is left to its holder and the run allocates a new one, so
 // nothing a caller kept is ever overwritten.
 //
-// Layouts. Values are row-major unless the layout planner (codegen/
+// Layouts. Values are row-major unless assign-layouts (codegen/
 // layout_plan.h) makes them channels-last: convolutional activations, and
 // graph outputs from `free_outputs_from` on when the caller takes any layout
 // (a training step's saved values, handed to a backward compiled with

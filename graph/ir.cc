@@ -124,8 +124,12 @@ absl::StatusOr<std::vector<Value*>> Graph::AddRegionNode(OpKind op, absl::Span<V
 absl::StatusOr<std::vector<Value*>> Graph::AddCopyOf(const Node& node,
                                                      absl::Span<Value* const> inputs,
                                                      absl::Span<const std::string> names) {
-  if (node.body_ != nullptr) return AddRegion(node.op(), inputs, node.body_, node.source(), names);
-  return AddNode(node.op(), inputs, node.attrs(), node.source(), names);
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> results,
+                      node.body_ != nullptr
+                          ? AddRegion(node.op(), inputs, node.body_, node.source(), names)
+                          : AddNode(node.op(), inputs, node.attrs(), node.source(), names));
+  for (size_t i = 0; i < results.size(); ++i) results[i]->layout_ = node.result(i)->layout_;
+  return results;
 }
 
 absl::StatusOr<std::vector<Value*>> Graph::AddRegion(OpKind op, absl::Span<Value* const> inputs,
@@ -285,6 +289,7 @@ Graph Graph::Clone() const {
   auto copy_value = [&](const Value* v, Node* producer) {
     g.values_.push_back(
         absl::WrapUnique(new Value(g.id_.id, v->name(), v->type(), producer, v->index())));
+    g.values_.back()->layout_ = v->layout_;
     return map[v] = g.values_.back().get();
   };
   auto copy_node = [&](const Node& n) {

@@ -62,6 +62,10 @@ class Value {
  public:
   const std::string& name() const { return name_; }
   const TensorType& type() const { return type_; }
+  // The memory order a lowered graph gives the value (kChannelsLast), or
+  // empty: row-major for what a node computes, its base's for a view. Set
+  // by codegen's layout pass; printed after the type ("f32[2,4,8,8]:nhwc").
+  const DimOrder& layout() const { return layout_; }
   // The node that defines this value; nullptr for a placeholder.
   Node* producer() const { return producer_; }
   bool is_placeholder() const { return producer_ == nullptr; }
@@ -94,6 +98,7 @@ class Value {
   int index_;
   std::vector<Use> uses_;
   int output_count_ = 0;
+  DimOrder layout_;
 };
 
 // One op call: an OpKind from the op table, operands, attributes, results and
@@ -165,7 +170,8 @@ class Graph {
                                                     Graph body, std::string source = "",
                                                     absl::Span<const std::string> names = {});
   // Appends a copy of `node` (of any graph) reading `inputs`: its op,
-  // attributes or body, and source; results named by `names` as in AddNode.
+  // attributes or body, source and result layouts; results named by `names`
+  // as in AddNode.
   // What every pass that rebuilds a graph copies nodes with.
   absl::StatusOr<std::vector<Value*>> AddCopyOf(const Node& node, absl::Span<Value* const> inputs,
                                                 absl::Span<const std::string> names = {});
@@ -186,6 +192,9 @@ class Graph {
   int RemoveDeadNodes();
   // Renames a value exactly as asked; Verify rejects a name defined twice.
   void RenameValue(Value* value, absl::string_view name);
+  // Gives a value a memory order; Verify rejects one other than
+  // kChannelsLast on a rank-4 value.
+  void SetLayout(Value* value, DimOrder layout) { value->layout_ = std::move(layout); }
 
   // A deep copy: same names, types, order, attributes and sources.
   Graph Clone() const;

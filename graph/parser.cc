@@ -17,12 +17,14 @@ namespace {
 bool IsNameChar(char c) { return absl::ascii_isalnum(c) || c == '_' || c == '.'; }
 bool IsNumberChar(char c) { return absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '+'; }
 
-// A declared result or placeholder: "%name: type", with where it started.
+// A declared result or placeholder: "%name: type" or "%name: type:nhwc",
+// with where it started.
 struct Decl {
   size_t pos;
   std::string name;
   size_t type_pos;
   TensorType type;
+  DimOrder layout;
 };
 
 class Parser {
@@ -48,7 +50,9 @@ class Parser {
       do {
         TC_ASSIGN_OR_RETURN(Decl d, Declaration());
         TC_RETURN_IF_ERROR(CheckNew(d));
-        values_[d.name] = graph_.AddPlaceholder(d.name, d.type);
+        Value* p = graph_.AddPlaceholder(d.name, d.type);
+        graph_.SetLayout(p, d.layout);
+        values_[d.name] = p;
       } while (Consume(','));
       TC_RETURN_IF_ERROR(Expect(')'));
     }
@@ -111,6 +115,7 @@ class Parser {
                        results[i].type.ToString(), ", but ", op_name, " infers ",
                        v->type().ToString());
       }
+      graph_.SetLayout(v, results[i].layout);
       values_[v->name()] = v;
     }
     return absl::OkStatus();
@@ -118,13 +123,18 @@ class Parser {
 
   absl::StatusOr<Decl> Declaration() {
     SkipSpace();
-    Decl d{pos_, "", 0, {}};
+    Decl d{pos_, "", 0, {}, {}};
     TC_RETURN_IF_ERROR(Expect('%'));
     TC_ASSIGN_OR_RETURN(d.name, Name("value name"));
     TC_RETURN_IF_ERROR(Expect(':'));
     SkipSpace();
     d.type_pos = pos_;
     TC_ASSIGN_OR_RETURN(d.type, Type());
+    if (Peek() == ':') {
+      ++pos_;
+      TC_RETURN_IF_ERROR(ExpectWord("nhwc"));
+      d.layout = kChannelsLast;
+    }
     return d;
   }
 

@@ -9,7 +9,8 @@ namespace {
 void AppendName(std::string* out, const Value* v) { absl::StrAppend(out, "%", v->name()); }
 
 void AppendTyped(std::string* out, const Value* v) {
-  absl::StrAppend(out, "%", v->name(), ": ", v->type().ToString());
+  absl::StrAppend(out, "%", v->name(), ": ", v->type().ToString(),
+                  v->layout() == kChannelsLast ? ":nhwc" : "");
 }
 
 // "%0: f32[4,3] = op(%x) {attrs}": a node's line without its source.

@@ -8,7 +8,8 @@
 //
 // One node per line: its results with their types, the op, its operands, its
 // attributes (Attrs::ToString, doubles printed to round-trip exactly) and,
-// after "  # ", the source location that produced it. A region op's body
+// after "  # ", the source location that produced it. A value laid out
+// channels-last by lowering has ":nhwc" after its type. A region op's body
 // follows its line, indented, between braces:
 //
 //     %2: f32[4,3] = fused(%x, %b) {

@@ -136,6 +136,10 @@ class Verifier {
 
   absl::Status Define(const Value* v, absl::string_view where) {
     if (!names_.insert(v->name()).second) return Error(where, "%", v->name(), " is defined twice");
+    if (!v->layout().empty() && (v->layout() != kChannelsLast || v->type().rank() != 4)) {
+      return Error(where, "%", v->name(), " ", v->type().ToString(),
+                   " has a layout other than channels-last on a rank-4 value");
+    }
     defined_.insert(v);
     return absl::OkStatus();
   }

@@ -5,6 +5,7 @@
 //    a node of this graph, before any node uses it;
 //  - no dangling values: no operand or output whose producer was removed;
 //  - outputs: each output is a live value of this graph;
+//  - layouts: a value's layout is empty or channels-last on a rank-4 value;
 //  - regions: a region op's body (a fused pass) verifies, takes the node's
 //    operand types, each broadcasting to one shape that every body result
 //    has, holds only fusible ops (kTraitFusible) in f32, f64 or bool, and

@@ -7,8 +7,10 @@
 #include "catch2/catch.hpp"
 #include "codegen/interpreter.h"
 #include "codegen/program.h"
+#include "graph/printer.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
+#include "tests/graph/graphs.h"
 
 namespace tc::codegen {
 namespace {
@@ -120,6 +122,51 @@ TEST_CASE("argument orders that do not fit the graph are an error") {
   REQUIRE(b.status().code() == absl::StatusCode::kInvalidArgument);
   REQUIRE_THAT(std::string(b.status().message()),
                Catch::Contains("argument 2 has rank 1, its order has 4 dims"));
+}
+
+TEST_CASE("the lowered graph shows each value's layout") {
+  const Graph g = ConvBlock(DType::kF32, /*return_conv=*/false);
+  const std::shared_ptr<Program> program = Program::Compile(g).value();
+  // batch norm follows the convolution and relu follows batch norm; the
+  // pooled value only a reshape reads stays row-major.
+  CHECK(ToString(program->graph()) ==
+        "graph(%x: f32[2,3,8,8], %w: f32[4,3,3,3], %gamma: f32[4], %beta: f32[4]) {\n"
+        "  %0: f32[2,4,8,8]:nhwc = conv2d(%x, %w) {dilation=[1,1], groups=1, padding=[1,1], "
+        "stride=[1,1]}\n"
+        "  %1: f32[2,4,8,8]:nhwc, %2: f32[4], %3: f32[4] = batch_norm(%0, %gamma, %beta) "
+        "{eps=1.0000000000000001e-05}\n"
+        "  %4: f32[2,4,8,8]:nhwc = relu(%1)\n"
+        "  %5: f32[2,4,4,4] = max_pool2d(%4) {kernel=[2,2], padding=[0,0], stride=[2,2]}\n"
+        "  %6: f32[2,64] = reshape(%5) {shape=[2,64]}\n"
+        "  return (%6)\n"
+        "}\n");
+}
+
+TEST_CASE("assign-layouts as text: arguments, followers, fused passes and kept outputs") {
+  const std::string in =
+      "graph(%g: f32[2,4,3,3], %x: f32[2,4,3,3], %s: f32[4]) {\n"
+      "  %0: f32[2,4,3,3] = max_pool2d_backward(%g, %x) {kernel=[1,1], padding=[0,0], "
+      "stride=[1,1]}\n"
+      "  %1: f32[2,4,3,3] = neg(%0)\n"
+      "  %2: f32[2,4,3,3] = mul(%1, %x)\n"
+      "  %3: f32[4] = neg(%s)\n"
+      "  return (%2, %1, %3)\n"
+      "}\n";
+  CompileOptions options;
+  options.argument_orders = {{}, kChannelsLast, {}};
+  options.free_outputs_from = 1;
+  // %x comes channels-last; the pooling gradient follows it (its input 1),
+  // and so does the neg. The mul, output 0, stays row-major for the caller;
+  // output 1 may take any layout.
+  CHECK(testing::RunOnText(in, {AssignLayouts(options)}).first ==
+        "graph(%g: f32[2,4,3,3], %x: f32[2,4,3,3]:nhwc, %s: f32[4]) {\n"
+        "  %0: f32[2,4,3,3]:nhwc = max_pool2d_backward(%g, %x) {kernel=[1,1], padding=[0,0], "
+        "stride=[1,1]}\n"
+        "  %1: f32[2,4,3,3]:nhwc = neg(%0)\n"
+        "  %2: f32[2,4,3,3] = mul(%1, %x)\n"
+        "  %3: f32[4] = neg(%s)\n"
+        "  return (%2, %1, %3)\n"
+        "}\n");
 }
 
 }  // namespace

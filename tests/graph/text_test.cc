@@ -149,6 +149,16 @@ TEST_CASE("the well-formed base of the malformed cases parses") {
   ParseRoundTrip(WithNode("  %0: f32[4,3] = relu(%x)"));
 }
 
+TEST_CASE("a value's layout prints after its type and parses back") {
+  ParseRoundTrip(
+      "graph(%x: f32[2,3,4,4]:nhwc) {\n"
+      "  %0: f32[2,3,4,4]:nhwc = relu(%x)\n"
+      "  return (%0)\n"
+      "}\n");
+  CHECK(ParseError(WithNode("  %0: f32[4,3]:nchw = relu(%x)")) ==
+        "line 2, column 16: expected 'nhwc', got 'nchw'");
+}
+
 TEST_CASE("a region op's body: required, parsed as a graph, its types checked") {
   CHECK(ParseError(WithNode("  %0: f32[4,3] = fused(%x)")) ==
         "line 3, column 3: expected '{', got 'return'");

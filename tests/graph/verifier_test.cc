@@ -134,6 +134,16 @@ Graph Region(const std::string& c_type, const std::string& body_lines, const std
   return *std::move(g);
 }
 
+TEST_CASE("layouts: channels-last only on rank-4 values") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", F32({4, 3}));
+  REQUIRE(g.SetOutputs({Add(g, OpKind::kRelu, {x})[0]}).ok());
+  g.SetLayout(x, kChannelsLast);
+  CHECK(VerifyError(g) ==
+        "placeholder `%x: f32[4,3]`: %x f32[4,3] has a layout other than channels-last on a "
+        "rank-4 value");
+}
+
 TEST_CASE("regions: a fused body of fusible ops over one shape verifies") {
   CHECK(Verify(Region("f32[2]", "      %r: f32[2,2] = add(%a, %c)\n", "%r")).ok());
 }
