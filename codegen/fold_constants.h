@@ -11,8 +11,10 @@
 // The value is computed by the op's kernel on one element, in the op's
 // dtype, so the folded graph gives the unfolded graph's bits. A folded node
 // keeps its result's name and its place; a `full` nothing reads any more is
-// removed. Results that are not finite (and i64 results beyond 2^53) stay
-// unfolded: an attribute holds them only as a double.
+// removed. Left unfolded: random ops, graph outputs (a returned constant is
+// made afresh every run), views that add elements (an expand is free as a
+// view), integer divisions, and results that are not finite or, in i64,
+// beyond 2^53 (a `full`'s value is a double).
 #ifndef TENSORCUT_CODEGEN_FOLD_CONSTANTS_H_
 #define TENSORCUT_CODEGEN_FOLD_CONSTANTS_H_
 

@@ -8,9 +8,21 @@
 namespace tc::codegen {
 namespace {
 
+// Whether `v` is laid out densely in a program: an argument, a computed
+// value, or a reshape of one (a reshape is a view or a dense copy). The
+// convolution reads its bias as C values in a row; any other layout it would
+// copy on every call.
+bool Dense(const Value* v) {
+  auto computed = [](const Value* x) {
+    return x->producer() == nullptr || !x->producer()->def().Has(kTraitView);
+  };
+  return computed(v) ||
+         (v->producer()->op() == OpKind::kReshape && computed(v->producer()->input(0)));
+}
+
 // The convolution `add` adds a bias to, with the bias, or nullptr: a conv2d
-// without a bias whose result only `add` reads, once, and an operand of its
-// dtype shaped [1, C, 1, 1].
+// without a bias whose result only `add` reads, once, and a dense operand of
+// its dtype shaped [1, C, 1, 1].
 struct Match {
   Node* conv = nullptr;
   Value* bias = nullptr;
@@ -28,7 +40,7 @@ Match MatchBiasAdd(const Node& add) {
     }
     const TensorType& t = y->type();
     if (add.result(0)->type() != t || bias->type().dtype != t.dtype ||
-        bias->type().shape != Shape{1, t.shape[1], 1, 1}) {
+        bias->type().shape != Shape{1, t.shape[1], 1, 1} || !Dense(bias)) {
       continue;
     }
     return {conv, bias};

@@ -1,11 +1,15 @@
 #include "codegen/layout_plan.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "codegen/fusion.h"
+#include "runtime/dispatch.h"
+#include "runtime/tensor.h"
 
 namespace tc::codegen {
 namespace {
@@ -89,18 +93,50 @@ absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
     changed = true;
   };
   const std::vector<DimOrder>& orders = options.argument_orders;
-  for (size_t i = 0; i < orders.size() && i < graph.placeholders().size(); ++i) {
+  for (size_t i = 0; i < graph.placeholders().size(); ++i) {
     Value* p = graph.placeholders()[i];
-    set(p, orders[i] == kChannelsLast && p->type().rank() == 4 ? orders[i] : DimOrder());
+    const bool nhwc = i < orders.size() && orders[i] == kChannelsLast && p->type().rank() == 4;
+    set(p, nhwc ? kChannelsLast : DimOrder());
   }
+  // A view's strides are what its kernel makes of its base's: asked over
+  // scratch memory, as a program does. A channels-last view (a permute of an
+  // NHWC input, a slice of the batch) is followed like any channels-last value.
+  int64_t scratch_bytes = 64;
+  for (const Node* node : graph.nodes()) {
+    for (const Value* r : node->results())
+      scratch_bytes = std::max(scratch_bytes, r->type().bytes());
+  }
+  for (const Value* p : graph.placeholders()) {
+    scratch_bytes = std::max(scratch_bytes, p->type().bytes());
+  }
+  const auto scratch = std::make_shared<Storage>(scratch_bytes);
+  absl::flat_hash_map<const Value*, Tensor> view_layouts;
+  auto layout_of = [&](const Value* v) {
+    if (auto it = view_layouts.find(v); it != view_layouts.end()) return it->second;
+    const TensorType& t = v->type();
+    return Tensor::View(scratch, t.dtype, t.shape, DenseStrides(t.shape, v->layout()), 0);
+  };
   const LayoutPlanner planner(graph, options.free_outputs_from);
   for (Node* node : graph.nodes()) {
-    if (node->def().Has(kTraitView)) continue;  // a view has its base's layout
-    if (node->body() != nullptr || IsFusible(*node)) {
+    if (node->def().Has(kTraitView)) {
+      std::vector<TensorType> types;
+      for (const Value* r : node->results()) types.push_back(r->type());
+      absl::StatusOr<TensorList> views =
+          RunKernel(node->op(), {layout_of(node->input(0))}, node->attrs(), types);
+      for (int i = 0; i < node->num_results(); ++i) {
+        // A reshape that is a copy writes a dense row-major result.
+        const bool is_view = views.ok() && (*views)[i].storage() == scratch;
+        if (is_view) view_layouts[node->result(i)] = (*views)[i];
+        const bool nhwc =
+            is_view && node->result(i)->type().rank() == 4 && (*views)[i].is_channels_last();
+        set(node->result(i), nhwc ? kChannelsLast : DimOrder());
+      }
+    } else if (node->body() != nullptr || IsFusible(*node)) {
       const DimOrder order = planner.ForFused(*node);
       for (Value* r : node->results()) set(r, order);
     } else {
       set(node->result(0), planner.ForNode(*node));
+      for (int i = 1; i < node->num_results(); ++i) set(node->result(i), {});
     }
   }
   return changed;

@@ -18,10 +18,11 @@
 // Placeholders take the layouts of `options.argument_orders`. Values the
 // graph returns before `options.free_outputs_from` stay row-major for the
 // caller, and so does a value read only by reshapes (a flatten of NHWC data
-// would be a copy; writing it row-major costs nothing extra). An op follows
-// a computed value's or a placeholder's layout, not a view's. Only a node's
-// first result takes a layout (batch norm's statistics stay row-major), and
-// every result of a fused pass the same one.
+// would be a copy; writing it row-major costs nothing extra). A view is
+// marked with the layout its strides have (a permute of an NHWC input is
+// channels-last), and followed like any value. Only a node's first result
+// takes a layout (batch norm's statistics stay row-major), and every result
+// of a fused pass the same one.
 #ifndef TENSORCUT_CODEGEN_LAYOUT_PLAN_H_
 #define TENSORCUT_CODEGEN_LAYOUT_PLAN_H_
 

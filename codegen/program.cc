@@ -167,7 +167,7 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
   const std::vector<Pass> lowering = {
-      FoldConstants(),         // what depends on constants alone is computed now
+      FoldConstants(),         // elementwise ops and views of constants, computed now
       FoldConvolutionBias(),   // a convolution's bias add into the convolution
       FuseElementwise(),       // elementwise chains into fused nodes
       AssignLayouts(options),  // channels-last activations between convolutions

@@ -7,8 +7,8 @@
 //   // out[0]: a handle to a buffer the program owns; see "Outputs" below
 //
 // Lowering. First the lowering passes run over the graph, the verifier after
-// each: fold-constants (codegen/fold_constants.h) computes what depends on
-// constants alone, fold-conv-bias (codegen/fold_conv_bias.h) gives a
+// each: fold-constants (codegen/fold_constants.h) folds elementwise ops and
+// views of constants, fold-conv-bias (codegen/fold_conv_bias.h) gives a
 // convolution the bias its only reader adds, fuse-elementwise
 // (codegen/fuse_elementwise.h) makes every fusion group a `fused` node, and
 // assign-layouts (codegen/layout_plan.h) sets each value's memory order;
@@ -19,8 +19,8 @@
 // compile time, a reshape that cannot be a view as one strided copy, and
 // constants (`full`) are computed once. An op with none of these runs its
 // eager kernel and allocates its results, the one step kind that does. A
-// kernel that takes
-// post-ops (runtime/dispatch.h: matmul and linear in f32, batch norm) runs
+// kernel that takes post-ops (runtime/dispatch.h: matmul and linear in f32,
+// batch norm) runs
 // with the chain of elementwise ops that is the only reader of its result
 // (codegen/post_op_chain.h): an activation, a residual add, a scale. And a
 // sum of a fused group's result runs in the group's pass where the fused

@@ -63,8 +63,8 @@ class Value {
   const std::string& name() const { return name_; }
   const TensorType& type() const { return type_; }
   // The memory order a lowered graph gives the value (kChannelsLast), or
-  // empty: row-major for what a node computes, its base's for a view. Set
-  // by codegen's layout pass; printed after the type ("f32[2,4,8,8]:nhwc").
+  // empty (row-major, or for a view strides in neither order). Set by
+  // codegen's layout pass; printed after the type ("f32[2,4,8,8]:nhwc").
   const DimOrder& layout() const { return layout_; }
   // The node that defines this value; nullptr for a placeholder.
   Node* producer() const { return producer_; }

@@ -138,7 +138,7 @@ class Verifier {
     if (!names_.insert(v->name()).second) return Error(where, "%", v->name(), " is defined twice");
     if (!v->layout().empty() && (v->layout() != kChannelsLast || v->type().rank() != 4)) {
       return Error(where, "%", v->name(), " ", v->type().ToString(),
-                   " has a layout other than channels-last on a rank-4 value");
+                   " has a layout; only a rank-4 value may be channels-last");
     }
     defined_.insert(v);
     return absl::OkStatus();

@@ -32,8 +32,8 @@ using KernelFn = absl::StatusOr<TensorList> (*)(absl::Span<const Tensor> inputs,
 
 // An out-variant kernel: writes every element of `outputs`, dense tensors of
 // the inferred types that the caller allocated (a compiled plan reuses them
-// from call to call): row-major, or channels-last where a program's layout
-// plan (codegen/layout_plan.h) makes them so for the ops it names. Inputs may
+// from call to call): row-major, or channels-last where the layout pass
+// (codegen/layout_plan.h) makes them so for the ops it names. Inputs may
 // have any strides. Views and data-dependent shapes have none.
 using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                       absl::Span<const Tensor> outputs);

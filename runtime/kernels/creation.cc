@@ -1,4 +1,6 @@
 // Eager kernels of the creation family.
+#include <cmath>
+
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
 
@@ -9,7 +11,7 @@ absl::StatusOr<TensorList> FullKernel(absl::Span<const Tensor>, const Attrs& att
                                       absl::Span<const TensorType> out_types) {
   Tensor out = Tensor::Empty(out_types[0].shape, out_types[0].dtype);
   const double value = attrs.Float("value");
-  if (value != 0) {  // storage starts zeroed
+  if (value != 0 || std::signbit(value)) {  // storage starts zeroed: +0, not -0
     VisitDType(out.dtype(), [&](auto zero) {
       using T = decltype(zero);
       std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value));

@@ -18,7 +18,9 @@ std::pair<std::string, bool> Fold(const std::string& text) {
 
 constexpr char kConv[] = "{dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}";
 
-std::string Header() { return "graph(%x: f32[2,3,5,5], %w: f32[4,3,3,3], %b: f32[4]) {\n"; }
+std::string Header() {
+  return "graph(%x: f32[2,3,5,5], %w: f32[4,3,3,3], %b: f32[4], %b1: f32[1]) {\n";
+}
 
 TEST_CASE("a convolution's bias add folds into it, where the add stood") {
   const auto [text, changed] =
@@ -41,7 +43,11 @@ TEST_CASE("a convolution read twice, returned, or biased already, and other adds
                          "  %u: f32[2,4,5,5] = add(%v, %b4)\n" +  // %v is also returned
                          "  %c: f32[2,4,5,5] = conv2d(%x, %w, %b) " + kConv + "\n" +
                          "  %d: f32[2,4,5,5] = add(%c, %b4)\n" +  // %c has a bias already
-                         "  return (%s, %u, %v, %d)\n}\n";
+                         "  %one: f32[1,1,1,1] = reshape(%b1) {shape=[1,1,1,1]}\n" +
+                         "  %e: f32[1,4,1,1] = expand(%one) {shape=[1,4,1,1]}\n" +
+                         "  %q: f32[2,4,5,5] = conv2d(%x, %w) " + kConv + "\n" +
+                         "  %t: f32[2,4,5,5] = add(%q, %e)\n" +  // a bias not laid out densely
+                         "  return (%s, %u, %v, %d, %t)\n}\n";
   const auto [text, changed] = Fold(in);
   CHECK(!changed);
   CHECK(text == in);

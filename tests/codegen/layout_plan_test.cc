@@ -1,4 +1,4 @@
-// Layout planning (codegen/layout_plan.h) through programs: convolutional
+// Layout assignment (codegen/layout_plan.h), as text and through programs: convolutional
 // activations are channels-last from the first convolution to the flatten,
 // results match the interpreter's, outputs stay row-major unless the caller
 // frees them, and arguments in another layout than planned are copied in.
@@ -166,6 +166,27 @@ TEST_CASE("assign-layouts as text: arguments, followers, fused passes and kept o
         "  %2: f32[2,4,3,3] = mul(%1, %x)\n"
         "  %3: f32[4] = neg(%s)\n"
         "  return (%2, %1, %3)\n"
+        "}\n");
+}
+
+TEST_CASE("a view with channels-last strides is followed like a channels-last value") {
+  // An NHWC image permuted to NCHW is a channels-last view: batch norm writes
+  // channels-last too, so the convolution after it reads no reorder.
+  const std::string in =
+      "graph(%img: f32[2,5,5,4], %g: f32[4], %b: f32[4]) {\n"
+      "  %x: f32[2,4,5,5] = permute(%img) {dims=[0,3,1,2]}\n"
+      "  %n: f32[2,4,5,5], %m: f32[4], %v: f32[4] = batch_norm(%x, %g, %b) {eps=0.5}\n"
+      "  %s: f32[2,4,5,5] = relu(%n)\n"
+      "  return (%m, %s)\n"
+      "}\n";
+  CompileOptions options;
+  options.free_outputs_from = 1;
+  CHECK(testing::RunOnText(in, {AssignLayouts(options)}).first ==
+        "graph(%img: f32[2,5,5,4], %g: f32[4], %b: f32[4]) {\n"
+        "  %x: f32[2,4,5,5]:nhwc = permute(%img) {dims=[0,3,1,2]}\n"
+        "  %n: f32[2,4,5,5]:nhwc, %m: f32[4], %v: f32[4] = batch_norm(%x, %g, %b) {eps=0.5}\n"
+        "  %s: f32[2,4,5,5]:nhwc = relu(%n)\n"
+        "  return (%m, %s)\n"
         "}\n");
 }
 

@@ -140,8 +140,8 @@ TEST_CASE("layouts: channels-last only on rank-4 values") {
   REQUIRE(g.SetOutputs({Add(g, OpKind::kRelu, {x})[0]}).ok());
   g.SetLayout(x, kChannelsLast);
   CHECK(VerifyError(g) ==
-        "placeholder `%x: f32[4,3]`: %x f32[4,3] has a layout other than channels-last on a "
-        "rank-4 value");
+        "placeholder `%x: f32[4,3]`: %x f32[4,3] has a layout; only a rank-4 value may be "
+        "channels-last");
 }
 
 TEST_CASE("regions: a fused body of fusible ops over one shape verifies") {
