@@ -1,15 +1,14 @@
 #include "codegen/layout_plan.h"
 
 #include <algorithm>
-#include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "base/status_macros.h"
 #include "codegen/fusion.h"
-#include "runtime/dispatch.h"
-#include "runtime/tensor.h"
+#include "codegen/layout_templates.h"
 
 namespace tc::codegen {
 namespace {
@@ -98,37 +97,26 @@ absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
     const bool nhwc = i < orders.size() && orders[i] == kChannelsLast && p->type().rank() == 4;
     set(p, nhwc ? kChannelsLast : DimOrder());
   }
-  // A view's strides are what its kernel makes of its base's: asked over
-  // scratch memory, as a program does. A channels-last view (a permute of an
-  // NHWC input, a slice of the batch) is followed like any channels-last value.
-  int64_t scratch_bytes = 64;
-  for (const Node* node : graph.nodes()) {
-    for (const Value* r : node->results())
-      scratch_bytes = std::max(scratch_bytes, r->type().bytes());
-  }
-  for (const Value* p : graph.placeholders()) {
-    scratch_bytes = std::max(scratch_bytes, p->type().bytes());
-  }
-  const auto scratch = std::make_shared<Storage>(scratch_bytes);
+  // A view's strides are what its kernel makes of its base's, asked over
+  // layout templates as a program does. A channels-last view (a permute of
+  // an NHWC input, a slice of the batch) is followed like any channels-last
+  // value.
+  const LayoutTemplates templates(graph);
   absl::flat_hash_map<const Value*, Tensor> view_layouts;
   auto layout_of = [&](const Value* v) {
-    if (auto it = view_layouts.find(v); it != view_layouts.end()) return it->second;
-    const TensorType& t = v->type();
-    return Tensor::View(scratch, t.dtype, t.shape, DenseStrides(t.shape, v->layout()), 0);
+    auto it = view_layouts.find(v);
+    return it != view_layouts.end() ? it->second : templates.Dense(v, v->layout());
   };
   const LayoutPlanner planner(graph, options.free_outputs_from);
   for (Node* node : graph.nodes()) {
     if (node->def().Has(kTraitView)) {
-      std::vector<TensorType> types;
-      for (const Value* r : node->results()) types.push_back(r->type());
-      absl::StatusOr<TensorList> views =
-          RunKernel(node->op(), {layout_of(node->input(0))}, node->attrs(), types);
+      // A reshape that is a copy writes a dense row-major result.
+      TC_ASSIGN_OR_RETURN(const std::optional<TensorList> views,
+                          templates.View(*node, {layout_of(node->input(0))}));
       for (int i = 0; i < node->num_results(); ++i) {
-        // A reshape that is a copy writes a dense row-major result.
-        const bool is_view = views.ok() && (*views)[i].storage() == scratch;
-        if (is_view) view_layouts[node->result(i)] = (*views)[i];
+        if (views) view_layouts[node->result(i)] = (*views)[i];
         const bool nhwc =
-            is_view && node->result(i)->type().rank() == 4 && (*views)[i].is_channels_last();
+            views && node->result(i)->type().rank() == 4 && (*views)[i].is_channels_last();
         set(node->result(i), nhwc ? kChannelsLast : DimOrder());
       }
     } else if (node->body() != nullptr || IsFusible(*node)) {

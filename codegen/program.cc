@@ -16,6 +16,7 @@
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
 #include "codegen/layout_plan.h"
+#include "codegen/layout_templates.h"
 #include "codegen/memory_plan.h"
 #include "codegen/post_op_chain.h"
 #include "runtime/dispatch.h"
@@ -195,20 +196,13 @@ absl::Status Program::Lower(const CompileOptions& options) {
   num_slots_ = num_values;
 
   // Layout templates: every value's shape, strides and offset from the start
-  // of the buffer it lives in, over one scratch storage, so that the eager
-  // view kernels can be asked at compile time what they do.
-  int64_t scratch_bytes = 64;
-  for (const Value* v : values) scratch_bytes = std::max(scratch_bytes, v->type().bytes());
-  auto scratch = std::make_shared<Storage>(scratch_bytes);
+  // of the buffer it lives in.
+  const LayoutTemplates templates(graph_);
   std::vector<Tensor> layout(num_values);
-  auto dense_layout = [&](const Value* v, absl::Span<const int> order) {
-    const TensorType& t = v->type();
-    return Tensor::View(scratch, t.dtype, t.shape, DenseStrides(t.shape, order), 0);
-  };
   for (size_t i = 0; i < graph_.placeholders().size(); ++i) {
     const Value* p = graph_.placeholders()[i];
-    layout[slot[p]] =
-        dense_layout(p, options.argument_orders.empty() ? DimOrder() : options.argument_orders[i]);
+    layout[slot[p]] = templates.Dense(
+        p, options.argument_orders.empty() ? DimOrder() : options.argument_orders[i]);
     argument_strides_.push_back(layout[slot[p]].strides());
   }
 
@@ -266,8 +260,9 @@ absl::Status Program::Lower(const CompileOptions& options) {
         order = node->result(0)->layout();
       } else if (def.Has(kTraitView)) {
         const std::vector<Tensor> in = layouts_of(step.inputs);
-        TC_ASSIGN_OR_RETURN(const TensorList out, RunNodeKernel(*node, in, step.result_types));
-        if (out[0].storage() == scratch) {
+        TC_ASSIGN_OR_RETURN(const std::optional<TensorList> views, templates.View(*node, in));
+        if (views) {
+          const TensorList& out = *views;
           step.kind = StepKind::kView;
           const int base = root[step.inputs[0]];
           step.rebind = origin[base] == Origin::kArgument || origin[base] == Origin::kEager;
@@ -293,7 +288,7 @@ absl::Status Program::Lower(const CompileOptions& options) {
         const int s = step.results[r];
         // An into step's order is its first result's; a fused step's, all.
         const bool ordered = step.kind == StepKind::kFused || r == 0;
-        layout[s] = dense_layout(values[s], ordered ? order : DimOrder());
+        layout[s] = templates.Dense(values[s], ordered ? order : DimOrder());
         origin[s] = step.kind == StepKind::kEager      ? Origin::kEager
                     : step.kind == StepKind::kConstant ? Origin::kConstant
                                                        : Origin::kPlanned;
