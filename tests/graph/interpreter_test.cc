@@ -80,6 +80,36 @@ TEST_CASE("argument mismatches name the placeholder") {
   CHECK((*exe)({x, w}).status().code() == absl::StatusCode::kOk);
 }
 
+TEST_CASE("a compiler of one's own: an Executable from a function of the arguments") {
+  Graph g = MustParse(R"(graph(%x: f32[2]) {
+  %0: f32[2] = relu(%x)
+  return (%0, %x)
+})");
+  const codegen::Executable inner = codegen::Interpret(g).value();
+  int calls = 0;
+  const codegen::Compiler mine = [&](const Graph&) {
+    return codegen::Executable(
+        [&](absl::Span<const Tensor> args) {
+          ++calls;
+          return inner(args);
+        },
+        /*num_outputs=*/2);
+  };
+  const codegen::Executable exe = mine(g).value();
+  const Tensor x = from_vector<float>({-1, 2}, {2});
+  std::vector<Tensor> out(2);
+  REQUIRE(exe.Run({x}, absl::MakeSpan(out)).ok());
+  CHECK(out[0].to_vector<float>() == std::vector<float>{0, 2});
+  CHECK(calls == 1);
+  CHECK(exe.output_order(0).empty());
+  CHECK(exe.arena_bytes() == 0);
+  std::vector<Tensor> one(1);
+  CHECK(exe.Run({x}, absl::MakeSpan(one)).message() == "expected room for 2 outputs, got 1");
+  const codegen::Executable miscounted(inner, /*num_outputs=*/3);
+  CHECK(miscounted({x}).status().message() ==
+        "the compiled function returned 2 outputs, its graph has 3");
+}
+
 TEST_CASE("a kernel's data-dependent error names the node's source") {
   Graph g = MustParse(R"(graph(%table: f32[4,2], %ids: i64[3]) {
   %0: f32[3,2] = embedding(%table, %ids)  # encoder.embed
