@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "autodiff/joint_graph.h"
 #include "catch2/catch.hpp"
 #include "nn/optim.h"
@@ -137,6 +138,13 @@ TEST_CASE("stages called out of order say which stage comes first") {
         "bw_compile: call fw_compile first");
   CHECK(pipeline.make_autograd_function({}, {}, part).status().message() ==
         "make_autograd_function: call fw_compile first");
+  // A compiled forward of another graph than the partition's forward.
+  const CompiledForward other{codegen::Interpret(Graph()).value()};
+  const int saved = part.num_fw_outs_saved_for_bw;
+  CHECK(pipeline.bw_compile(codegen::interpreter(), part, other).status().message() ==
+        absl::StrCat("bw_compile: the partition saves ", saved,
+                     " values; the compiled forward returns 0 outputs (expected ", 1 + saved,
+                     ") and the backward takes ", part.backward.placeholders().size()));
 }
 
 TEST_CASE("a shape error in the model comes back from capture as a status") {
