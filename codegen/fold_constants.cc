@@ -70,16 +70,10 @@ absl::StatusOr<bool> Run(Graph& graph) {
       value = Evaluate(*node, operands);
       if (!value) continue;
     }
-    Value* result = node->result(0);
-    const std::string name = result->name();
-    TC_ASSIGN_OR_RETURN(
-        std::vector<Value*> full,
-        graph.AddNode(OpKind::kFull, {}, FullAttrs(result->type(), *value), node->source()));
-    TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(result, full[0]));
-    TC_RETURN_IF_ERROR(graph.MoveBefore(full[0]->producer(), node));
     const std::vector<Value*> inputs = node->inputs();
-    TC_RETURN_IF_ERROR(graph.RemoveNode(node));
-    graph.RenameValue(full[0], name);
+    TC_RETURN_IF_ERROR(
+        graph.ReplaceNode(node, OpKind::kFull, {}, FullAttrs(node->result(0)->type(), *value))
+            .status());
     for (Value* in : inputs) {
       if (!in->has_uses() && !in->producer()->removed()) {
         TC_RETURN_IF_ERROR(graph.RemoveNode(in->producer()));

@@ -1,6 +1,5 @@
 #include "codegen/fold_conv_bias.h"
 
-#include <string>
 #include <vector>
 
 #include "base/status_macros.h"
@@ -53,16 +52,12 @@ absl::StatusOr<bool> Run(Graph& graph) {
   for (Node* add : graph.nodes()) {
     const Match m = MatchBiasAdd(*add);
     if (m.conv == nullptr) continue;
-    Value* sum = add->result(0);
-    const std::string name = sum->name();
-    TC_ASSIGN_OR_RETURN(std::vector<Value*> folded,
-                        graph.AddNode(OpKind::kConv2d, {m.conv->input(0), m.conv->input(1), m.bias},
-                                      m.conv->attrs(), add->source()));
-    TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(sum, folded[0]));
-    TC_RETURN_IF_ERROR(graph.MoveBefore(folded[0]->producer(), add));
-    TC_RETURN_IF_ERROR(graph.RemoveNode(add));
+    TC_RETURN_IF_ERROR(graph
+                           .ReplaceNode(add, OpKind::kConv2d,
+                                        {m.conv->input(0), m.conv->input(1), m.bias},
+                                        m.conv->attrs())
+                           .status());
     TC_RETURN_IF_ERROR(graph.RemoveNode(m.conv));
-    graph.RenameValue(folded[0], name);
     changed = true;
   }
   return changed;

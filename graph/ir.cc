@@ -256,6 +256,28 @@ absl::Status Graph::MoveBefore(Node* node, const Node* position) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<Value*>> Graph::ReplaceNode(Node* node, OpKind op,
+                                                       absl::Span<Value* const> inputs,
+                                                       Attrs attrs) {
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> results,
+                      AddNode(op, inputs, std::move(attrs), node->source()));
+  if (results.size() != node->results_.size()) {
+    TC_RETURN_IF_ERROR(RemoveNode(results[0]->producer()));  // the graph stays as it was
+    return absl::InvalidArgumentError(absl::StrCat("ReplaceNode: ", OpName(node->op()), " has ",
+                                                   node->results_.size(), " results, ", OpName(op),
+                                                   " ", results.size()));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    TC_RETURN_IF_ERROR(ReplaceAllUsesWith(node->results_[i], results[i]));
+  }
+  TC_RETURN_IF_ERROR(MoveBefore(results[0]->producer(), node));
+  std::vector<std::string> names;
+  for (const Value* v : node->results_) names.push_back(v->name());
+  TC_RETURN_IF_ERROR(RemoveNode(node));
+  for (size_t i = 0; i < results.size(); ++i) RenameValue(results[i], names[i]);
+  return results;
+}
+
 int Graph::RemoveDeadNodes() {
   int removed = 0;
   // Walking backwards sees every user before its operands' producers, so one

@@ -25,7 +25,7 @@
 // Two layers of mutation:
 //  - building (AddPlaceholder, AddNode, SetOutputs, Clone) checks everything;
 //  - rewriting (Node::SetInput, Node::SetAttrs, ReplaceAllUsesWith, RemoveNode,
-//    MoveBefore, RenameValue) keeps use lists consistent and rejects values of another
+//    MoveBefore, ReplaceNode, RenameValue) keeps use lists consistent and rejects values of another
 //    graph, but leaves types, order and names to Verify (graph/verifier.h),
 //    which RunPasses (graph/pass.h) runs after every pass.
 #ifndef TENSORCUT_GRAPH_IR_H_
@@ -188,6 +188,11 @@ class Graph {
   // Moves `node` to just before `position` in the node order (both live
   // nodes of this graph); Verify checks that values still come before uses.
   absl::Status MoveBefore(Node* node, const Node* position);
+  // Replaces `node` by a new node of `op` over `inputs`, in its place and
+  // with its source: the new results take the old ones' uses and names (their
+  // types must be equal), and `node` is removed. Returns the new results.
+  absl::StatusOr<std::vector<Value*>> ReplaceNode(Node* node, OpKind op,
+                                                  absl::Span<Value* const> inputs, Attrs attrs);
   // Removes every node whose results are transitively unused; returns how many.
   int RemoveDeadNodes();
   // Renames a value exactly as asked; Verify rejects a name defined twice.

@@ -172,5 +172,29 @@ TEST_CASE("AddCopyOf copies a node into another graph, a region node with its bo
         "fused: operand 0 is f32[2], its body's placeholder %p f32[3]");
 }
 
+TEST_CASE("ReplaceNode puts a new node in the old one's place, with its uses and names") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", F32({3}));
+  Value* e = Add(g, OpKind::kExp, {x})[0];
+  Value* r = Add(g, OpKind::kRelu, {e}, {}, "act")[0];
+  REQUIRE(g.SetOutputs({Add(g, OpKind::kNeg, {r})[0], r}).ok());
+  REQUIRE(g.ReplaceNode(r->producer(), OpKind::kSigmoid, {e}, {}).ok());
+  CHECK(ToString(g) ==
+        "graph(%x: f32[3]) {\n"
+        "  %0: f32[3] = exp(%x)\n"
+        "  %1: f32[3] = sigmoid(%0)  # act\n"
+        "  %2: f32[3] = neg(%1)\n"
+        "  return (%2, %1)\n"
+        "}\n");
+  CHECK(Verify(g).ok());
+  Graph h;
+  Value* y = h.AddPlaceholder("y", F32({2, 3}));
+  Value* w = h.AddPlaceholder("w", F32({3}));
+  Node* bn = Add(h, OpKind::kBatchNorm, {y, w, w}, {{"eps", 0.1}})[0]->producer();
+  CHECK(h.ReplaceNode(bn, OpKind::kRelu, {y}, {}).status().message() ==
+        "ReplaceNode: batch_norm has 3 results, relu 1");
+  CHECK(h.num_nodes() == 1);  // unchanged
+}
+
 }  // namespace
 }  // namespace tc
