@@ -119,7 +119,17 @@ absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
             views && node->result(i)->type().rank() == 4 && (*views)[i].is_channels_last();
         set(node->result(i), nhwc ? kChannelsLast : DimOrder());
       }
-    } else if (node->body() != nullptr || IsFusible(*node)) {
+    } else if (const Graph* body = node->body(); body != nullptr) {
+      // A region's results are its body's, whose pass runs in their order.
+      const DimOrder order = planner.ForFused(*node);
+      if (node->result(0)->layout() == order) continue;
+      Graph ordered = body->Clone();
+      for (Node* n : ordered.nodes()) {
+        for (Value* r : n->results()) ordered.SetLayout(r, order);
+      }
+      TC_RETURN_IF_ERROR(graph.SetBody(node, std::move(ordered)));
+      changed = true;
+    } else if (IsFusible(*node)) {
       const DimOrder order = planner.ForFused(*node);
       for (Value* r : node->results()) set(r, order);
     } else {

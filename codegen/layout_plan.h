@@ -22,7 +22,8 @@
 // marked with the layout its strides have (a permute of an NHWC input is
 // channels-last), and followed like any value. Only a node's first result
 // takes a layout (batch norm's statistics stay row-major), and every result
-// of a fused pass the same one.
+// of a fused pass the same one: a fused node's body values too, since its
+// pass runs in their order.
 #ifndef TENSORCUT_CODEGEN_LAYOUT_PLAN_H_
 #define TENSORCUT_CODEGEN_LAYOUT_PLAN_H_
 

@@ -11,14 +11,16 @@
 #include "base/status_macros.h"
 #include "codegen/fold_constants.h"
 #include "codegen/fold_conv_bias.h"
+#include "codegen/fold_post_ops.h"
 #include "codegen/fuse_elementwise.h"
+#include "codegen/fuse_sums.h"
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
 #include "codegen/graph_runner.h"
 #include "codegen/layout_plan.h"
 #include "codegen/layout_templates.h"
+#include "codegen/loop_region.h"
 #include "codegen/memory_plan.h"
-#include "codegen/post_op_chain.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -27,24 +29,6 @@ namespace tc::codegen {
 namespace {
 
 enum class StepKind { kFused, kInto, kView, kCopy, kConstant, kEager };
-
-absl::string_view KindName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kFused:
-      return "fused";
-    case StepKind::kInto:
-      return "into";
-    case StepKind::kView:
-      return "view";
-    case StepKind::kCopy:
-      return "copy";
-    case StepKind::kConstant:
-      return "constant";
-    case StepKind::kEager:
-      return "eager";
-  }
-  return "?";
-}
 
 // Copies `src` (strides `src_strides`) into contiguous `dst` of `shape`.
 template <typename T>
@@ -67,27 +51,61 @@ bool SameDenseLayout(const Tensor& t, absl::Span<const int64_t> strides) {
 
 }  // namespace
 
-// A fused step's group, and the values of the program's graph its inputs
-// and outputs are: a fused node's body, or a group of one for a fusible node
-// outside fused nodes, so that every elementwise node runs on a fused kernel
-// into planned memory.
+// A fused step's kernel: a loop region's fusible nodes (codegen/
+// loop_region.h; a lone fusible node is a group of one), the sums its pass
+// computes, the order it runs in, and the values of the program's graph its
+// inputs and results are: the group's outputs, then the sums.
 struct Program::FusedGroup {
   FusionGroup group;
-  std::vector<const Value*> inputs, outputs;  // one per group input, output
+  std::vector<FusedSum> sums;
+  DimOrder order;
+  std::vector<const Value*> inputs, results;
 };
 
-absl::flat_hash_map<const Node*, Program::FusedGroup> Program::FusedGroups(const Graph& graph) {
+absl::StatusOr<absl::flat_hash_map<const Node*, Program::FusedGroup>> Program::FusedGroups(
+    const Graph& graph) {
   absl::flat_hash_map<const Node*, FusedGroup> groups;
   for (const Node* node : graph.nodes()) {
     FusedGroup g;
-    if (const Graph* body = node->body(); body != nullptr) {
-      const std::vector<Node*> nodes = body->nodes();
-      g.group = {{nodes.begin(), nodes.end()},
-                 {body->placeholders().begin(), body->placeholders().end()},
-                 {body->outputs().begin(), body->outputs().end()},
-                 body->outputs()[0]->type().shape};
+    if (const Graph* body = node->body(); body != nullptr && EpilogueKernel(*node) == nullptr) {
+      g.group.inputs.assign(body->placeholders().begin(), body->placeholders().end());
       g.inputs.assign(node->inputs().begin(), node->inputs().end());
-      g.outputs.assign(node->results().begin(), node->results().end());
+      std::vector<const Value*> summed;  // per sum, its result
+      for (const Node* n : body->nodes()) {
+        if (n->def().Has(kTraitFusible)) {
+          if (g.group.nodes.empty()) {
+            g.group.shape = n->result(0)->type().shape;
+            g.order = n->result(0)->layout();
+          }
+          g.group.nodes.push_back(n);
+        } else if (n->op() == OpKind::kSum) {
+          const Value* in = n->input(0);
+          const Value* of =
+              in->producer()->op() == OpKind::kReshape ? in->producer()->input(0) : in;
+          // The verifier checked the dims.
+          const std::vector<int64_t> wrapped =
+              NormalizeDims(n->attrs().Ints("dims"), in->type().rank()).value();
+          FusedSum sum{of, in->type().shape, std::vector<int>(wrapped.begin(), wrapped.end())};
+          if (!FusedKernel::CanSum(sum.shape, of == in ? g.order : DimOrder(), sum.dims)) {
+            return AtSource(
+                *node, absl::InvalidArgumentError(absl::StrCat(
+                           "fused: its pass cannot sum %", in->name(), " ", in->type().ToString(),
+                           " over dims [", absl::StrJoin(sum.dims, ", "), "]")));
+          }
+          g.sums.push_back(std::move(sum));
+          summed.push_back(n->result(0));
+        }
+      }
+      for (size_t i = 0; i < body->outputs().size(); ++i) {
+        const Value* out = body->outputs()[i];
+        if (!out->producer()->def().Has(kTraitFusible)) continue;
+        g.group.outputs.push_back(out);
+        g.results.push_back(node->result(i));
+      }
+      for (const Value* s : summed) {
+        const auto& outs = body->outputs();
+        g.results.push_back(node->result(std::find(outs.begin(), outs.end(), s) - outs.begin()));
+      }
     } else if (IsFusible(*node)) {
       g.group = {{node},
                  {},
@@ -98,8 +116,9 @@ absl::flat_hash_map<const Node*, Program::FusedGroup> Program::FusedGroups(const
           g.group.inputs.push_back(in);
         }
       }
+      g.order = node->result(0)->layout();
       g.inputs = g.group.inputs;
-      g.outputs = g.group.outputs;
+      g.results = g.group.outputs;
     } else {
       continue;
     }
@@ -110,11 +129,11 @@ absl::flat_hash_map<const Node*, Program::FusedGroup> Program::FusedGroups(const
 
 struct Program::Step {
   StepKind kind;
-  const Node* node;  // the step's node; a fused group's last
+  const Node* node;    // the step's node
+  const Node* kernel;  // whose kernel an into step calls: node, or its epilogue region's kernel
   std::optional<FusedKernel> fused;
-  int fused_nodes = 0;  // in the fused group
   IntoKernelFn into = nullptr;
-  PostOpKernelFn post_op_kernel = nullptr;  // an into step running `post_ops` too
+  PostOpKernelFn post_op_kernel = nullptr;  // an epilogue region's, running `post_ops` too
   std::vector<PostOp> post_ops;
   DimOrder order;                        // a fused step's iteration (its outputs' memory) order
   std::vector<int> inputs, results;      // slots
@@ -172,6 +191,8 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
       FoldConvolutionBias(),   // a convolution's bias add into the convolution
       FuseElementwise(),       // elementwise chains into fused nodes
       AssignLayouts(options),  // channels-last activations between convolutions
+      FoldPostOps(),           // a kernel's elementwise reader into its epilogue
+      FuseSums(),              // sums of fused results into their pass
   };
   TC_RETURN_IF_ERROR(RunPasses(program->graph_, lowering).status());
   TC_RETURN_IF_ERROR(program->Lower(options));
@@ -213,7 +234,7 @@ absl::Status Program::Lower(const CompileOptions& options) {
   enum class Origin { kArgument, kPlanned, kEager, kConstant };
   std::vector<Origin> origin(num_values, Origin::kArgument);
 
-  const absl::flat_hash_map<const Node*, FusedGroup> group_of = FusedGroups(graph_);
+  TC_ASSIGN_OR_RETURN(const auto group_of, FusedGroups(graph_));
   // Nodes whose result the graph returns, directly or through views of it:
   // such a constant is recomputed every run, since its caller may write it.
   absl::flat_hash_set<const Node*> returned_nodes;
@@ -236,18 +257,29 @@ absl::Status Program::Lower(const CompileOptions& options) {
     return l;
   };
   for (const Node* node : graph_.nodes()) {
-    Step step{StepKind::kInto, node};
+    Step step{StepKind::kInto, node, node};
     const OpDef& def = GetOpDef(node->op());
-    DimOrder order;  // of the results of a fused or into step
+    DimOrder order;  // of the results of a fused step, of the first of an into step
     auto g = group_of.find(node);
     if (g != group_of.end()) {
       const FusedGroup& fused = g->second;
       step.kind = StepKind::kFused;
-      step.fused = FusedKernel::Compile(fused.group);
-      step.fused_nodes = fused.group.nodes.size();
+      step.fused = FusedKernel::Compile(fused.group, fused.sums);
       step.inputs = slots_of(fused.inputs);
-      step.results = slots_of(fused.outputs);
-      step.order = order = fused.outputs[0]->layout();  // every output's (assign-layouts)
+      step.results = slots_of(fused.results);
+      step.order = order = fused.order;
+    } else if (const Node* kernel = EpilogueKernel(*node); kernel != nullptr) {
+      step.kernel = kernel;
+      step.post_op_kernel = GetPostOpKernel(kernel->op());
+      const std::vector<Node*> chain = node->body()->nodes();
+      for (size_t i = 1; i < chain.size(); ++i) {
+        step.post_ops.push_back({chain[i]->op(), chain[i]->op() == OpKind::kGelu
+                                                     ? GeluApproximationOf(chain[i]->attrs())
+                                                     : GeluApproximation::kNone});
+      }
+      step.inputs = slots_of(node->inputs());
+      step.results = slots_of(node->results());
+      order = node->result(0)->layout();
     } else {
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());
@@ -286,8 +318,10 @@ absl::Status Program::Lower(const CompileOptions& options) {
     if (step.kind != StepKind::kView) {
       for (size_t r = 0; r < step.results.size(); ++r) {
         const int s = step.results[r];
-        // An into step's order is its first result's; a fused step's, all.
-        const bool ordered = step.kind == StepKind::kFused || r == 0;
+        // An into step's order is its first result's; a fused step's, all
+        // but its sums'.
+        const bool ordered =
+            step.kind == StepKind::kFused ? r < g->second.group.outputs.size() : r == 0;
         layout[s] = templates.Dense(values[s], ordered ? order : DimOrder());
         origin[s] = step.kind == StepKind::kEager      ? Origin::kEager
                     : step.kind == StepKind::kConstant ? Origin::kConstant
@@ -300,9 +334,6 @@ absl::Status Program::Lower(const CompileOptions& options) {
   for (const Tensor& l : layout) {  // undefined for values inside fused groups
     channels_last_.push_back(l.defined() && l.is_channels_last());
   }
-  FusePostOps(values, layout, group_of);
-  FuseSums(values, layout, group_of);
-
   // Constants are computed now, once, and shared by every context.
   absl::flat_hash_map<int, Tensor> constants;
   for (Step& step : steps_) {
@@ -381,168 +412,6 @@ absl::Status Program::Lower(const CompileOptions& options) {
       per_run->insert(per_run->end(), step.results.begin(), step.results.end());
   }
   return absl::OkStatus();
-}
-
-std::vector<int> Program::ReaderCounts(int num_values) const {
-  std::vector<int> readers(num_values, 0);
-  for (const Step& step : steps_) {
-    for (int s : step.inputs) ++readers[s];
-  }
-  for (int s : output_slots_) ++readers[s];
-  return readers;
-}
-
-absl::flat_hash_map<int, int> Program::ProducerSteps() const {
-  absl::flat_hash_map<int, int> producer;
-  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
-    for (int s : steps_[i].results) producer[s] = i;
-  }
-  return producer;
-}
-
-void Program::EraseSteps(const std::vector<bool>& removed) {
-  std::vector<Step> kept;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    if (!removed[i]) kept.push_back(std::move(steps_[i]));
-  }
-  steps_ = std::move(kept);
-}
-
-// An into step whose kernel takes post-ops, and whose first result only a
-// fused step reads, running as a chain of post-ops (post_op_chain.h), runs
-// them itself: the merged step writes the fused step's result. It stands
-// where the fused step stood when nothing between them reads the into step's
-// other results (batch norm's statistics), else where the into step stood
-// when the chain's operands are computed before it.
-void Program::FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                          const absl::flat_hash_map<const Node*, FusedGroup>& group_of) {
-  const std::vector<int> readers = ReaderCounts(values.size());
-  const absl::flat_hash_map<int, int> producer = ProducerSteps();
-  // Whether `slot` is ready before step `i`: an argument, a constant
-  // (computed at compile time), or the result of an earlier step.
-  auto ready_before = [&](int slot, int i) {
-    auto p = producer.find(slot);
-    return p == producer.end() || p->second < i || steps_[p->second].kind == StepKind::kConstant;
-  };
-  std::vector<bool> removed(steps_.size(), false);
-  for (int f = 0; f < static_cast<int>(steps_.size()); ++f) {
-    Step& fused = steps_[f];
-    if (fused.kind != StepKind::kFused) continue;
-    for (int head : fused.inputs) {
-      auto p = producer.find(head);
-      if (p == producer.end() || removed[p->second]) continue;
-      Step& into = steps_[p->second];
-      if (into.kind != StepKind::kInto || into.post_op_kernel != nullptr ||
-          into.results[0] != head || readers[head] != 1 ||
-          layout[head].strides() != layout[fused.results[0]].strides()) {
-        continue;
-      }
-      // The fused step's inputs are its group's, in order.
-      const FusionGroup& group = group_of.at(fused.node).group;
-      const int head_index =
-          std::find(fused.inputs.begin(), fused.inputs.end(), head) - fused.inputs.begin();
-      std::optional<PostOpChain> chain = MatchPostOpChain(group, group.inputs[head_index]);
-      if (!chain) continue;
-      const PostOpKernelFn kernel =
-          GetPostOpKernel(into.node->op(), values[head]->type().dtype, chain->ops);
-      if (kernel == nullptr) continue;
-      std::vector<int> operands;
-      for (const Value* v : chain->operands) {
-        operands.push_back(fused.inputs[std::find(group.inputs.begin(), group.inputs.end(), v) -
-                                        group.inputs.begin()]);
-      }
-      const int i = p->second;
-      bool stats_read_between = false;
-      for (int k = i + 1; k < f; ++k) {
-        for (int s : steps_[k].inputs) {
-          stats_read_between |=
-              std::find(into.results.begin() + 1, into.results.end(), s) != into.results.end();
-        }
-      }
-      bool operands_ready = true;
-      for (int s : operands) operands_ready = operands_ready && ready_before(s, i);
-      if (stats_read_between && !operands_ready) continue;
-      into.post_op_kernel = kernel;
-      into.post_ops = std::move(chain->ops);
-      into.inputs.insert(into.inputs.end(), operands.begin(), operands.end());
-      into.results[0] = fused.results[0];
-      if (stats_read_between) {
-        removed[f] = true;
-      } else {
-        removed[i] = true;
-        fused = std::move(into);
-      }
-      break;
-    }
-  }
-  EraseSteps(removed);
-}
-
-// A sum of a fused step's result (or of a reshape that is a view of it),
-// over dims that fused kernels can sum in their pass (FusedKernel::CanSum),
-// runs in that pass; the result is not written at all when sums are its only
-// readers.
-void Program::FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                       const absl::flat_hash_map<const Node*, FusedGroup>& group_of) {
-  const std::vector<int> readers = ReaderCounts(values.size());
-  const absl::flat_hash_map<int, int> producer = ProducerSteps();
-  struct StepSums {
-    std::vector<FusedSum> sums;
-    std::vector<int> slots;  // their results
-  };
-  absl::flat_hash_map<int, StepSums> sums;    // per fused step index
-  absl::flat_hash_map<int, int> direct_sums;  // per slot: sums reading it, not a view
-  std::vector<bool> removed(steps_.size(), false);
-  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
-    const Step& sum = steps_[i];
-    if (sum.kind != StepKind::kInto || sum.node->op() != OpKind::kSum) continue;
-    const TensorType& summed = values[sum.inputs[0]]->type();  // what the sum sees
-    if (summed.dtype != DType::kF32 && summed.dtype != DType::kF64) continue;
-    // The fused result, maybe through reshapes that are views of it (row-major).
-    int x = sum.inputs[0];
-    auto p = producer.find(x);
-    while (p != producer.end() && steps_[p->second].kind == StepKind::kView &&
-           steps_[p->second].node->op() == OpKind::kReshape && layout[x].is_contiguous()) {
-      x = steps_[p->second].inputs[0];
-      p = producer.find(x);
-    }
-    if (p == producer.end() || steps_[p->second].kind != StepKind::kFused) continue;
-    const Step& fused = steps_[p->second];
-    const bool through_view = x != sum.inputs[0];
-    if (through_view && (!fused.order.empty() || !layout[x].is_contiguous())) continue;
-    // Checked when the node was added, so the dims normalise.
-    const std::vector<int64_t> wrapped =
-        NormalizeDims(sum.node->attrs().Ints("dims"), summed.rank()).value();
-    const std::vector<int> dims(wrapped.begin(), wrapped.end());
-    if (!FusedKernel::CanSum(summed.shape, through_view ? DimOrder() : fused.order, dims)) {
-      continue;
-    }
-    // The fused step's results are its group's outputs, in order.
-    const int output =
-        std::find(fused.results.begin(), fused.results.end(), x) - fused.results.begin();
-    sums[p->second].sums.push_back(
-        {group_of.at(fused.node).group.outputs[output], summed.shape, dims});
-    sums[p->second].slots.push_back(sum.results[0]);
-    if (!through_view) ++direct_sums[x];
-    removed[i] = true;
-  }
-  for (auto& [index, step_sums] : sums) {
-    Step& fused = steps_[index];
-    FusionGroup group = group_of.at(fused.node).group;
-    std::vector<int> results;
-    std::vector<const Value*> outputs;
-    for (size_t o = 0; o < group.outputs.size(); ++o) {
-      const int slot = fused.results[o];
-      if (readers[slot] == direct_sums[slot]) continue;  // only summed: never written
-      results.push_back(slot);
-      outputs.push_back(group.outputs[o]);
-    }
-    group.outputs = std::move(outputs);
-    results.insert(results.end(), step_sums.slots.begin(), step_sums.slots.end());
-    fused.fused = FusedKernel::Compile(group, step_sums.sums);
-    fused.results = std::move(results);
-  }
-  EraseSteps(removed);
 }
 
 std::unique_ptr<Program::Context> Program::NewContext() const {
@@ -661,12 +530,12 @@ absl::Status Program::RunStep(const Step& step, Context& context) const {
       if (step.kind == StepKind::kFused) {
         step.fused->RunInto(inputs, results, step.order);
       } else if (step.post_op_kernel != nullptr) {
-        s = step.post_op_kernel(inputs, step.node->attrs(), step.post_ops, results);
+        s = step.post_op_kernel(inputs, step.kernel->attrs(), step.post_ops, results);
       } else {
-        s = step.into(inputs, step.node->attrs(), results);
+        s = step.into(inputs, step.kernel->attrs(), results);
       }
       if (!s.ok()) {
-        return AtSource(*step.node, absl::Status(s.code(), absl::StrCat(OpName(step.node->op()),
+        return AtSource(*step.node, absl::Status(s.code(), absl::StrCat(OpName(step.kernel->op()),
                                                                         ": ", s.message())));
       }
       break;
@@ -727,30 +596,6 @@ absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) 
 
 DimOrder Program::output_order(int i) const {
   return channels_last_[output_slots_[i]] ? kChannelsLast : DimOrder();
-}
-
-std::string Program::PlanString() const {
-  std::string plan;
-  for (size_t i = 0; i < argument_strides_.size(); ++i) {
-    if (channels_last_[i]) absl::StrAppend(&plan, "argument #", i, ":nhwc\n");
-  }
-  for (const Step& step : steps_) {
-    // A fused node is named by its body's last op, as a lone node by its own.
-    const Graph* body = step.node->body();
-    const Node& named = body != nullptr ? *body->nodes().back() : *step.node;
-    absl::StrAppend(&plan, KindName(step.kind), " ", OpName(named.op()),
-                    named.op() == OpKind::kConv2d && named.num_inputs() == 3 ? "+bias" : "");
-    for (const PostOp& p : step.post_ops) absl::StrAppend(&plan, "+", OpName(p.op));
-    absl::StrAppend(&plan, " -> ",
-                    absl::StrJoin(step.results, ", ",
-                                  [&](std::string* out, int s) {
-                                    absl::StrAppend(out, "#", s, channels_last_[s] ? ":nhwc" : "");
-                                  }),
-                    "\n");
-    if (step.fused) absl::StrAppend(&plan, step.fused->ToString());
-  }
-  absl::StrAppend(&plan, "arena ", arena_bytes_, " bytes (", unshared_bytes_, " unshared)\n");
-  return plan;
 }
 
 }  // namespace tc::codegen

@@ -10,22 +10,19 @@
 // each: fold-constants (codegen/fold_constants.h) folds elementwise ops and
 // views of constants, fold-conv-bias (codegen/fold_conv_bias.h) gives a
 // convolution the bias its only reader adds, fuse-elementwise
-// (codegen/fuse_elementwise.h) makes every fusion group a `fused` node, and
-// assign-layouts (codegen/layout_plan.h) sets each value's memory order;
-// graph() is the result. Then each node becomes one step: a fused node runs
-// its body as one fused kernel (a lone elementwise node, as a group of one),
-// other nodes through their out-variant kernel (runtime/dispatch.h), views
+// (codegen/fuse_elementwise.h) makes every fusion group a `fused` node,
+// assign-layouts (codegen/layout_plan.h) sets each value's memory order,
+// fold-post-ops (codegen/fold_post_ops.h) makes the elementwise chain that
+// is a kernel's only reader its epilogue, and fuse-sums (codegen/
+// fuse_sums.h) moves sums of fused results into their pass; graph() is the
+// result, and prints. Then each node becomes one step: a loop region runs
+// as one fused kernel (codegen/fused_kernel.h; a lone elementwise node as a
+// group of one), an epilogue region as its kernel's call with post-ops
+// (runtime/dispatch.h), other nodes through their out-variant kernel, views
 // (reshape, permute, slice, expand) as handles whose layout was worked out at
 // compile time, a reshape that cannot be a view as one strided copy, and
 // constants (`full`) are computed once. An op with none of these runs its
-// eager kernel and allocates its results, the one step kind that does. A
-// kernel that takes post-ops (runtime/dispatch.h: matmul and linear in f32,
-// batch norm) runs
-// with the chain of elementwise ops that is the only reader of its result
-// (codegen/post_op_chain.h): an activation, a residual add, a scale. And a
-// sum of a fused group's result runs in the group's pass where the fused
-// kernel can sum it (codegen/fused_kernel.h: a bias gradient, softmax's
-// backward).
+// eager kernel and allocates its results, the one step kind that does.
 //
 // Memory. The results of computing steps live in one arena: each gets an
 // offset from its lifetime (producer to last reader, through the views of it),
@@ -94,13 +91,6 @@ class Program {
   // The arena's size, and what the values in it would take without sharing.
   int64_t arena_bytes() const { return arena_bytes_; }
   int64_t unshared_bytes() const { return unshared_bytes_; }
-  // A line per channels-last argument ("argument #2:nhwc"), then one line
-  // per step: "fused", "into", "view", "copy", "constant" or
-  // "eager", its (last) node's op (with "+relu", "+add" for post-ops and
-  // "+bias" for a convolution's bias) and its result slots, "#7:nhwc" for a
-  // channels-last one; a fused step's register program follows its line.
-  // Then the arena's size.
-  std::string PlanString() const;
 
  private:
   struct Step;
@@ -108,20 +98,13 @@ class Program {
   struct Context;
   struct FusedGroup;
 
-  // The group of every fused step, by its node.
-  static absl::flat_hash_map<const Node*, FusedGroup> FusedGroups(const Graph& graph);
+  // The kernel of every fused step, by its node; an error for a sum its
+  // pass cannot take.
+  static absl::StatusOr<absl::flat_hash_map<const Node*, FusedGroup>> FusedGroups(
+      const Graph& graph);
 
   explicit Program(Graph graph);
   absl::Status Lower(const CompileOptions& options);
-  // Per slot, the steps reading it (a graph output counts as one).
-  std::vector<int> ReaderCounts(int num_values) const;
-  // Per computed slot, the index of the step computing it.
-  absl::flat_hash_map<int, int> ProducerSteps() const;
-  void EraseSteps(const std::vector<bool>& removed);
-  void FusePostOps(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                   const absl::flat_hash_map<const Node*, FusedGroup>& group_of);
-  void FuseSums(absl::Span<const Value* const> values, absl::Span<const Tensor> layout,
-                const absl::flat_hash_map<const Node*, FusedGroup>& group_of);
   // A context with its own arena and output buffers, every slot bound that
   // is bound once.
   std::unique_ptr<Context> NewContext() const;

@@ -128,7 +128,9 @@ absl::StatusOr<std::vector<Value*>> Graph::AddCopyOf(const Node& node,
                       node.body_ != nullptr
                           ? AddRegion(node.op(), inputs, node.body_, node.source(), names)
                           : AddNode(node.op(), inputs, node.attrs(), node.source(), names));
-  for (size_t i = 0; i < results.size(); ++i) results[i]->layout_ = node.result(i)->layout_;
+  if (node.body_ == nullptr) {  // a region's results take its body's layouts
+    for (size_t i = 0; i < results.size(); ++i) results[i]->layout_ = node.result(i)->layout_;
+  }
   return results;
 }
 
@@ -155,7 +157,34 @@ absl::StatusOr<std::vector<Value*>> Graph::AddRegion(OpKind op, absl::Span<Value
   }
   std::vector<TensorType> results;
   for (const Value* v : body->outputs()) results.push_back(v->type());
-  return Append(op, inputs, {}, std::move(body), std::move(source), names, std::move(results));
+  const std::shared_ptr<const Graph> kept = body;
+  TC_ASSIGN_OR_RETURN(
+      std::vector<Value*> values,
+      Append(op, inputs, {}, std::move(body), std::move(source), names, std::move(results)));
+  for (size_t i = 0; i < values.size(); ++i) values[i]->layout_ = kept->outputs()[i]->layout_;
+  return values;
+}
+
+absl::Status Graph::SetBody(Node* node, Graph body) {
+  if (!Owns(node) || node->removed() || node->body_ == nullptr) {
+    return absl::InvalidArgumentError("SetBody: not a live region node of this graph");
+  }
+  auto types = [](absl::Span<Value* const> values) {
+    std::vector<TensorType> t;
+    for (const Value* v : values) t.push_back(v->type());
+    return t;
+  };
+  const Graph& old = *node->body_;
+  if (types(body.placeholders()) != types(old.placeholders()) ||
+      types(body.outputs()) != types(old.outputs())) {
+    return absl::InvalidArgumentError(
+        "SetBody: the new body takes or returns other types than the old one");
+  }
+  for (int i = 0; i < node->num_results(); ++i) {
+    node->results_[i]->layout_ = body.outputs()[i]->layout_;
+  }
+  node->body_ = std::make_shared<const Graph>(std::move(body));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Value*>> Graph::Append(OpKind op, absl::Span<Value* const> inputs,

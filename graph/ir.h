@@ -165,7 +165,8 @@ class Graph {
                                               absl::Span<const std::string> names = {});
 
   // Appends a node of a region op holding `body`: one body placeholder per
-  // input, of its type; the results take the types of the body's outputs.
+  // input, of its type; the results take the types and layouts of the
+  // body's outputs.
   absl::StatusOr<std::vector<Value*>> AddRegionNode(OpKind op, absl::Span<Value* const> inputs,
                                                     Graph body, std::string source = "",
                                                     absl::Span<const std::string> names = {});
@@ -193,6 +194,9 @@ class Graph {
   // types must be equal), and `node` is removed. Returns the new results.
   absl::StatusOr<std::vector<Value*>> ReplaceNode(Node* node, OpKind op,
                                                   absl::Span<Value* const> inputs, Attrs attrs);
+  // Gives a region node `body` in place of its own, which must take and
+  // return the same types; its results take the new body's output layouts.
+  absl::Status SetBody(Node* node, Graph body);
   // Removes every node whose results are transitively unused; returns how many.
   int RemoveDeadNodes();
   // Renames a value exactly as asked; Verify rejects a name defined twice.

@@ -114,6 +114,18 @@ const OpDef& GetOpDef(OpKind kind) { return Table().defs[static_cast<int>(kind)]
 
 absl::string_view OpName(OpKind kind) { return kNames[static_cast<int>(kind)]; }
 
+bool OpDef::TakesEpilogue(DType dtype, absl::Span<const OpKind> chain) const {
+  if (chain.empty()) return true;
+  if (epilogue.max_length >= 0 && static_cast<int>(chain.size()) > epilogue.max_length) {
+    return false;
+  }
+  const auto has = [](const auto& list, auto x) {
+    return std::find(list.begin(), list.end(), x) != list.end();
+  };
+  if (!has(epilogue.dtypes, dtype)) return false;
+  return std::all_of(chain.begin(), chain.end(), [&](OpKind op) { return has(epilogue.ops, op); });
+}
+
 absl::StatusOr<OpKind> OpKindFromName(absl::string_view name) {
   const auto& by_name = Table().by_name;
   auto it = by_name.find(name);

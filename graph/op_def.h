@@ -65,6 +65,18 @@ struct AttrSpec {
   absl::Span<const absl::string_view> choices = {};  // kEnum's values
 };
 
+// What an op's out-variant kernel can apply to its first result before it
+// writes it, its epilogue (oneDNN's post-ops after matmul and linear, a relu
+// inside batch norm): a chain of elementwise `ops` (each binary one reading
+// one more operand), at most `max_length` long (-1: any), on a result of one
+// of `dtypes`. A lowered graph holds such a chain in a `fused` region led by
+// the kernel (codegen/fold_post_ops.h); the verifier checks it against this.
+struct EpilogueSpec {
+  std::vector<OpKind> ops;  // empty: the op takes no epilogue
+  std::vector<DType> dtypes;
+  int max_length = -1;
+};
+
 using InferFn = absl::StatusOr<std::vector<TensorType>> (*)(absl::Span<const TensorType> inputs,
                                                             const Attrs& attrs);
 using CostFn = OpCost (*)(absl::Span<const TensorType> inputs, absl::Span<const TensorType> outputs,
@@ -80,8 +92,12 @@ struct OpDef {
   uint32_t traits = kTraitNone;
   InferFn infer = nullptr;
   CostFn cost = nullptr;  // nullptr: one flop per output element, bytes of all operands
+  EpilogueSpec epilogue = {};
 
   bool Has(OpTrait t) const { return (traits & t) != 0; }
+  // Whether the op's kernel applies `chain`, in order, to a first result of
+  // `dtype` (an empty chain is always taken).
+  bool TakesEpilogue(DType dtype, absl::Span<const OpKind> chain) const;
 };
 
 const OpDef& GetOpDef(OpKind kind);

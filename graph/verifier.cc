@@ -1,5 +1,6 @@
 #include "graph/verifier.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -57,13 +58,24 @@ class Verifier {
     for (const Value* r : node.results()) {
       TC_RETURN_IF_ERROR(Define(r, where));
     }
+    if (const Graph* body = node.body(); body != nullptr) {
+      for (int i = 0; i < node.num_results(); ++i) {
+        const Value* r = node.result(i);
+        const Value* returned = body->outputs()[i];
+        if (r->layout() != returned->layout()) {
+          return Error(where, "%", r->name(), " is ", LayoutName(r->layout()),
+                       ", but its body returns %", returned->name(), " ",
+                       LayoutName(returned->layout()));
+        }
+      }
+    }
     return absl::OkStatus();
   }
 
-  // A region op's body: a graph that verifies, takes the node's input types
-  // (each broadcasting to the region's shape) and holds only fusible ops,
-  // every result of one shape and in f32, f64 or bool (what the fused kernel
-  // computes in), returning distinct node results.
+  // A region op's body: a graph that verifies and takes the node's input
+  // types, returning distinct node results; the node's results are its
+  // outputs, in their layouts. A body is a loop region or a kernel with its
+  // epilogue (the two functions below say what each may hold).
   // Returns the types of its outputs, the node's result types.
   static absl::StatusOr<std::vector<TensorType>> VerifyRegion(
       const Node& node, const std::vector<TensorType>& in_types) {
@@ -79,31 +91,6 @@ class Verifier {
                                                      ", its body takes ", TypeList(body_inputs)));
     }
     if (body->outputs().empty()) return absl::InvalidArgumentError("its body returns nothing");
-    const Shape& shape = body->outputs()[0]->type().shape;
-    for (const Value* p : body->placeholders()) {
-      TC_RETURN_IF_ERROR(CheckRegionDType(*p));
-      absl::StatusOr<Shape> broadcast = BroadcastShapes(p->type().shape, shape);
-      if (!broadcast.ok() || *broadcast != shape) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("its body's placeholder %", p->name(), " ", p->type().ToString(),
-                         " does not broadcast to its region's shape ", ShapeToString(shape)));
-      }
-    }
-    for (const Node* n : body->nodes()) {
-      if (!n->def().Has(kTraitFusible)) {
-        return absl::InvalidArgumentError(absl::StrCat("its body holds ", OpName(n->op()),
-                                                       ", which has no fused evaluation: `",
-                                                       NodeToString(*n), "`"));
-      }
-      for (const Value* r : n->results()) {
-        TC_RETURN_IF_ERROR(CheckRegionDType(*r));
-        if (r->type().shape != shape) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "%", r->name(), " in its body has shape ", ShapeToString(r->type().shape),
-              ", its region's is ", ShapeToString(shape)));
-        }
-      }
-    }
     std::vector<TensorType> out;
     for (const Value* v : body->outputs()) {
       if (v->is_placeholder()) {
@@ -115,7 +102,177 @@ class Verifier {
       }
       out.push_back(v->type());
     }
+    const std::vector<Node*> nodes = body->nodes();
+    if (nodes.size() > 1 && !nodes[0]->def().epilogue.ops.empty()) {
+      TC_RETURN_IF_ERROR(VerifyEpilogue(*body, nodes));
+    } else {
+      TC_RETURN_IF_ERROR(VerifyLoop(*body, nodes));
+    }
     return out;
+  }
+
+  // A loop region, run as one pass over memory: fusible ops whose results
+  // have one shape (the region's; operands broadcast to it), one layout (the
+  // pass's order) and are f32, f64 or bool, and sums of those results that
+  // the body returns, summed in the same pass, reading them directly or
+  // through reshapes (of a row-major region) that only sums read.
+  static absl::Status VerifyLoop(const Graph& body, const std::vector<Node*>& nodes) {
+    // The region's shape and order: its first output computed in the pass's,
+    // or (when it returns sums only) its first fusible node's.
+    const Value* pass_value = body.outputs()[0];
+    for (const Node* n : nodes) {
+      if (n->def().Has(kTraitFusible)) {
+        pass_value = n->result(0);
+        break;
+      }
+    }
+    for (const Value* v : body.outputs()) {
+      if (!v->is_placeholder() && v->producer()->def().Has(kTraitFusible)) {
+        pass_value = v;
+        break;
+      }
+    }
+    const Shape& shape = pass_value->type().shape;
+    const DimOrder& order = pass_value->layout();
+    for (const Value* p : body.placeholders()) {
+      TC_RETURN_IF_ERROR(CheckRegionDType(*p));
+      absl::StatusOr<Shape> broadcast = BroadcastShapes(p->type().shape, shape);
+      if (!broadcast.ok() || *broadcast != shape) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("its body's placeholder %", p->name(), " ", p->type().ToString(),
+                         " does not broadcast to its region's shape ", ShapeToString(shape)));
+      }
+    }
+    auto computed_in_pass = [](const Value* v) {
+      return !v->is_placeholder() && v->producer()->def().Has(kTraitFusible);
+    };
+    for (const Node* n : nodes) {
+      if (n->def().Has(kTraitFusible)) {
+        for (const Value* r : n->results()) {
+          TC_RETURN_IF_ERROR(CheckRegionDType(*r));
+          if (r->type().shape != shape) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "%", r->name(), " in its body has shape ", ShapeToString(r->type().shape),
+                ", its region's is ", ShapeToString(shape)));
+          }
+          if (r->layout() != order) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("%", r->name(), " in its body is ", LayoutName(r->layout()),
+                             ", its region's order is ", LayoutName(order)));
+          }
+        }
+      } else if (n->op() == OpKind::kSum) {
+        const Value* in = n->input(0);
+        const bool reshaped = !in->is_placeholder() && in->producer()->op() == OpKind::kReshape;
+        if (!computed_in_pass(reshaped ? in->producer()->input(0) : in)) {
+          return absl::InvalidArgumentError(absl::StrCat("its body sums %", in->name(),
+                                                         ", which its pass does not compute: `",
+                                                         NodeToString(*n), "`"));
+        }
+        const DType d = in->type().dtype;
+        if (d != DType::kF32 && d != DType::kF64) {
+          return absl::InvalidArgumentError(absl::StrCat("its body sums %", in->name(), " ",
+                                                         in->type().ToString(),
+                                                         ": a fused pass sums f32 and f64"));
+        }
+        const Value* r = n->result(0);
+        if (!r->uses().empty() || !r->is_output()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("its body's sum %", r->name(), " is read in its body, or not returned"));
+        }
+      } else if (n->op() == OpKind::kReshape) {
+        const Value* r = n->result(0);
+        bool only_summed = r->has_uses() && !r->is_output();
+        for (const Use& use : r->uses())
+          only_summed = only_summed && use.user->op() == OpKind::kSum;
+        if (!computed_in_pass(n->input(0)) || !only_summed || !order.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "its body holds a reshape that is not a row-major pass's value read by sums: `",
+              NodeToString(*n), "`"));
+        }
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("its body holds ", OpName(n->op()),
+                                                       ", which has no fused evaluation: `",
+                                                       NodeToString(*n), "`"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A kernel and its epilogue, run as the kernel's call: the first node, an
+  // op that takes an epilogue (OpDef::epilogue), reads the body's first
+  // placeholders in order; then a chain that it takes, each node reading the
+  // one before it (the kernel's first result for the first) once, as its
+  // first operand (either, for a commutative op), and its other operand, if
+  // any, from the next placeholder; every chain value has the type and
+  // layout of the kernel's first result. The body returns the chain's last
+  // value, then the kernel's other results.
+  static absl::Status VerifyEpilogue(const Graph& body, const std::vector<Node*>& nodes) {
+    const Node& kernel = *nodes[0];
+    const std::vector<Value*>& placeholders = body.placeholders();
+    const auto fail = [&](auto... what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("its body's epilogue of ", OpName(kernel.op()), " ", what...));
+    };
+    size_t next = kernel.num_inputs();
+    for (int i = 0; i < kernel.num_inputs(); ++i) {
+      if (i >= static_cast<int>(placeholders.size()) || kernel.input(i) != placeholders[i]) {
+        return fail("needs the kernel to read the body's first ", kernel.num_inputs(),
+                    " placeholders in order");
+      }
+    }
+    const Value* head = kernel.result(0);
+    const Value* previous = head;
+    std::vector<OpKind> chain;
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      const Node& n = *nodes[i];
+      const std::string at = absl::StrCat(": `", NodeToString(n), "`");
+      if (n.num_results() != 1 || n.result(0)->type() != head->type() ||
+          n.result(0)->layout() != head->layout()) {
+        return fail("changes the type or layout of its result", at);
+      }
+      const int reads = std::count(n.inputs().begin(), n.inputs().end(), previous);
+      if (reads != 1) return fail("reads %", previous->name(), " ", reads, " times", at);
+      if (n.num_inputs() == 2) {
+        const bool first = n.input(0) == previous;
+        const Value* operand = n.input(first ? 1 : 0);
+        if (!first && !IsCommutative(n.op())) {
+          return fail("reads %", previous->name(), " as the second operand", at);
+        }
+        if (next >= placeholders.size() || operand != placeholders[next]) {
+          return fail("reads an operand other than the next placeholder", at);
+        }
+        ++next;
+      } else if (n.num_inputs() != 1) {
+        return fail("holds an op of ", n.num_inputs(), " operands", at);
+      }
+      chain.push_back(n.op());
+      previous = n.result(0);
+    }
+    if (next != placeholders.size()) return fail("leaves placeholders unread");
+    if (!kernel.def().TakesEpilogue(head->type().dtype, chain)) {
+      return fail(
+          "is not one its kernel takes: [",
+          absl::StrJoin(chain, ", ",
+                        [](std::string* out, OpKind op) { absl::StrAppend(out, OpName(op)); }),
+          "] on ", DTypeName(head->type().dtype));
+    }
+    std::vector<const Value*> expected = {previous};
+    for (int r = 1; r < kernel.num_results(); ++r) expected.push_back(kernel.result(r));
+    if (!std::equal(expected.begin(), expected.end(), body.outputs().begin(),
+                    body.outputs().end())) {
+      return fail("must return the chain's last value, then the kernel's other results");
+    }
+    return absl::OkStatus();
+  }
+
+  static bool IsCommutative(OpKind op) {
+    return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
+           op == OpKind::kMinimum;
+  }
+
+  static std::string LayoutName(const DimOrder& layout) {
+    return layout.empty() ? "row-major" : layout == kChannelsLast ? "channels-last" : "strided";
   }
 
   static absl::Status CheckRegionDType(const Value& v) {

@@ -39,11 +39,7 @@ absl::StatusOr<TensorList> RunFromHook(size_t depth, OpKind op, absl::Span<const
 KernelFn GetKernel(OpKind kind) { return Kernels().eager[static_cast<int>(kind)]; }
 IntoKernelFn GetIntoKernel(OpKind kind) { return Kernels().into[static_cast<int>(kind)]; }
 
-PostOpKernelFn GetPostOpKernel(OpKind kind, DType dtype, absl::Span<const PostOp> post_ops) {
-  const int k = static_cast<int>(kind);
-  const PostOpCheckFn check = Kernels().post_op_check[k];
-  return check != nullptr && check(dtype, post_ops) ? Kernels().post_op[k] : nullptr;
-}
+PostOpKernelFn GetPostOpKernel(OpKind kind) { return Kernels().post_op[static_cast<int>(kind)]; }
 
 absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
                                      absl::Span<const TensorType> out_types) {

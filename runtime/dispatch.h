@@ -54,16 +54,14 @@ struct PostOp {
 using PostOpKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Attrs& attrs,
                                         absl::Span<const PostOp> post_ops,
                                         absl::Span<const Tensor> outputs);
-// Whether the kernel applies these post-ops to a result of `dtype`.
-using PostOpCheckFn = bool (*)(DType dtype, absl::Span<const PostOp> post_ops);
 
 // The kernel table, one entry per op; nullptr where no kernel is bound.
 KernelFn GetKernel(OpKind kind);
 // The out-variant table; nullptr for ops that have none.
 IntoKernelFn GetIntoKernel(OpKind kind);
-// The out-variant with post-ops of `kind`, when it takes `post_ops` on a
-// result of `dtype`; nullptr otherwise.
-PostOpKernelFn GetPostOpKernel(OpKind kind, DType dtype, absl::Span<const PostOp> post_ops);
+// The out-variant with post-ops of `kind`; nullptr for ops that have none.
+// Which chains it takes is declared in the op table (OpDef::epilogue).
+PostOpKernelFn GetPostOpKernel(OpKind kind);
 
 // Runs one op call. Errors name the op: "matmul: inner dims differ: [4,3] x [2,5]".
 absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs);

@@ -165,6 +165,15 @@ OpCost ViewCost(absl::Span<const TensorType>, absl::Span<const TensorType>, cons
   return {0, 0};
 }
 
+// What oneDNN's matmul applies as post-ops: eltwise and binary algorithms,
+// on f32 results (f64 runs on Eigen, which takes none).
+EpilogueSpec OneDnnPostOps() {
+  return {
+      {OpKind::kRelu, OpKind::kGelu, OpKind::kTanh, OpKind::kSigmoid, OpKind::kExp, OpKind::kAdd,
+       OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMaximum, OpKind::kMinimum},
+      {DType::kF32}};
+}
+
 }  // namespace
 
 std::vector<OpDef> LayoutOpDefs() {
@@ -183,7 +192,8 @@ std::vector<OpDef> LayoutOpDefs() {
        {},
        kTraitExpensive,
        &InferMatmul,
-       &MatmulCost},
+       &MatmulCost,
+       OneDnnPostOps()},
       {OpKind::kLinear,
        "",
        OpFamily::kLayout,
@@ -192,7 +202,8 @@ std::vector<OpDef> LayoutOpDefs() {
        {},
        kTraitExpensive,
        &InferLinear,
-       &LinearCost},
+       &LinearCost,
+       OneDnnPostOps()},
       {OpKind::kPermute,
        "",
        OpFamily::kLayout,

@@ -296,6 +296,8 @@ std::vector<OpDef> NnOpDefs() {
   std::vector<AttrSpec> pool_shape = pool;
   pool_shape.push_back({"input_shape", AttrKind::kInts});
   const std::vector<AttrSpec> eps = {{"eps", AttrKind::kFloat}};
+  // Batch norm's kernels apply a relu to y as they write it.
+  const EpilogueSpec relu = {{OpKind::kRelu}, {DType::kF32, DType::kF64}, 1};
   const std::vector<AttrSpec> ln = {{"axis", AttrKind::kInt}, {"eps", AttrKind::kFloat}};
   const uint32_t bw = kTraitBackward;
   return {
@@ -310,9 +312,10 @@ std::vector<OpDef> NnOpDefs() {
       {OpKind::kAvgPool2d, "", OpFamily::kNn, 1, 1, pool, kTraitNone, &InferPool, &PoolCost},
       {OpKind::kAvgPool2dBackward, "", OpFamily::kNn, 1, 1, pool_shape, bw, &InferPoolBackward,
        &PoolCost},
-      {OpKind::kBatchNorm, "", OpFamily::kNn, 3, 3, eps, kTraitNone, &InferBatchNorm, &NormCost},
+      {OpKind::kBatchNorm, "", OpFamily::kNn, 3, 3, eps, kTraitNone, &InferBatchNorm, &NormCost,
+       relu},
       {OpKind::kBatchNormInference, "", OpFamily::kNn, 5, 5, eps, kTraitNone,
-       &InferBatchNormInference, &NormCost},
+       &InferBatchNormInference, &NormCost, relu},
       {OpKind::kBatchNormBackward, "", OpFamily::kNn, 5, 5, eps, bw, &InferBatchNormBackward,
        &NormCost},
       {OpKind::kLayerNorm, "", OpFamily::kNn, 3, 3, ln, kTraitNone, &InferLayerNorm, &NormCost},

@@ -396,22 +396,13 @@ absl::Status LinearInto(absl::Span<const Tensor> in, const Attrs& attrs,
   return LinearPostOpsInto(in, attrs, {}, out);
 }
 
-// f32 results take any chain of activations and binary ops oneDNN has.
-bool TakesPostOps(DType dtype, absl::Span<const PostOp> post_ops) {
-  if (dtype != DType::kF32) return false;
-  for (const PostOp& p : post_ops) {
-    if (PostOpAlgorithm(p) == dnnl::algorithm::undef) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 void RegisterMatmulKernels(KernelTable& t) {
   BindInto<&MatmulInto>(t, OpKind::kMatmul);
   BindInto<&LinearInto>(t, OpKind::kLinear);
-  BindPostOps<&MatmulPostOpsInto, &TakesPostOps>(t, OpKind::kMatmul);
-  BindPostOps<&LinearPostOpsInto, &TakesPostOps>(t, OpKind::kLinear);
+  BindPostOps<&MatmulPostOpsInto>(t, OpKind::kMatmul);
+  BindPostOps<&LinearPostOpsInto>(t, OpKind::kLinear);
 }
 
 }  // namespace tc::kernels

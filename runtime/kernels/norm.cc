@@ -449,11 +449,6 @@ absl::Status BatchNormInferenceInto(absl::Span<const Tensor> in, const Attrs& at
   return BatchNormInferencePostOpsInto(in, attrs, {}, out);
 }
 
-// Batch norm takes one post-op, relu, in every float dtype.
-bool TakesRelu(DType, absl::Span<const PostOp> post_ops) {
-  return post_ops.size() == 1 && post_ops[0].op == OpKind::kRelu;
-}
-
 // grad, x, w, mean, var -> dx, dw, db
 absl::Status BatchNormBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                    absl::Span<const Tensor> out) {
@@ -622,8 +617,8 @@ absl::Status LayerNormBackwardInto(absl::Span<const Tensor> in, const Attrs& att
 void RegisterNormKernels(KernelTable& t) {
   BindInto<&BatchNormInto>(t, OpKind::kBatchNorm);
   BindInto<&BatchNormInferenceInto>(t, OpKind::kBatchNormInference);
-  BindPostOps<&BatchNormPostOpsInto, &TakesRelu>(t, OpKind::kBatchNorm);
-  BindPostOps<&BatchNormInferencePostOpsInto, &TakesRelu>(t, OpKind::kBatchNormInference);
+  BindPostOps<&BatchNormPostOpsInto>(t, OpKind::kBatchNorm);
+  BindPostOps<&BatchNormInferencePostOpsInto>(t, OpKind::kBatchNormInference);
   BindInto<&BatchNormBackwardInto>(t, OpKind::kBatchNormBackward);
   BindInto<&LayerNormInto>(t, OpKind::kLayerNorm);
   BindInto<&LayerNormBackwardInto>(t, OpKind::kLayerNormBackward);

@@ -15,7 +15,6 @@ struct KernelTable {
   std::array<KernelFn, kNumOps> eager{};
   std::array<IntoKernelFn, kNumOps> into{};
   std::array<PostOpKernelFn, kNumOps> post_op{};
-  std::array<PostOpCheckFn, kNumOps> post_op_check{};
 };
 
 // The eager kernel of an out-variant: allocates the outputs, then runs `Into`.
@@ -36,11 +35,11 @@ void BindInto(KernelTable& table, OpKind op) {
   table.eager[static_cast<int>(op)] = &AllocateAndRun<Into>;
 }
 
-// Binds `op`'s out-variant with post-ops, and which post-ops it takes.
-template <PostOpKernelFn Kernel, PostOpCheckFn Check>
+// Binds `op`'s out-variant with post-ops; the chains it takes are the op
+// table's (OpDef::epilogue).
+template <PostOpKernelFn Kernel>
 void BindPostOps(KernelTable& table, OpKind op) {
   table.post_op[static_cast<int>(op)] = Kernel;
-  table.post_op_check[static_cast<int>(op)] = Check;
 }
 
 void RegisterElementwiseKernels(KernelTable& table);

@@ -32,6 +32,7 @@
 #include "graph/printer.h"
 #include "runtime/dispatch.h"
 #include "runtime/ops.h"
+#include "tests/codegen/lowered_paths.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -657,10 +658,11 @@ std::vector<OpCase> FusedCases(Make& m) {
 struct OpEntry {
   std::vector<DType> dtypes;
   CaseFn cases;
-  // Lines some plan of the op's graphs must have (Program::PlanString, '*'
-  // matching anything): the fusing compiler's special paths this test means
-  // to take. Elementwise ops are also checked to run in a fused group.
-  std::vector<std::string> plan_lines = {};
+  // Paths some lowered graph of the op's must take (tests/codegen/
+  // lowered_paths.h, '*' matching anything): the fusing compiler's special
+  // paths this test means to take. Elementwise ops are also checked to run
+  // in a fused region with others.
+  std::vector<std::string> paths = {};
 };
 
 const std::map<OpKind, OpEntry>& Table() {
@@ -713,18 +715,17 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kEmbeddingBackward}, floats, EmbeddingBackwardCases);
     set({K::kDropout}, floats, DropoutCases);
     set({K::kFused}, floats, FusedCases);
-    auto expect = [&](OpKind op, std::vector<std::string> lines) { (*t)[op].plan_lines = lines; };
-    expect(K::kMatmul, {"into matmul+relu *", "into matmul+add *", "into matmul+gelu+add *"});
-    expect(K::kLinear, {"into linear+relu *", "into linear+add *", "into linear+gelu+add *"});
-    expect(K::kConv2d, {"into conv2d+bias *", "into conv2d -> *:nhwc"});
-    expect(K::kBatchNorm, {"into batch_norm+relu *", "into batch_norm -> *:nhwc"});
-    expect(K::kBatchNormInference,
-           {"into batch_norm_inference+relu *", "into batch_norm_inference -> *:nhwc"});
+    auto expect = [&](OpKind op, std::vector<std::string> paths) { (*t)[op].paths = paths; };
+    expect(K::kMatmul, {"matmul+relu*", "matmul+add*", "matmul+gelu+add*"});
+    expect(K::kLinear, {"linear+relu*", "linear+add*", "linear+gelu+add*"});
+    expect(K::kConv2d, {"conv2d+bias*", "conv2d:nhwc"});
+    expect(K::kBatchNorm, {"batch_norm+relu*", "batch_norm:nhwc"});
+    expect(K::kBatchNormInference, {"batch_norm_inference+relu*", "batch_norm_inference:nhwc"});
     for (OpKind op : {K::kConv2dBackwardData, K::kMaxPool2d, K::kMaxPool2dBackward, K::kAvgPool2d,
                       K::kAvgPool2dBackward, K::kBatchNormBackward}) {
-      expect(op, {absl::StrCat("into ", OpName(op), " -> *:nhwc")});
+      expect(op, {absl::StrCat(OpName(op), ":nhwc")});
     }
-    expect(K::kSum, {"  return (*sum(r*"});  // a sum in a fused pass
+    expect(K::kSum, {"fused{* sum*"});  // a sum in a fused pass
     return t;
   }();
   return *table;
@@ -1029,38 +1030,12 @@ std::string Types(const std::vector<Tensor>& tensors) {
                        [](std::string* out, const Tensor& t) { out->append(t.type().ToString()); });
 }
 
-// Whether `line` matches `pattern`, where '*' matches any characters.
-bool LineMatches(absl::string_view line, absl::string_view pattern) {
-  const std::vector<absl::string_view> pieces = absl::StrSplit(pattern, '*');
-  if (!absl::StartsWith(line, pieces[0])) return false;
-  size_t at = pieces[0].size();
-  for (size_t i = 1; i < pieces.size(); ++i) {
-    at = line.find(pieces[i], at);
-    if (at == absl::string_view::npos) return false;
-    at += pieces[i].size();
-  }
-  return pieces.size() > 1 || line.size() == at;
-}
-
-bool SomePlanHasLine(const std::vector<std::string>& plans, absl::string_view pattern) {
-  for (const std::string& plan : plans) {
-    for (absl::string_view line : absl::StrSplit(plan, '\n')) {
-      if (LineMatches(line, pattern)) return true;
-    }
-  }
-  return false;
-}
-
-// Whether some plan runs `op` in a fused step with at least one other op.
-bool SomePlanFusesWithOthers(const std::vector<std::string>& plans, absl::string_view op) {
-  const std::string instr = absl::StrCat(" = ", op, "(");
-  for (const std::string& plan : plans) {
-    std::vector<absl::string_view> blocks = absl::StrSplit(plan, "fused[");
-    for (size_t i = 1; i < blocks.size(); ++i) {
-      const absl::string_view block = blocks[i].substr(0, blocks[i].find("\n}"));
-      const std::vector<absl::string_view> instrs = absl::StrSplit(block, " = ");
-      if (instrs.size() > 2 && absl::StrContains(block, instr)) return true;
-    }
+// Whether some lowered graph runs `op` in a loop region with another op.
+bool SomeRegionFusesWithOthers(const std::vector<std::string>& paths, absl::string_view op) {
+  for (absl::string_view path : paths) {
+    if (!absl::ConsumePrefix(&path, "fused{")) continue;
+    const std::vector<absl::string_view> ops = absl::StrSplit(path.substr(0, path.find('}')), ' ');
+    if (ops.size() > 1 && std::find(ops.begin(), ops.end(), op) != ops.end()) return true;
   }
   return false;
 }
@@ -1071,7 +1046,7 @@ struct OpTally {
   int graphs = 0;  // graphs compiled and compared
   int failed_graphs = 0;
   std::vector<std::string> rejected;  // cases shape inference rejected, with why
-  std::vector<std::string> plans;     // Program::PlanString of every graph
+  std::vector<std::string> paths;     // of every lowered graph (tests/codegen/lowered_paths.h)
 };
 
 // Runs one case in every variant through eager, interpreter() and fusing().
@@ -1107,10 +1082,13 @@ void RunCase(OpKind op, DType dtype, const OpCase& c, OpTally& tally) {
     const Tolerance fusing_tol = random_alone ? Tolerance{0, 0} : Tolerance{1e-5, 1e-12};
     ok = CheckCompiler("fusing", codegen::fusing(), built, *expected, fusing_tol) && ok;
     if (!ok) ++tally.failed_graphs;
-    // What fusing() made of the graph, for the op's plan checks.
+    // What fusing() made of the graph, for the op's path checks.
     absl::StatusOr<std::shared_ptr<codegen::Program>> program =
         codegen::Program::Compile(built.b.graph);
-    if (program.ok()) tally.plans.push_back((*program)->PlanString());
+    if (program.ok()) {
+      const std::vector<std::string> paths = testing::LoweredPaths((*program)->graph());
+      tally.paths.insert(tally.paths.end(), paths.begin(), paths.end());
+    }
   }
 }
 
@@ -1129,14 +1107,14 @@ TEST_CASE("every op compiled by interpreter() and fusing() equals eager executio
         for (const OpCase& c : entry->second.cases(m)) RunCase(op, dtype, c, tally);
       }
       CHECK(tally.cases > 0);
-      for (const std::string& line : entry->second.plan_lines) {
-        INFO("no plan has a line " << line);
-        CHECK(SomePlanHasLine(tally.plans, line));
+      for (const std::string& path : entry->second.paths) {
+        INFO("no lowered graph takes the path " << path);
+        CHECK(testing::HasPath(tally.paths, path));
       }
       const OpDef& def = GetOpDef(op);
       if (def.Has(kTraitFusible)) {
-        INFO("no plan runs the op in a fused group with others");
-        CHECK(SomePlanFusesWithOthers(tally.plans, OpName(op)));
+        INFO("no lowered graph runs the op in a fused region with others");
+        CHECK(SomeRegionFusesWithOthers(tally.paths, OpName(op)));
       }
       std::printf("%-24s %3d cases, %3d graphs, %d failed; rejected by shape inference: %s\n",
                   std::string(OpName(op)).c_str(), tally.cases, tally.graphs, tally.failed_graphs,

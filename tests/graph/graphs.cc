@@ -29,7 +29,10 @@ std::pair<std::string, bool> RunOnText(const std::string& text, const std::vecto
   absl::StatusOr<bool> changed = RunPasses(g, passes);
   INFO(changed.status().ToString());
   REQUIRE(changed.ok());
-  return {ToString(g), *changed};
+  // What a pass makes prints and parses back.
+  const std::string printed = ToString(g);
+  REQUIRE(ToString(ParseOk(printed)) == printed);
+  return {printed, *changed};
 }
 
 Graph Mlp() {

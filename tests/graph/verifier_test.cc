@@ -123,11 +123,12 @@ TEST_CASE("a broken graph clones into an equally broken graph") {
 
 // A graph with one fused node over `body_lines` (its body's nodes, indented
 // six spaces), taking %a: f32[2,2] and %c: `c_type`, returning `ret`.
-Graph Region(const std::string& c_type, const std::string& body_lines, const std::string& ret) {
-  const std::string text = "graph(%a: f32[2,2], %c: " + c_type + ") {\n" +
-                           "  %r: f32[2,2] = fused(%a, %c) {\n" +
-                           "    graph(%a: f32[2,2], %c: " + c_type + ") {\n" + body_lines +
-                           "      return (" + ret + ")\n    }\n  }\n  return (%r)\n}\n";
+Graph Region(const std::string& c_type, const std::string& body_lines, const std::string& ret,
+             const std::string& results = "%r: f32[2,2]") {
+  const std::string text = "graph(%a: f32[2,2], %c: " + c_type + ") {\n" + "  " + results +
+                           " = fused(%a, %c) {\n" + "    graph(%a: f32[2,2], %c: " + c_type +
+                           ") {\n" + body_lines + "      return (" + ret +
+                           ")\n    }\n  }\n  return (%r)\n}\n";
   absl::StatusOr<Graph> g = Parse(text);
   INFO(text << g.status().message());
   REQUIRE(g.ok());
@@ -172,6 +173,112 @@ TEST_CASE("regions: a body value of another shape or dtype, or a returned placeh
   CHECK(VerifyError(Region("f32[3]", "      %n: f32[2,2] = neg(%a)\n", "%n")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: its body's placeholder %c f32[3] does not "
         "broadcast to its region's shape [2,2]");
+}
+
+// A graph with one fused node %z over `body_lines`, taking %x: f32[4,8],
+// %w: f32[3,8], %b: f32[3] and %r: `r_type`, returning %z: f32[4,3].
+Graph Epilogue(const std::string& r_type, const std::string& body_lines,
+               const std::string& ret = "%z") {
+  const std::string params = "%x: f32[4,8], %w: f32[3,8], %b: f32[3], %r: " + r_type;
+  const std::string text = "graph(" + params + ") {\n  %z: f32[4,3] = fused(%x, %w, %b, %r) {\n" +
+                           "    graph(" + params + ") {\n" + body_lines + "      return (" + ret +
+                           ")\n    }\n  }\n  return (%z)\n}\n";
+  absl::StatusOr<Graph> g = Parse(text);
+  INFO(text << g.status().message());
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+constexpr char kLinear[] = "      %y: f32[4,3] = linear(%x, %w, %b)\n";
+constexpr char kFusedZ[] = "node `%z: f32[4,3] = fused(%x, %w, %b, %r)`: ";
+
+TEST_CASE("regions: a kernel and the epilogue it takes verify") {
+  CHECK(Verify(Epilogue("f32[3]", std::string(kLinear) +
+                                      "      %g: f32[4,3] = gelu(%y) {approximate=\"tanh\"}\n"
+                                      "      %z: f32[4,3] = add(%r, %g)\n"))
+            .ok());
+}
+
+TEST_CASE("regions: an epilogue the kernel does not take, or not laid out as one, is rejected") {
+  CHECK(VerifyError(Epilogue("f32[3]", std::string(kLinear) +
+                                           "      %p: f32[4,3] = pow(%y) {exponent=2}\n"
+                                           "      %z: f32[4,3] = add(%p, %r)\n")) ==
+        std::string(kFusedZ) +
+            "its body's epilogue of linear is not one its kernel takes: [pow, add] on f32");
+  CHECK(VerifyError(
+            Epilogue("f32[3]", std::string(kLinear) + "      %z: f32[4,3] = sub(%r, %y)\n")) ==
+        std::string(kFusedZ) +
+            "its body's epilogue of linear reads %y as the second operand: `%z: f32[4,3] = "
+            "sub(%r, %y)`");
+  CHECK(VerifyError(Epilogue("f32[3]",
+                             "      %y: f32[4,3] = linear(%x, %w, %r)\n"
+                             "      %z: f32[4,3] = add(%y, %b)\n")) ==
+        std::string(kFusedZ) +
+            "its body's epilogue of linear needs the kernel to read the body's first 3 "
+            "placeholders in order");
+  CHECK(VerifyError(Epilogue("f32[3]", std::string(kLinear) + "      %t: f32[4,3] = relu(%y)\n"
+                                                              "      %z: f32[4,3] = relu(%t)\n")) ==
+        std::string(kFusedZ) + "its body's epilogue of linear leaves placeholders unread");
+  CHECK(VerifyError(Epilogue("f32[3]",
+                             std::string(kLinear) + "      %z: f32[4,3] = add(%y, %r)\n"
+                                                    "      %u: f32[4,3] = relu(%y)\n",
+                             "%z")) ==
+        std::string(kFusedZ) +
+            "its body's epilogue of linear reads %z 0 times: `%u: f32[4,3] = relu(%y)`");
+}
+
+TEST_CASE("regions: a region's results have its body's output layouts") {
+  const std::string text =
+      "graph(%x: f32[1,2,2,2]) {\n"
+      "  %r: f32[1,2,2,2]:nhwc = fused(%x) {\n"
+      "    graph(%x: f32[1,2,2,2]) {\n"
+      "      %n: f32[1,2,2,2]BODY = neg(%x)\n"
+      "      %r: f32[1,2,2,2] = relu(%n)\n"
+      "      return (%r)\n"
+      "    }\n"
+      "  }\n"
+      "  return (%r)\n"
+      "}\n";
+  auto with = [&](const std::string& layout) {
+    std::string t = text;
+    t.replace(t.find("BODY"), 4, layout);
+    return testing::ParseOk(t);
+  };
+  CHECK(VerifyError(with("")) ==
+        "node `%r: f32[1,2,2,2]:nhwc = fused(%x)`: %r is channels-last, but its body returns %r "
+        "row-major");
+  CHECK(VerifyError(with(":nhwc")) ==
+        "node `%r: f32[1,2,2,2]:nhwc = fused(%x)`: %n in its body is channels-last, its "
+        "region's order is row-major");
+}
+
+TEST_CASE("regions: sums of the pass's values verify; other sums and reshapes are rejected") {
+  CHECK(Verify(Region("f32[2]",
+                      "      %n: f32[2,2] = add(%a, %c)\n"
+                      "      %f: f32[4] = reshape(%n) {shape=[4]}\n"
+                      "      %s: f32[] = sum(%f) {dims=[], keepdim=false}\n",
+                      "%n, %s", "%r: f32[2,2], %s: f32[]"))
+            .ok());
+  CHECK(
+      VerifyError(Region("f32[2]",
+                         "      %n: f32[2,2] = add(%a, %c)\n"
+                         "      %s: f32[2] = sum(%a) {dims=[0], keepdim=false}\n",
+                         "%n, %s", "%r: f32[2,2], %s: f32[2]")) ==
+      "node `%r: f32[2,2], %s: f32[2] = fused(%a, %c)`: its body sums %a, which its pass does not "
+      "compute: `%s: f32[2] = sum(%a) {dims=[0], keepdim=false}`");
+  CHECK(VerifyError(Region("f32[2]",
+                           "      %n: f32[2,2] = add(%a, %c)\n"
+                           "      %s: f32[2] = sum(%n) {dims=[0], keepdim=false}\n"
+                           "      %m: f32[2,2] = mul(%n, %s)\n",
+                           "%m")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body's sum %s is read in its body, or not "
+        "returned");
+  CHECK(VerifyError(Region("f32[2]",
+                           "      %n: f32[2,2] = add(%a, %c)\n"
+                           "      %f: f32[4] = reshape(%n) {shape=[4]}\n",
+                           "%n, %f", "%r: f32[2,2], %f: f32[4]")) ==
+        "node `%r: f32[2,2], %f: f32[4] = fused(%a, %c)`: its body holds a reshape that is not a "
+        "row-major pass's value read by sums: `%f: f32[4] = reshape(%n) {shape=[4]}`");
 }
 
 TEST_CASE("regions: built only through AddRegionNode, with the body's types") {

@@ -21,6 +21,27 @@ TEST_CASE("every op has a declaration, a unique name and an eager kernel") {
   }
 }
 
+TEST_CASE("an op declares an epilogue exactly when its kernel takes post-ops") {
+  for (OpKind op : AllOps()) {
+    INFO(OpName(op));
+    const OpDef& def = GetOpDef(op);
+    CHECK((GetPostOpKernel(op) != nullptr) == !def.epilogue.ops.empty());
+    for (OpKind post : def.epilogue.ops) {
+      INFO("post-op " << OpName(post));
+      CHECK(GetOpDef(post).Has(kTraitElementwise));
+    }
+  }
+  const OpDef& linear = GetOpDef(OpKind::kLinear);
+  CHECK(linear.TakesEpilogue(DType::kF32, {OpKind::kGelu, OpKind::kAdd, OpKind::kMul}));
+  CHECK(linear.TakesEpilogue(DType::kF64, {}));
+  CHECK_FALSE(linear.TakesEpilogue(DType::kF64, {OpKind::kRelu}));  // Eigen takes none
+  CHECK_FALSE(linear.TakesEpilogue(DType::kF32, {OpKind::kPow}));
+  const OpDef& batch_norm = GetOpDef(OpKind::kBatchNorm);
+  CHECK(batch_norm.TakesEpilogue(DType::kF64, {OpKind::kRelu}));
+  CHECK_FALSE(batch_norm.TakesEpilogue(DType::kF32, {OpKind::kRelu, OpKind::kRelu}));
+  CHECK_FALSE(GetOpDef(OpKind::kConv2d).TakesEpilogue(DType::kF32, {OpKind::kRelu}));
+}
+
 TEST_CASE("unknown op names are not found") {
   REQUIRE(OpKindFromName("matmull").status().message() == "unknown op 'matmull'");
 }

@@ -1,0 +1,65 @@
+#include "codegen/loop_region.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "codegen/fusion.h"
+
+namespace tc::codegen {
+
+const Node* EpilogueKernel(const Node& node) {
+  const Graph* body = node.body();
+  if (body == nullptr || body->num_nodes() < 2) return nullptr;
+  const Node* first = body->nodes()[0];
+  return first->def().epilogue.ops.empty() ? nullptr : first;
+}
+
+absl::StatusOr<std::optional<LoopRegion>> LoopRegionOf(const Node& node) {
+  if (node.body() != nullptr) {
+    if (EpilogueKernel(node) != nullptr) return std::nullopt;
+    return LoopRegion{node.body()->Clone(), node.inputs()};
+  }
+  if (!IsFusible(node)) return std::nullopt;
+  LoopRegion region;
+  std::vector<Value*> operands;
+  for (Value* in : node.inputs()) {
+    const auto seen = std::find(region.inputs.begin(), region.inputs.end(), in);
+    if (seen != region.inputs.end()) {
+      operands.push_back(region.body.placeholders()[seen - region.inputs.begin()]);
+      continue;
+    }
+    region.inputs.push_back(in);
+    operands.push_back(region.body.AddPlaceholder(in->name(), in->type()));
+  }
+  std::vector<std::string> names;
+  for (const Value* r : node.results()) names.push_back(r->name());
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> results, region.body.AddCopyOf(node, operands, names));
+  TC_RETURN_IF_ERROR(region.body.SetOutputs(results));
+  return region;
+}
+
+absl::Status ReplaceByRegion(Graph& graph, absl::Span<Node* const> old_nodes,
+                             absl::Span<Value* const> replaced, const Node* position,
+                             std::vector<Value*> inputs, Graph body) {
+  TC_ASSIGN_OR_RETURN(
+      std::vector<Value*> results,
+      graph.AddRegionNode(OpKind::kFused, inputs, std::move(body), position->source()));
+  TC_RETURN_IF_ERROR(graph.MoveBefore(results[0]->producer(), position));
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (replaced[i] != nullptr)
+      TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(replaced[i], results[i]));
+  }
+  // Users first: an old node may read another's result.
+  for (auto it = old_nodes.rbegin(); it != old_nodes.rend(); ++it) {
+    TC_RETURN_IF_ERROR(graph.RemoveNode(*it));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (replaced[i] != nullptr) graph.RenameValue(results[i], replaced[i]->name());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tc::codegen
