@@ -38,6 +38,10 @@ struct CompileOptions {
   std::vector<DimOrder> argument_orders;
   // Outputs from this index on may be in any layout; earlier ones are row-major.
   int free_outputs_from = std::numeric_limits<int>::max();
+  // Outputs from this index on are values saved for a backward: a program
+  // gives them one storage together (codegen/memory_plan.h's saved region),
+  // so a call allocates one buffer for them, not one each.
+  int saved_outputs_from = std::numeric_limits<int>::max();
 };
 
 class Executable {

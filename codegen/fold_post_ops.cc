@@ -85,22 +85,34 @@ absl::StatusOr<Graph> EpilogueBody(const Node& kernel, const Graph& chain_body, 
   return body;
 }
 
+// Whether `head`, an operand of `region_node`, is the first result of a
+// kernel that takes epilogues, read by nothing else and laid out as the
+// region's result.
+bool IsKernelResult(const Value* head, const Node& region_node) {
+  const Node* kernel = head->producer();
+  return kernel != nullptr && kernel->body() == nullptr && !kernel->def().epilogue.ops.empty() &&
+         head == kernel->result(0) && head->uses().size() == 1 && !head->is_output() &&
+         head->layout() == region_node.result(0)->layout();
+}
+
 // Folds the chain `region_node` runs into the kernel producing one of its
 // inputs, when it can; returns whether it did.
-absl::StatusOr<bool> FoldInto(Graph& graph, Node* region_node, const std::vector<Node*>& order) {
+absl::StatusOr<bool> FoldInto(Graph& graph, Node* region_node) {
+  const std::vector<Value*>& operands_of_region = region_node->inputs();
+  if (std::none_of(operands_of_region.begin(), operands_of_region.end(),
+                   [&](const Value* v) { return IsKernelResult(v, *region_node); })) {
+    return false;
+  }
   TC_ASSIGN_OR_RETURN(std::optional<LoopRegion> region, LoopRegionOf(*region_node));
   if (!region) return false;
+  const std::vector<Node*> order = graph.nodes();
   const auto position = [&](const Node* n) {
     return std::find(order.begin(), order.end(), n) - order.begin();
   };
   for (size_t h = 0; h < region->inputs.size(); ++h) {
     Value* head = region->inputs[h];
+    if (!IsKernelResult(head, *region_node)) continue;
     Node* kernel = head->producer();
-    if (kernel == nullptr || kernel->body() != nullptr || kernel->def().epilogue.ops.empty() ||
-        head != kernel->result(0) || head->uses().size() != 1 || head->is_output() ||
-        head->layout() != region_node->result(0)->layout()) {
-      continue;
-    }
     const Value* head_placeholder = region->body.placeholders()[h];
     std::optional<Chain> chain = MatchChain(region->body, head_placeholder);
     if (!chain || !kernel->def().TakesEpilogue(head->type().dtype, chain->ops)) continue;
@@ -138,7 +150,7 @@ absl::StatusOr<bool> Run(Graph& graph) {
   bool changed = false;
   for (Node* node : graph.nodes()) {
     if (node->removed()) continue;
-    TC_ASSIGN_OR_RETURN(const bool folded, FoldInto(graph, node, graph.nodes()));
+    TC_ASSIGN_OR_RETURN(const bool folded, FoldInto(graph, node));
     changed = changed || folded;
   }
   return changed;

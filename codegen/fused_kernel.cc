@@ -418,6 +418,25 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
   }
 }
 
+std::vector<std::pair<int, int>> FusedKernel::InPlacePairs() const {
+  std::vector<int> last_read(num_inputs_, -1), written(output_registers_.size(), -1);
+  for (int i = 0; i < static_cast<int>(program_.size()); ++i) {
+    for (int r : program_[i].src) {
+      if (r >= 0 && r < num_inputs_) last_read[r] = i;
+    }
+    for (size_t o = 0; o < output_registers_.size(); ++o) {
+      if (program_[i].dst == output_registers_[o]) written[o] = i;
+    }
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (int in = 0; in < num_inputs_; ++in) {
+    for (size_t o = 0; o < written.size(); ++o) {
+      if (last_read[in] <= written[o]) pairs.emplace_back(in, o);
+    }
+  }
+  return pairs;
+}
+
 std::string FusedKernel::ToString() const {
   auto r = [](int reg) { return absl::StrCat("r", reg); };
   std::vector<std::string> ins;

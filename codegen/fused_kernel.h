@@ -28,6 +28,7 @@
 #define TENSORCUT_CODEGEN_FUSED_KERNEL_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -70,6 +71,14 @@ class FusedKernel {
   // block buffers have grown to the program's size (up to 8 inputs and 32 registers).
   void RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tensor> outputs,
                absl::Span<const int> order = {}) const;
+
+  // The {input, output} pairs whose tensors may share memory: the program
+  // reads the input for the last time at or before the instruction writing
+  // the output. Each block of an input read in place (dense in the
+  // iteration order, of the group's shape) is then read before that block
+  // of the output is written; the caller checks that layout, and that the
+  // two have one element size.
+  std::vector<std::pair<int, int>> InPlacePairs() const;
 
   // The program, one instruction per line, then "return (r5, r7)" (a sum
   // as "sum(r6, [0])").

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace tc::codegen {
@@ -12,11 +13,11 @@ int64_t AlignedBytes(int64_t bytes) {
   return (bytes + a - 1) / a * a;
 }
 
-std::vector<BufferLifetime> Lifetimes(absl::Span<const StepAccess> steps,
-                                      absl::Span<const int> roots, absl::Span<const int64_t> bytes,
-                                      absl::Span<const int> planned,
-                                      absl::Span<const int> outputs) {
+Buffers AssignBuffers(absl::Span<const StepAccess> steps, absl::Span<const int> roots,
+                      absl::Span<const int64_t> bytes, absl::Span<const int> planned,
+                      absl::Span<const int> outputs, int saved_from) {
   const int num_values = roots.size();
+  // Each buffer's first writer and last reader, through views.
   std::vector<int> first(num_values, -1), last(num_values, -1);
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     for (int v : steps[i].writes) {
@@ -26,13 +27,44 @@ std::vector<BufferLifetime> Lifetimes(absl::Span<const StepAccess> steps,
     }
     for (int v : steps[i].reads) last[roots[v]] = std::max(last[roots[v]], i);
   }
-  std::vector<bool> returned(num_values, false);
-  for (int v : outputs) returned[roots[v]] = true;
-  std::vector<BufferLifetime> lifetimes;
-  for (int v : planned) {
-    if (first[v] >= 0) lifetimes.push_back({v, bytes[v], first[v], last[v], returned[v]});
+  // Buffers the caller gets: saved, when every output in them is saved.
+  std::vector<BufferPlace> place(num_values, BufferPlace::kArena);
+  for (int o = static_cast<int>(outputs.size()) - 1; o >= 0; --o) {
+    BufferPlace& p = place[roots[outputs[o]]];
+    if (o < saved_from) {
+      p = BufferPlace::kOutside;
+    } else if (p == BufferPlace::kArena) {
+      p = BufferPlace::kSaved;
+    }
   }
-  return lifetimes;
+  std::vector<bool> is_planned(num_values, false);
+  for (int v : planned) is_planned[v] = true;
+
+  // Writes in place, in step order: `buffer[v]` is the planned value whose
+  // buffer v's own buffer merged into (v for one that did not).
+  Buffers result{std::vector<int>(roots.begin(), roots.end()), {}};
+  std::vector<int> buffer(num_values);
+  for (int v = 0; v < num_values; ++v) buffer[v] = v;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    absl::flat_hash_set<int> taken;
+    for (const auto& [operand, written] : steps[i].in_place) {
+      const int from = buffer[roots[operand]];
+      const bool fits = is_planned[from] && is_planned[written] && roots[written] == written &&
+                        place[from] == BufferPlace::kArena &&
+                        place[written] == BufferPlace::kArena && first[written] == i &&
+                        last[from] == i && bytes[from] == bytes[written] && !taken.contains(from);
+      if (!fits) continue;
+      taken.insert(from);
+      buffer[written] = from;
+      last[from] = last[written];
+      first[written] = -1;  // no buffer of its own
+    }
+  }
+  for (int v = 0; v < num_values; ++v) result.roots[v] = buffer[roots[v]];
+  for (int v : planned) {
+    if (first[v] >= 0) result.lifetimes.push_back({v, bytes[v], first[v], last[v], place[v]});
+  }
+  return result;
 }
 
 MemoryPlan PlanMemory(absl::Span<const BufferLifetime> lifetimes) {
@@ -41,11 +73,18 @@ MemoryPlan PlanMemory(absl::Span<const BufferLifetime> lifetimes) {
   std::vector<int> by_size;
   for (int i = 0; i < static_cast<int>(lifetimes.size()); ++i) {
     const int64_t bytes = AlignedBytes(lifetimes[i].bytes);
-    if (lifetimes[i].outside_arena) {
-      plan.outside_bytes += bytes;
-    } else {
-      plan.unshared_bytes += bytes;
-      by_size.push_back(i);
+    switch (lifetimes[i].place) {
+      case BufferPlace::kOutside:
+        plan.outside_bytes += bytes;
+        break;
+      case BufferPlace::kSaved:  // every saved value lives to the end: back to back
+        plan.offsets[i] = plan.saved_bytes;
+        plan.saved_bytes += bytes;
+        break;
+      case BufferPlace::kArena:
+        plan.unshared_bytes += bytes;
+        by_size.push_back(i);
+        break;
     }
   }
   std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) {
@@ -75,12 +114,17 @@ MemoryPlan PlanMemory(absl::Span<const BufferLifetime> lifetimes) {
 }
 
 std::string MemoryPlan::ToString(absl::Span<const BufferLifetime> lifetimes) const {
-  std::string s = absl::StrCat("arena ", arena_bytes, " bytes (", unshared_bytes,
-                               " unshared), outside ", outside_bytes, " bytes\n");
+  std::string s =
+      absl::StrCat("arena ", arena_bytes, " bytes (", unshared_bytes, " unshared), saved ",
+                   saved_bytes, " bytes, outside ", outside_bytes, " bytes\n");
   for (size_t i = 0; i < lifetimes.size(); ++i) {
     const BufferLifetime& b = lifetimes[i];
     absl::StrAppend(&s, "#", b.value, " [", b.first, ", ", b.last, "] ", AlignedBytes(b.bytes),
-                    " bytes ", b.outside_arena ? "outside" : absl::StrCat("at ", offsets[i]), "\n");
+                    " bytes ",
+                    b.place == BufferPlace::kOutside ? "outside"
+                    : b.place == BufferPlace::kSaved ? absl::StrCat("saved at ", offsets[i])
+                                                     : absl::StrCat("at ", offsets[i]),
+                    "\n");
   }
   return s;
 }

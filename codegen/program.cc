@@ -146,8 +146,8 @@ struct Program::Step {
   std::vector<int64_t> copy_strides, copy_dst_strides;
 };
 
-// An output buffer outside the arena: the value owning it and the values
-// that are views of it, each with its own handle in a context's slots.
+// A storage outside the arena: an output's buffer, or the saved region; the
+// values living in it, each with its own handle in a context's slots.
 struct Program::OwnedBuffer {
   int64_t bytes = 0;
   std::vector<int> slots;
@@ -345,30 +345,59 @@ absl::Status Program::Lower(const CompileOptions& options) {
     }
   }
 
-  // Buffers of planned values: graph outputs outside the arena, the others
-  // at the offsets the memory plan gives them.
+  // Buffers of planned values: graph outputs outside the arena (the values
+  // saved for a backward in one region), the others at the offsets the
+  // memory plan gives them; a fused pass may write a result over an operand
+  // in its layout.
+  std::vector<std::vector<std::pair<int, int>>> in_place(steps_.size());
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.kind != StepKind::kFused) continue;
+    for (const auto& [input, output] : step.fused->InPlacePairs()) {
+      const Tensor &from = layout[step.inputs[input]], &to = layout[step.results[output]];
+      if (from.shape() == to.shape() && from.strides() == to.strides() && from.offset() == 0 &&
+          ItemSize(from.dtype()) == ItemSize(to.dtype())) {
+        in_place[i].emplace_back(step.inputs[input], step.results[output]);
+      }
+    }
+  }
   std::vector<StepAccess> access;
-  for (const Step& step : steps_) access.push_back({step.inputs, step.results});
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    access.push_back({steps_[i].inputs, steps_[i].results, in_place[i]});
+  }
   std::vector<int64_t> bytes(num_values);
   std::vector<int> planned;
   for (int v = 0; v < num_values; ++v) {
     bytes[v] = values[v]->type().bytes();
     if (origin[v] == Origin::kPlanned && root[v] == v) planned.push_back(v);
   }
-  const std::vector<BufferLifetime> lifetimes =
-      Lifetimes(access, root, bytes, planned, output_slots_);
-  const MemoryPlan plan = PlanMemory(lifetimes);
+  const Buffers buffers =
+      AssignBuffers(access, root, bytes, planned, output_slots_, options.saved_outputs_from);
+  root = buffers.roots;
+  const MemoryPlan plan = PlanMemory(buffers.lifetimes);
   arena_bytes_ = plan.arena_bytes;
   unshared_bytes_ = plan.unshared_bytes;
+  // Per buffer outside the arena, its owned buffer and its offset in it.
+  absl::flat_hash_map<int, std::pair<int, int64_t>> owned_at;
   absl::flat_hash_map<int, int64_t> arena_offset;
-  absl::flat_hash_map<int, int> owned_index;
-  for (size_t i = 0; i < lifetimes.size(); ++i) {
-    const BufferLifetime& b = lifetimes[i];
-    if (b.outside_arena) {
-      owned_index[b.value] = owned_.size();
-      owned_.push_back({AlignedBytes(b.bytes), {}, {}});
-    } else {
-      arena_offset[b.value] = plan.offsets[i];
+  int saved_region = -1;  // in owned_
+  for (size_t i = 0; i < buffers.lifetimes.size(); ++i) {
+    const BufferLifetime& b = buffers.lifetimes[i];
+    switch (b.place) {
+      case BufferPlace::kOutside:
+        owned_at[b.value] = {owned_.size(), 0};
+        owned_.push_back({AlignedBytes(b.bytes), {}, {}});
+        break;
+      case BufferPlace::kSaved:
+        if (saved_region < 0) {
+          saved_region = owned_.size();
+          owned_.push_back({plan.saved_bytes, {}, {}});
+        }
+        owned_at[b.value] = {saved_region, plan.offsets[i]};
+        break;
+      case BufferPlace::kArena:
+        arena_offset[b.value] = plan.offsets[i];
+        break;
     }
   }
 
@@ -376,10 +405,12 @@ absl::Status Program::Lower(const CompileOptions& options) {
   for (int v = 0; v < num_values; ++v) {
     if (origin[v] != Origin::kPlanned) continue;
     const Tensor& l = layout[v];
-    if (auto owner = owned_index.find(root[v]); owner != owned_index.end()) {
-      OwnedBuffer& buffer = owned_[owner->second];
+    if (auto owner = owned_at.find(root[v]); owner != owned_at.end()) {
+      const auto [index, offset] = owner->second;
+      OwnedBuffer& buffer = owned_[index];
       buffer.slots.push_back(v);
-      buffer.layouts.push_back(l);
+      buffer.layouts.push_back(Tensor::View(nullptr, l.dtype(), l.shape(), l.strides(),
+                                            offset / ItemSize(l.dtype()) + l.offset()));
     } else if (auto offset = arena_offset.find(root[v]); offset != arena_offset.end()) {
       const int64_t element_offset = offset->second / ItemSize(l.dtype());
       arena_slots_.emplace_back(

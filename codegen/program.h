@@ -27,8 +27,10 @@
 // Memory. The results of computing steps live in one arena: each gets an
 // offset from its lifetime (producer to last reader, through the views of it),
 // largest first into the lowest free range, so buffers whose lifetimes do not
-// overlap share memory. Graph outputs, and values the outputs are views of,
-// get buffers of their own outside the arena.
+// overlap share memory, and a fused pass writes a result over an operand that
+// dies there (codegen/memory_plan.h). Graph outputs, and values the outputs
+// are views of, get buffers of their own outside the arena; the values saved
+// for a backward (`saved_outputs_from` on) share one.
 //
 // Outputs. A run hands out handles to the output buffers. The next run writes
 // into them only if the caller let go of every handle and view of one; a

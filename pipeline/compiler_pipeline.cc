@@ -117,7 +117,8 @@ absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
   // computes them in (channels-last activations): no reorder between.
   TC_ASSIGN_OR_RETURN(
       codegen::Executable run,
-      compiler(partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs}));
+      compiler(partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs,
+                                   .saved_outputs_from = joint_->layout.num_forward_outputs}));
   return CompiledForward{std::move(run)};
 }
 
