@@ -58,6 +58,18 @@ class Verifier {
     for (const Value* r : node.results()) {
       TC_RETURN_IF_ERROR(Define(r, where));
     }
+    // A kernel writes a layout only where it can: an elementwise pass in its
+    // order, a view in its strides, the first result of an op that declares
+    // it (kTraitChannelsLastResult); a region's results have its body's.
+    const OpDef& def = node.def();
+    if (!def.Has(kTraitRegion) && !def.Has(kTraitFusible) && !def.Has(kTraitView)) {
+      for (int i = 0; i < node.num_results(); ++i) {
+        const Value* r = node.result(i);
+        if (r->layout().empty() || (i == 0 && def.Has(kTraitChannelsLastResult))) continue;
+        return Error(where, "%", r->name(), " is ", LayoutName(r->layout()), ", but ",
+                     OpName(node.op()), " writes it row-major");
+      }
+    }
     if (const Graph* body = node.body(); body != nullptr) {
       for (int i = 0; i < node.num_results(); ++i) {
         const Value* r = node.result(i);

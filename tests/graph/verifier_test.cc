@@ -145,6 +145,25 @@ TEST_CASE("layouts: channels-last only on rank-4 values") {
         "channels-last");
 }
 
+TEST_CASE("layouts: only on results a kernel writes in that layout") {
+  const std::string header = "graph(%x: f32[2,3,4,4], %w: f32[3,3,1,1], %g: f32[3]) {\n";
+  CHECK(
+      Verify(testing::ParseOk(header + "  %c: f32[2,3,4,4]:nhwc = conv2d(%x, %w) {dilation=[1,1], "
+                                       "groups=1, padding=[0,0], stride=[1,1]}\n"
+                                       "  %n: f32[2,3,4,4]:nhwc = neg(%c)\n"
+                                       "  %p: f32[2,4,4,3]:nhwc = permute(%n) {dims=[0,2,3,1]}\n"
+                                       "  return (%p)\n}\n"))
+          .ok());
+  CHECK(VerifyError(testing::ParseOk(header + "  %m: f32[2,3,4,4]:nhwc = matmul(%x, %x)\n"
+                                              "  return (%m)\n}\n")) ==
+        "node `%m: f32[2,3,4,4]:nhwc = matmul(%x, %x)`: %m is channels-last, but matmul writes "
+        "it row-major");
+  CHECK(Verify(testing::ParseOk(header + "  %y: f32[2,3,4,4]:nhwc, %mean: f32[3], %var: f32[3] = "
+                                         "batch_norm(%x, %g, %g) {eps=0.25}\n"
+                                         "  return (%y)\n}\n"))
+            .ok());
+}
+
 TEST_CASE("regions: a fused body of fusible ops over one shape verifies") {
   CHECK(Verify(Region("f32[2]", "      %r: f32[2,2] = add(%a, %c)\n", "%r")).ok());
 }
