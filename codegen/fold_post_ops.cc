@@ -12,11 +12,6 @@
 namespace tc::codegen {
 namespace {
 
-bool IsCommutative(OpKind op) {
-  return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
-         op == OpKind::kMinimum;
-}
-
 // A loop region's body as an epilogue of its placeholder `head`: the chain's
 // ops, and the region inputs its binary ops read, in order.
 struct Chain {
@@ -41,7 +36,8 @@ std::optional<Chain> MatchChain(const Graph& body, const Value* head) {
     if (node->num_inputs() == 2) {
       const bool first = node->input(0) == previous;
       const Value* other = node->input(first ? 1 : 0);
-      if ((!first && !IsCommutative(node->op())) || other == head || !other->is_placeholder()) {
+      if ((!first && !node->def().Has(kTraitCommutative)) || other == head ||
+          !other->is_placeholder()) {
         return std::nullopt;
       }
       chain.operands.push_back(std::find(placeholders.begin(), placeholders.end(), other) -
@@ -118,6 +114,11 @@ absl::StatusOr<bool> FoldInto(Graph& graph, Node* region_node) {
     if (!chain || !kernel->def().TakesEpilogue(head->type().dtype, chain->ops)) continue;
     std::vector<Value*> operands;
     for (int i : chain->operands) operands.push_back(region->inputs[i]);
+    // The new node cannot read its own results (batch norm's statistics).
+    if (std::any_of(operands.begin(), operands.end(),
+                    [&](const Value* v) { return v->producer() == kernel; })) {
+      continue;
+    }
     // Where the new node can stand: at the chain, unless something between
     // reads the kernel's other results; else at the kernel, when the
     // operands are ready before it.

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "base/status_macros.h"
 #include "codegen/fused_kernel.h"
+#include "codegen/fusion.h"
 #include "codegen/loop_region.h"
 
 namespace tc::codegen {
@@ -32,9 +33,16 @@ std::optional<MovedSum> Match(Node* sum) {
     moved.reshapes.insert(moved.reshapes.begin(), moved.base->producer());
     moved.base = moved.base->producer()->input(0);
   }
+  // The base must be computed by a loop region's pass (not be a sum it
+  // returns already), or by a lone fusible node.
   const Node* region = moved.base->producer();
-  if (region == nullptr || !(region->body() != nullptr ? EpilogueKernel(*region) == nullptr
-                                                       : region->def().Has(kTraitFusible))) {
+  if (region == nullptr) return std::nullopt;
+  if (region->body() != nullptr) {
+    const Value* computed = region->body()->outputs()[moved.base->index()];
+    if (EpilogueKernel(*region) != nullptr || !computed->producer()->def().Has(kTraitFusible)) {
+      return std::nullopt;
+    }
+  } else if (!IsFusible(*region)) {
     return std::nullopt;
   }
   // The region's pass runs in its results' order; a reshape is a view of a
@@ -52,6 +60,7 @@ std::optional<MovedSum> Match(Node* sum) {
 // Moves `sums` into the region of `region_node`.
 absl::Status MoveInto(Graph& graph, Node* region_node, const std::vector<MovedSum>& sums) {
   TC_ASSIGN_OR_RETURN(std::optional<LoopRegion> region, LoopRegionOf(*region_node));
+  if (!region) return absl::InternalError("fuse-sums: a sum of no loop region's result");
   Graph& body = region->body;
   // Nodes that go: the sums, and reshapes only they (and other such reshapes) read.
   absl::flat_hash_set<const Node*> removed = {region_node};

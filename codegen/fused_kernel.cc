@@ -247,11 +247,8 @@ FusedKernel FusedKernel::Compile(const FusionGroup& group, absl::Span<const Fuse
                      node.input(node.op() == OpKind::kWhere ? 1 : 0)->type().dtype,
                      result->type().dtype,
                      -1,
-                     {-1, -1, -1}};
-    if (node.op() == OpKind::kPow) instr.exponent = node.attrs().Float("exponent");
-    if (node.op() == OpKind::kGelu || node.op() == OpKind::kGeluBackward) {
-      instr.approximation = GeluApproximationOf(node.attrs());
-    }
+                     {-1, -1, -1},
+                     ElementwiseAttrsOf(node.op(), node.attrs())};
     for (int j = 0; j < node.num_inputs(); ++j) instr.src[j] = reg.at(node.input(j));
     // Operands dead after this instruction are freed: before choosing its
     // destination when their elements are at least as wide as the result's
@@ -450,8 +447,8 @@ std::string FusedKernel::ToString() const {
     }
     absl::StrAppend(&s, "  ", r(instr.dst), ": ", DTypeName(instr.result_dtype), " = ",
                     OpName(instr.op), "(", absl::StrJoin(src, ", "), ")");
-    if (instr.op == OpKind::kPow) absl::StrAppend(&s, " exponent=", instr.exponent);
-    if (instr.approximation == GeluApproximation::kTanh) absl::StrAppend(&s, " tanh");
+    if (instr.op == OpKind::kPow) absl::StrAppend(&s, " exponent=", instr.attrs.exponent);
+    if (instr.attrs.approximation == GeluApproximation::kTanh) absl::StrAppend(&s, " tanh");
     s += "\n";
   }
   std::vector<std::string> outs;

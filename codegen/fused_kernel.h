@@ -76,8 +76,8 @@ class FusedKernel {
   // reads the input for the last time at or before the instruction writing
   // the output. Each block of an input read in place (dense in the
   // iteration order, of the group's shape) is then read before that block
-  // of the output is written; the caller checks that layout, and that the
-  // two have one element size.
+  // of the output is written; the caller checks that layout, that the two
+  // have one element size, and that no other input reads the same memory.
   std::vector<std::pair<int, int>> InPlacePairs() const;
 
   // The program, one instruction per line, then "return (r5, r7)" (a sum

@@ -66,12 +66,13 @@ template <typename T>
 void EvalWithAttributes(const FusedInstr& ins, void* const* regs, int64_t n) {
   switch (ins.op) {
     case OpKind::kGelu:
-      return math::VisitGelu<false>(ins.approximation,
+      return math::VisitGelu<false>(ins.attrs.approximation,
                                     [&](auto f) { Map1<T, T>(regs, ins, n, f); });
     case OpKind::kGeluBackward:
-      return math::VisitGelu<true>(ins.approximation, [&](auto f) { Map2<T, T>(regs, ins, n, f); });
+      return math::VisitGelu<true>(ins.attrs.approximation,
+                                   [&](auto f) { Map2<T, T>(regs, ins, n, f); });
     case OpKind::kPow:
-      return math::VisitPow(ins.exponent, [&](auto f) { Map1<T, T>(regs, ins, n, f); });
+      return math::VisitPow(ins.attrs.exponent, [&](auto f) { Map1<T, T>(regs, ins, n, f); });
     default:
       Unsupported(ins);
   }

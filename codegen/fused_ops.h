@@ -24,8 +24,7 @@ struct FusedInstr {
   DType result_dtype;
   int dst;
   std::array<int, 3> src;
-  double exponent = 0;                                         // pow
-  GeluApproximation approximation = GeluApproximation::kNone;  // gelu, gelu_backward
+  ElementwiseAttrs attrs = {};  // pow's, gelu's and gelu_backward's
 };
 
 // Whether EvalInstr evaluates `op` (on every dtype its shape inference

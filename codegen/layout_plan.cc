@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "codegen/fusion.h"
 #include "codegen/layout_templates.h"
+#include "graph/verifier.h"
 
 namespace tc::codegen {
 namespace {
@@ -49,26 +50,28 @@ class LayoutPlanner {
     }
   }
 
-  // The order of `node`'s first result, given its inputs' layouts.
-  DimOrder ForNode(const Node& node) const {
-    if (node.op() == OpKind::kConv2d || node.op() == OpKind::kConv2dBackwardData) {
-      return Allowed(node.result(0), kChannelsLast);
+  // The order of the first result, `result`, of a kernel of `op` reading
+  // `inputs`, given their layouts.
+  DimOrder ForKernel(OpKind op, absl::Span<Value* const> inputs, const Value* result) const {
+    if (op == OpKind::kConv2d || op == OpKind::kConv2dBackwardData) {
+      return Allowed(result, kChannelsLast);
     }
-    const int followed = FollowedInput(node.op());
-    if (followed < 0 || node.input(followed)->layout() != kChannelsLast) return {};
-    return Allowed(node.result(0), kChannelsLast);
+    const int followed = FollowedInput(op);
+    if (followed < 0 || inputs[followed]->layout() != kChannelsLast) return {};
+    return Allowed(result, kChannelsLast);
   }
 
-  // The order of every result of a fused pass (a fused node, or a lone
-  // fusible node): channels-last when an input of the results' shape is.
-  DimOrder ForFused(const Node& node) const {
-    const Shape& shape = node.result(0)->type().shape;
+  // The order of a fused pass (a loop region, or a lone fusible node)
+  // computing `computed` of its results: channels-last when an input of
+  // their shape is.
+  DimOrder ForFused(const Node& node, const std::vector<const Value*>& computed) const {
+    const Shape& shape = computed[0]->type().shape;
     bool follows = false;
     for (const Value* in : node.inputs()) {
       follows = follows || (in->type().shape == shape && in->layout() == kChannelsLast);
     }
     if (!follows) return {};
-    for (const Value* out : node.results()) {
+    for (const Value* out : computed) {
       if (out->type().shape != shape || Allowed(out, kChannelsLast).empty()) return {};
     }
     return kChannelsLast;
@@ -83,6 +86,55 @@ class LayoutPlanner {
 
   absl::flat_hash_set<const Value*> row_major_;
 };
+
+// Lays out a region's body, and so its results: a loop's pass runs in one
+// order, over its fusible nodes (its sums and their reshapes keep theirs);
+// an epilogue's kernel writes its first result, and its chain every value,
+// in the order the kernel would take alone. Returns whether anything changed.
+absl::StatusOr<bool> LayOutRegion(Graph& graph, Node& node, const LayoutPlanner& planner) {
+  const Graph& body = *node.body();
+  const std::vector<Node*> body_nodes = body.nodes();
+  // A copy of the body with `order` on the results laid_out(node, result)
+  // picks, and whether any changed.
+  auto relaid = [&](auto laid_out, const DimOrder& order) {
+    Graph copy = body.Clone();
+    bool changed = false;
+    for (Node* n : copy.nodes()) {
+      for (Value* r : n->results()) {
+        if (!laid_out(*n, *r) || r->layout() == order) continue;
+        copy.SetLayout(r, order);
+        changed = true;
+      }
+    }
+    return std::make_pair(std::move(copy), changed);
+  };
+  std::pair<Graph, bool> laid;
+  if (const Node* kernel = EpilogueKernel(node); kernel != nullptr) {
+    const DimOrder order = planner.ForKernel(
+        kernel->op(), absl::MakeSpan(node.inputs()).subspan(0, kernel->num_inputs()),
+        node.result(0));
+    // The kernel is the body's one node whose op takes epilogues; of its
+    // results only the first takes the order.
+    laid = relaid([](const Node& n,
+                     const Value& r) { return n.def().epilogue.ops.empty() || r.index() == 0; },
+                  order);
+  } else {
+    // What the pass writes; when it writes only sums, what it computes.
+    std::vector<const Value*> computed;
+    for (int i = 0; i < node.num_results(); ++i) {
+      if (body.outputs()[i]->producer()->def().Has(kTraitFusible))
+        computed.push_back(node.result(i));
+    }
+    for (const Node* n : body_nodes) {
+      if (computed.empty() && n->def().Has(kTraitFusible)) computed.push_back(n->result(0));
+    }
+    const DimOrder order = planner.ForFused(node, computed);
+    laid = relaid([](const Node& n, const Value&) { return n.def().Has(kTraitFusible); }, order);
+  }
+  if (!laid.second) return false;
+  TC_RETURN_IF_ERROR(graph.SetBody(&node, std::move(laid.first)));
+  return true;
+}
 
 absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
   bool changed = false;
@@ -119,21 +171,15 @@ absl::StatusOr<bool> Assign(Graph& graph, const CompileOptions& options) {
             views && node->result(i)->type().rank() == 4 && (*views)[i].is_channels_last();
         set(node->result(i), nhwc ? kChannelsLast : DimOrder());
       }
-    } else if (const Graph* body = node->body(); body != nullptr) {
-      // A region's results are its body's, whose pass runs in their order.
-      const DimOrder order = planner.ForFused(*node);
-      if (node->result(0)->layout() == order) continue;
-      Graph ordered = body->Clone();
-      for (Node* n : ordered.nodes()) {
-        for (Value* r : n->results()) ordered.SetLayout(r, order);
-      }
-      TC_RETURN_IF_ERROR(graph.SetBody(node, std::move(ordered)));
-      changed = true;
+    } else if (node->body() != nullptr) {
+      TC_ASSIGN_OR_RETURN(const bool relaid, LayOutRegion(graph, *node, planner));
+      changed = changed || relaid;
     } else if (IsFusible(*node)) {
-      const DimOrder order = planner.ForFused(*node);
+      const DimOrder order =
+          planner.ForFused(*node, {node->results().begin(), node->results().end()});
       for (Value* r : node->results()) set(r, order);
     } else {
-      set(node->result(0), planner.ForNode(*node));
+      set(node->result(0), planner.ForKernel(node->op(), node->inputs(), node->result(0)));
       for (int i = 1; i < node->num_results(); ++i) set(node->result(i), {});
     }
   }

@@ -10,13 +10,6 @@
 
 namespace tc::codegen {
 
-const Node* EpilogueKernel(const Node& node) {
-  const Graph* body = node.body();
-  if (body == nullptr || body->num_nodes() < 2) return nullptr;
-  const Node* first = body->nodes()[0];
-  return first->def().epilogue.ops.empty() ? nullptr : first;
-}
-
 absl::StatusOr<std::optional<LoopRegion>> LoopRegionOf(const Node& node) {
   if (node.body() != nullptr) {
     if (EpilogueKernel(node) != nullptr) return std::nullopt;
@@ -44,21 +37,23 @@ absl::StatusOr<std::optional<LoopRegion>> LoopRegionOf(const Node& node) {
 absl::Status ReplaceByRegion(Graph& graph, absl::Span<Node* const> old_nodes,
                              absl::Span<Value* const> replaced, const Node* position,
                              std::vector<Value*> inputs, Graph body) {
+  if (replaced.size() != body.outputs().size()) {
+    return absl::InternalError(absl::StrCat("ReplaceByRegion: ", replaced.size(),
+                                            " values for a body of ", body.outputs().size(),
+                                            " outputs"));
+  }
   TC_ASSIGN_OR_RETURN(
       std::vector<Value*> results,
       graph.AddRegionNode(OpKind::kFused, inputs, std::move(body), position->source()));
   TC_RETURN_IF_ERROR(graph.MoveBefore(results[0]->producer(), position));
   for (size_t i = 0; i < results.size(); ++i) {
-    if (replaced[i] != nullptr)
-      TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(replaced[i], results[i]));
+    TC_RETURN_IF_ERROR(graph.ReplaceAllUsesWith(replaced[i], results[i]));
   }
   // Users first: an old node may read another's result.
   for (auto it = old_nodes.rbegin(); it != old_nodes.rend(); ++it) {
     TC_RETURN_IF_ERROR(graph.RemoveNode(*it));
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (replaced[i] != nullptr) graph.RenameValue(results[i], replaced[i]->name());
-  }
+  for (size_t i = 0; i < results.size(); ++i) graph.RenameValue(results[i], replaced[i]->name());
   return absl::OkStatus();
 }
 

@@ -6,8 +6,10 @@
 //   epilogue region: a kernel that takes an epilogue (OpDef::epilogue) and
 //     the chain of elementwise ops it applies to its first result.
 //
-// A fusible node outside any region is a loop region of one node: the
-// passes that grow regions (fold-post-ops, fuse-sums) take it as one. A
+// (graph/verifier.h's EpilogueKernel tells them apart.) A fusible node
+// outside any region is a loop region of one node: the passes that rewrite
+// loop regions (fold-post-ops makes one an epilogue, fuse-sums adds sums to
+// one) take it as one. A
 // body's placeholders carry no layout: a region reads its operands through
 // whatever strides they have.
 #ifndef TENSORCUT_CODEGEN_LOOP_REGION_H_
@@ -18,11 +20,9 @@
 
 #include "absl/status/statusor.h"
 #include "graph/ir.h"
+#include "graph/verifier.h"  // EpilogueKernel
 
 namespace tc::codegen {
-
-// The kernel node leading an epilogue region's body; nullptr for any other node.
-const Node* EpilogueKernel(const Node& node);
 
 // A loop region's body, and the value of the outer graph each of its
 // placeholders stands for.
@@ -37,11 +37,10 @@ struct LoopRegion {
 // node.
 absl::StatusOr<std::optional<LoopRegion>> LoopRegionOf(const Node& node);
 
-// Replaces `old_nodes` (whose results the new node's results stand for:
-// `replaced[i]` by result i, or nullptr for one that stands for nothing
-// outside) by one `fused` node over `inputs` holding `body`, placed before
-// `position` (one of the old nodes), its results named as the values they
-// replace. Every result of an old node that is still read must be replaced.
+// Replaces `old_nodes` (in graph order) by one `fused` node over `inputs`
+// holding `body`, placed before `position` (one of the old nodes): its
+// result i takes the uses and the name of `replaced[i]`, one per body output.
+// Every result of an old node that is still read must be replaced.
 absl::Status ReplaceByRegion(Graph& graph, absl::Span<Node* const> old_nodes,
                              absl::Span<Value* const> replaced, const Node* position,
                              std::vector<Value*> inputs, Graph body);

@@ -42,17 +42,22 @@ Buffers AssignBuffers(absl::Span<const StepAccess> steps, absl::Span<const int> 
 
   // Writes in place, in step order: `buffer[v]` is the planned value whose
   // buffer v's own buffer merged into (v for one that did not).
-  Buffers result{std::vector<int>(roots.begin(), roots.end()), {}};
   std::vector<int> buffer(num_values);
   for (int v = 0; v < num_values; ++v) buffer[v] = v;
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     absl::flat_hash_set<int> taken;
     for (const auto& [operand, written] : steps[i].in_place) {
       const int from = buffer[roots[operand]];
+      // The operand must be the step's one read of its buffer: a second
+      // read (a view of it, or the same value twice) would be read in
+      // another order than the result is written.
+      const int reads_of_buffer = std::count_if(steps[i].reads.begin(), steps[i].reads.end(),
+                                                [&](int r) { return buffer[roots[r]] == from; });
       const bool fits = is_planned[from] && is_planned[written] && roots[written] == written &&
                         place[from] == BufferPlace::kArena &&
                         place[written] == BufferPlace::kArena && first[written] == i &&
-                        last[from] == i && bytes[from] == bytes[written] && !taken.contains(from);
+                        last[from] == i && bytes[from] == bytes[written] && reads_of_buffer == 1 &&
+                        !taken.contains(from);
       if (!fits) continue;
       taken.insert(from);
       buffer[written] = from;
@@ -60,7 +65,8 @@ Buffers AssignBuffers(absl::Span<const StepAccess> steps, absl::Span<const int> 
       first[written] = -1;  // no buffer of its own
     }
   }
-  for (int v = 0; v < num_values; ++v) result.roots[v] = buffer[roots[v]];
+  Buffers result;
+  for (int v = 0; v < num_values; ++v) result.roots.push_back(buffer[roots[v]]);
   for (int v : planned) {
     if (first[v] >= 0) result.lifetimes.push_back({v, bytes[v], first[v], last[v], place[v]});
   }

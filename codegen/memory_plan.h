@@ -72,7 +72,9 @@ struct Buffers {
 // as a view (v itself otherwise), `bytes[v]` v's size, `outputs` the graph's
 // outputs. A write in place is taken when both values are planned, neither
 // buffer holds an output, their sizes are equal, the operand's buffer has
-// no reader after the step, and no other result of the step took it.
+// no reader after the step, the step reads it through that operand only
+// (not twice, not through a view too), and no other result of the step
+// took it.
 Buffers AssignBuffers(absl::Span<const StepAccess> steps, absl::Span<const int> roots,
                       absl::Span<const int64_t> bytes, absl::Span<const int> planned,
                       absl::Span<const int> outputs,

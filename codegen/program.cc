@@ -273,9 +273,8 @@ absl::Status Program::Lower(const CompileOptions& options) {
       step.post_op_kernel = GetPostOpKernel(kernel->op());
       const std::vector<Node*> chain = node->body()->nodes();
       for (size_t i = 1; i < chain.size(); ++i) {
-        step.post_ops.push_back({chain[i]->op(), chain[i]->op() == OpKind::kGelu
-                                                     ? GeluApproximationOf(chain[i]->attrs())
-                                                     : GeluApproximation::kNone});
+        step.post_ops.push_back(
+            {chain[i]->op(), ElementwiseAttrsOf(chain[i]->op(), chain[i]->attrs())});
       }
       step.inputs = slots_of(node->inputs());
       step.results = slots_of(node->results());

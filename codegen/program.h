@@ -122,7 +122,7 @@ class Program {
 
   Graph graph_;
   std::vector<Step> steps_;
-  std::vector<OwnedBuffer> owned_;  // output buffers outside the arena
+  std::vector<OwnedBuffer> owned_;  // outside the arena: output buffers, the saved region
   std::vector<int> output_slots_;
   std::vector<std::vector<int64_t>> argument_strides_;  // per placeholder
   std::vector<bool> channels_last_;                     // per slot

@@ -40,6 +40,15 @@ GeluApproximation GeluApproximationOf(const Attrs& attrs) {
   std::abort();
 }
 
+ElementwiseAttrs ElementwiseAttrsOf(OpKind op, const Attrs& attrs) {
+  ElementwiseAttrs decoded;
+  if (op == OpKind::kPow) decoded.exponent = attrs.Float("exponent");
+  if (op == OpKind::kGelu || op == OpKind::kGeluBackward) {
+    decoded.approximation = GeluApproximationOf(attrs);
+  }
+  return decoded;
+}
+
 Attrs ToAttrs(const Conv2dOptions& o) {
   return {{"stride", Vec(o.stride)},
           {"padding", Vec(o.padding)},

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "graph/attrs.h"
+#include "graph/op_def.h"
 
 namespace tc {
 
@@ -41,9 +42,19 @@ struct Pool2dOptions {
 enum class GeluApproximation : uint8_t { kNone, kTanh };
 inline constexpr absl::string_view kGeluApproximationNames[] = {"none", "tanh"};
 
+// What an elementwise op's formula reads from its attributes (pow's
+// exponent, gelu's form), decoded once for the loops that evaluate it many
+// times: a fused kernel's instructions, a kernel's post-ops.
+struct ElementwiseAttrs {
+  double exponent = 0;                                         // pow
+  GeluApproximation approximation = GeluApproximation::kNone;  // gelu, gelu_backward
+};
+
 Conv2dOptions Conv2dOptionsOf(const Attrs& attrs);
 Pool2dOptions Pool2dOptionsOf(const Attrs& attrs);
 GeluApproximation GeluApproximationOf(const Attrs& attrs);
+// `op`'s, from its attributes; the defaults for an op without any.
+ElementwiseAttrs ElementwiseAttrsOf(OpKind op, const Attrs& attrs);
 
 Attrs ToAttrs(const Conv2dOptions& options);
 Attrs ToAttrs(const Pool2dOptions& options);

@@ -48,6 +48,7 @@ enum OpTrait : uint32_t {
   kTraitFusible = 1 << 8,              // may sit in a fused region: the fused kernel evaluates it
   kTraitRegion = 1 << 9,               // holds a body graph (Node::body); results are its outputs
   kTraitChannelsLastResult = 1 << 10,  // its out-variant writes result 0 channels-last when asked
+  kTraitCommutative = 1 << 11,         // a binary op whose operands may be swapped
 };
 
 // Static cost of one call, from the op table's cost functions.

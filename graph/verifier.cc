@@ -115,7 +115,14 @@ class Verifier {
       out.push_back(v->type());
     }
     const std::vector<Node*> nodes = body->nodes();
-    if (nodes.size() > 1 && !nodes[0]->def().epilogue.ops.empty()) {
+    for (const Value* p : body->placeholders()) {
+      if (!p->layout().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("its body's placeholder %", p->name(),
+                         " has a layout: a region reads its operands through their strides"));
+      }
+    }
+    if (EpilogueKernel(node) != nullptr) {
       TC_RETURN_IF_ERROR(VerifyEpilogue(*body, nodes));
     } else {
       TC_RETURN_IF_ERROR(VerifyLoop(*body, nodes));
@@ -248,7 +255,7 @@ class Verifier {
       if (n.num_inputs() == 2) {
         const bool first = n.input(0) == previous;
         const Value* operand = n.input(first ? 1 : 0);
-        if (!first && !IsCommutative(n.op())) {
+        if (!first && !n.def().Has(kTraitCommutative)) {
           return fail("reads %", previous->name(), " as the second operand", at);
         }
         if (next >= placeholders.size() || operand != placeholders[next]) {
@@ -276,11 +283,6 @@ class Verifier {
       return fail("must return the chain's last value, then the kernel's other results");
     }
     return absl::OkStatus();
-  }
-
-  static bool IsCommutative(OpKind op) {
-    return op == OpKind::kAdd || op == OpKind::kMul || op == OpKind::kMaximum ||
-           op == OpKind::kMinimum;
   }
 
   static std::string LayoutName(const DimOrder& layout) {
@@ -335,6 +337,13 @@ class Verifier {
 };
 
 }  // namespace
+
+const Node* EpilogueKernel(const Node& node) {
+  const Graph* body = node.body();
+  if (body == nullptr || body->num_nodes() < 2) return nullptr;
+  const Node* first = body->nodes()[0];
+  return first->def().epilogue.ops.empty() ? nullptr : first;
+}
 
 absl::Status Verify(const Graph& graph) { return Verifier(graph).Run(); }
 

@@ -5,11 +5,16 @@
 //    a node of this graph, before any node uses it;
 //  - no dangling values: no operand or output whose producer was removed;
 //  - outputs: each output is a live value of this graph;
-//  - layouts: a value's layout is empty or channels-last on a rank-4 value;
-//  - regions: a region op's body (a fused pass) verifies, takes the node's
-//    operand types, each broadcasting to one shape that every body result
-//    has, holds only fusible ops (kTraitFusible) in f32, f64 or bool, and
-//    returns distinct node results, whose types are the node's.
+//  - layouts: a value's layout is empty or channels-last on a rank-4 value,
+//    and only on a result its kernel writes in it (an elementwise pass, a
+//    view, or the first result of an op with kTraitChannelsLastResult);
+//  - regions: a region op's body verifies, takes the node's operand types in
+//    placeholders without layouts, and returns distinct node results, whose
+//    types and layouts are the node's. It is a loop (fusible ops in f32, f64
+//    or bool over one shape that the operands broadcast to, in one order,
+//    and sums of their values, directly or through a reshape of a row-major
+//    pass) or a kernel with an epilogue it takes (OpDef::epilogue): the rules
+//    are spelled out at VerifyLoop and VerifyEpilogue in verifier.cc.
 // The first broken rule is returned as an InvalidArgumentError naming the node by
 // its printed line, e.g.
 //   "node `%1: f32[4,3] = relu(%2)`: operand 0 (%2) is used before its definition"
@@ -22,6 +27,12 @@
 namespace tc {
 
 absl::Status Verify(const Graph& graph);
+
+// The kernel leading an epilogue region's body: its first node, when the
+// body has more than one and that node's op takes epilogues. nullptr for a
+// loop region and for every other node. How the verifier, and every pass
+// and program, tells the two kinds of region apart.
+const Node* EpilogueKernel(const Node& node);
 
 }  // namespace tc
 

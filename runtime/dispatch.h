@@ -45,7 +45,7 @@ using IntoKernelFn = absl::Status (*)(absl::Span<const Tensor> inputs, const Att
 // next input after its own (broadcast to the result's shape).
 struct PostOp {
   OpKind op;
-  GeluApproximation approximation = GeluApproximation::kNone;  // gelu's
+  ElementwiseAttrs attrs = {};  // gelu's form
 
   bool binary() const { return GetOpDef(op).min_inputs == 2; }
 };

@@ -70,7 +70,15 @@ absl::StatusOr<std::vector<TensorType>> InferCast(absl::Span<const TensorType> i
 }
 
 OpDef Binary(OpKind kind) {
-  return {kind,        "", OpFamily::kElementwise, 2, 2, {}, kTraitElementwise | kTraitFusible,
+  const bool commutative = kind == OpKind::kAdd || kind == OpKind::kMul ||
+                           kind == OpKind::kMaximum || kind == OpKind::kMinimum;
+  return {kind,
+          "",
+          OpFamily::kElementwise,
+          2,
+          2,
+          {},
+          kTraitElementwise | kTraitFusible | (commutative ? kTraitCommutative : kTraitNone),
           &InferBinary};
 }
 OpDef Compare(OpKind kind) {

@@ -94,7 +94,8 @@ absl::Status GeluBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
 
 absl::Status PowInto(absl::Span<const Tensor> in, const Attrs& attrs,
                      absl::Span<const Tensor> outs) {
-  math::VisitPow(attrs.Float("exponent"), [&](auto f) { FloatMap<1>(in, outs[0], f); });
+  math::VisitPow(ElementwiseAttrsOf(OpKind::kPow, attrs).exponent,
+                 [&](auto f) { FloatMap<1>(in, outs[0], f); });
   return absl::OkStatus();
 }
 

@@ -86,7 +86,7 @@ struct PostOps {
 
   void AddTo(PrimitiveKey& key) const {
     for (const PostOp& p : ops)
-      key.Add(static_cast<int64_t>(p.op)).Add(static_cast<int64_t>(p.approximation));
+      key.Add(static_cast<int64_t>(p.op)).Add(static_cast<int64_t>(p.attrs.approximation));
     for (const Operand& o : operands) key.Add(o.shape).Add(o.strides);
   }
 };
@@ -109,8 +109,8 @@ dnnl::algorithm PostOpAlgorithm(const PostOp& p) {
     case OpKind::kRelu:
       return algorithm::eltwise_relu;
     case OpKind::kGelu:
-      return p.approximation == GeluApproximation::kTanh ? algorithm::eltwise_gelu_tanh
-                                                         : algorithm::eltwise_gelu_erf;
+      return p.attrs.approximation == GeluApproximation::kTanh ? algorithm::eltwise_gelu_tanh
+                                                               : algorithm::eltwise_gelu_erf;
     case OpKind::kTanh:
       return algorithm::eltwise_tanh;
     case OpKind::kSigmoid:

@@ -96,6 +96,26 @@ TEST_CASE("a sum through reshapes of a row-major result holds one reshape, and t
         "}\n");
 }
 
+TEST_CASE("sums of what no pass computes stay: an integer's cast, a sum a region returns") {
+  const std::string in =
+      "graph(%i: i64[64,32], %x: f32[64,32]) {\n"
+      "  %f: f32[64,32] = cast(%i) {dtype=f32}\n"
+      "  %a: f32[32] = sum(%f) {dims=[0], keepdim=false}\n"
+      "  %s: f32[32] = fused(%x) {\n"
+      "    graph(%x: f32[64,32]) {\n"
+      "      %e: f32[64,32] = exp(%x)\n"
+      "      %s: f32[32] = sum(%e) {dims=[0], keepdim=false}\n"
+      "      return (%s)\n"
+      "    }\n"
+      "  }\n"
+      "  %t: f32[] = sum(%s) {dims=[], keepdim=false}\n"
+      "  return (%a, %t)\n"
+      "}\n";
+  const auto [text, changed] = Fuse(in);
+  CHECK(!changed);
+  CHECK(text == in);
+}
+
 TEST_CASE("sums the pass cannot take stay") {
   const std::string in =
       "graph(%x: f32[4,20,100], %v: f32[4,3,8,8]:nhwc) {\n"

@@ -136,6 +136,9 @@ TEST_CASE("a channels-last value sums over batch and space in the pass") {
   REQUIRE(testing::HasPath(testing::LoweredPaths(program->graph()), "fused{relu sum}:nhwc"));
   REQUIRE(SummingRegionResults(program->graph()) == 1);  // the sum only
   Check(g, true);
+  // Compiled again, the printed lowered graph keeps its channels-last pass.
+  const std::string lowered = ToString(program->graph());
+  CHECK(ToString(Program::Compile(testing::ParseOk(lowered)).value()->graph()) == lowered);
 }
 
 TEST_CASE("sums the pass cannot take stay sum steps") {

@@ -149,6 +149,15 @@ TEST_CASE("the lowered graph shows each value's layout") {
         "}\n");
 }
 
+TEST_CASE("a lowered graph, printed and compiled again, lowers to itself") {
+  for (bool return_conv : {false, true}) {
+    const Graph g = ConvBlock(DType::kF32, return_conv);
+    const std::string lowered = ToString(Program::Compile(g).value()->graph());
+    INFO(lowered);
+    CHECK(ToString(Program::Compile(testing::ParseOk(lowered)).value()->graph()) == lowered);
+  }
+}
+
 TEST_CASE("assign-layouts as text: arguments, followers, fused passes and kept outputs") {
   const std::string in =
       "graph(%g: f32[2,4,3,3], %x: f32[2,4,3,3], %s: f32[4]) {\n"

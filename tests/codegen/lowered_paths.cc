@@ -4,7 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "codegen/loop_region.h"
+#include "graph/verifier.h"
 
 namespace tc::testing {
 namespace {
@@ -34,7 +34,7 @@ std::vector<std::string> LoweredPaths(const Graph& lowered) {
   for (const Node* node : lowered.nodes()) {
     std::string path;
     const Value* laid_out = node->result(0);
-    if (codegen::EpilogueKernel(*node) != nullptr) {
+    if (EpilogueKernel(*node) != nullptr) {
       path = OpNames(node->body()->nodes(), "+");
     } else if (node->body() != nullptr) {
       path = absl::StrCat("fused{", OpNames(node->body()->nodes(), " "), "}");

@@ -111,21 +111,27 @@ TEST_CASE("no write in place over a buffer read later, of another size, an outpu
   const std::vector<std::pair<int, int>> over = {{1, 2}, {1, 3}};
   auto roots_after = [&](std::vector<int64_t> bytes, std::vector<StepAccess> steps,
                          std::vector<int> outputs) {
-    return AssignBuffers(steps, {0, 1, 2, 3, 4}, bytes, {1, 2, 3, 4}, outputs).roots;
+    bytes.resize(6, 64);
+    return AssignBuffers(steps, {0, 1, 2, 3, 4, 5}, bytes, {1, 2, 3, 4}, outputs).roots;
   };
-  const std::vector<int64_t> equal = {64, 64, 64, 64, 64};
-  const std::vector<int> unchanged = {0, 1, 2, 3, 4};
+  const std::vector<int64_t> equal = {64, 64, 64, 64, 64, 64};
+  const std::vector<int> unchanged = {0, 1, 2, 3, 4, 5};
   // 1 is read again at step 2.
   CHECK(roots_after(equal, {{r0, w0}, {r1, w1, over}, {r2, w2}}, {4}) == unchanged);
   const std::vector<int> r2_late = {2, 3};
   // 2 is larger than 1 (3 takes it instead).
   CHECK(roots_after({64, 64, 128, 64, 64}, {{r0, w0}, {r1, w1, over}, {r2_late, w2}}, {4}) ==
-        std::vector<int>{0, 1, 2, 1, 4});
+        std::vector<int>{0, 1, 2, 1, 4, 5});
   // 1 is an output.
   CHECK(roots_after(equal, {{r0, w0}, {r1, w1, over}, {r2_late, w2}}, {4, 1}) == unchanged);
+  // Step 1 also reads 5, a view of 1: it reads the buffer twice.
+  const std::vector<int> r1_twice = {1, 5};
+  CHECK(AssignBuffers({{r0, w0}, {r1_twice, w1, over}, {r2_late, w2}}, {0, 1, 2, 3, 4, 1}, equal,
+                      {1, 2, 3, 4}, {4})
+            .roots == std::vector<int>{0, 1, 2, 3, 4, 1});
   // 2 takes it first: 3, of the same step, keeps its own.
   CHECK(roots_after(equal, {{r0, w0}, {r1, w1, over}, {r2_late, w2}}, {4}) ==
-        std::vector<int>{0, 1, 1, 3, 4});
+        std::vector<int>{0, 1, 1, 3, 4, 5});
 }
 
 TEST_CASE("values saved for a backward share one region; other outputs own their storage") {
@@ -173,6 +179,24 @@ TEST_CASE("a fused pass writes its result over the matmul result it reads last")
   REQUIRE(program->unshared_bytes() == 256);
   Generator gen(3);
   const std::vector<Tensor> args = {randn({8, 8}, DType::kF32, &gen)};
+  const std::vector<float> got = program->Run(args).value()[0].to_vector<float>();
+  const std::vector<float> want = Interpret(g).value()(args).value()[0].to_vector<float>();
+  REQUIRE(got == want);
+}
+
+TEST_CASE("no fused pass writes over an operand it also reads through a view") {
+  // y = m + m^T over 32x32 (four blocks): written over m, later blocks would
+  // read the transposed elements that earlier blocks overwrote.
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {32, 32}});
+  Value* m = g.AddNode(OpKind::kMatmul, {x, x}).value()[0];
+  Value* t = g.AddNode(OpKind::kPermute, {m}, {{"dims", std::vector<int64_t>{1, 0}}}).value()[0];
+  Value* y = g.AddNode(OpKind::kSub, {m, t}).value()[0];
+  REQUIRE(g.SetOutputs({g.AddNode(OpKind::kMatmul, {y, y}).value()[0]}).ok());
+  const std::shared_ptr<Program> program = Program::Compile(g).value();
+  REQUIRE(program->arena_bytes() == 2 * 4096);  // m and y apart
+  Generator gen(9);
+  const std::vector<Tensor> args = {randn({32, 32}, DType::kF32, &gen)};
   const std::vector<float> got = program->Run(args).value()[0].to_vector<float>();
   const std::vector<float> want = Interpret(g).value()(args).value()[0].to_vector<float>();
   REQUIRE(got == want);

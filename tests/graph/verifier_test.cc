@@ -246,7 +246,7 @@ TEST_CASE("regions: an epilogue the kernel does not take, or not laid out as one
             "its body's epilogue of linear reads %z 0 times: `%u: f32[4,3] = relu(%y)`");
 }
 
-TEST_CASE("regions: a region's results have its body's output layouts") {
+TEST_CASE("regions: results in the body's output layouts, one order per pass, bare placeholders") {
   const std::string text =
       "graph(%x: f32[1,2,2,2]) {\n"
       "  %r: f32[1,2,2,2]:nhwc = fused(%x) {\n"
@@ -269,6 +269,17 @@ TEST_CASE("regions: a region's results have its body's output layouts") {
   CHECK(VerifyError(with(":nhwc")) ==
         "node `%r: f32[1,2,2,2]:nhwc = fused(%x)`: %n in its body is channels-last, its "
         "region's order is row-major");
+  CHECK(VerifyError(testing::ParseOk("graph(%x: f32[1,2,2,2]:nhwc) {\n"
+                                     "  %r: f32[1,2,2,2] = fused(%x) {\n"
+                                     "    graph(%x: f32[1,2,2,2]:nhwc) {\n"
+                                     "      %r: f32[1,2,2,2] = relu(%x)\n"
+                                     "      return (%r)\n"
+                                     "    }\n"
+                                     "  }\n"
+                                     "  return (%r)\n"
+                                     "}\n")) ==
+        "node `%r: f32[1,2,2,2] = fused(%x)`: its body's placeholder %x has a layout: a region "
+        "reads its operands through their strides");
 }
 
 TEST_CASE("regions: sums of the pass's values verify; other sums and reshapes are rejected") {
