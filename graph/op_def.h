@@ -41,7 +41,7 @@ enum OpTrait : uint32_t {
   kTraitView = 1 << 1,                 // eager result may share storage with input 0
   kTraitReduction = 1 << 2,            // reduces dims of its input
   kTraitCreation = 1 << 3,             // no inputs; a constant made from attributes
-  kTraitRandom = 1 << 4,               // draws random numbers (from seed/offset attributes)
+  kTraitRandom = 1 << 4,               // draws random numbers (from its seed and offset operands)
   kTraitExpensive = 1 << 5,            // matmul/conv class: never worth recomputing
   kTraitNonDifferentiable = 1 << 6,    // outputs carry no gradient (bool/int results)
   kTraitBackward = 1 << 7,             // only appears in backward graphs

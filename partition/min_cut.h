@@ -44,8 +44,8 @@ namespace tc::partition {
 inline constexpr int64_t kMaxRecomputedReductionRatio = 4;
 
 // Whether the backward may recompute `node` instead of the forward saving its
-// results: elementwise ops (dropout too: its seed and offset are attributes,
-// so a recomputed mask is the same mask), views, creation ops, batch and
+// results: elementwise ops (dropout too: it reads its seed and offset, so a
+// recomputed mask is the same mask), views, creation ops, batch and
 // layer normalisation, and reductions (softmax included) that shrink their
 // input at most kMaxRecomputedReductionRatio times. Never matmul, linear,
 // convolution (kTraitExpensive), pooling, embedding, concat or pad.

@@ -299,10 +299,12 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
   return Call1(OpKind::kEmbeddingBackward, {grad, indices}, {{"num_weights", num_weights}});
 }
+Tensor dropout(const Tensor& x, double p, const Tensor& seed, const Tensor& offset) {
+  return Call1(OpKind::kDropout, {x, seed, offset}, {{"p", p}});
+}
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  return Call1(
-      OpKind::kDropout, {x},
-      {{"p", p}, {"seed", static_cast<int64_t>(seed)}, {"offset", static_cast<int64_t>(offset)}});
+  return dropout(x, p, from_vector<int64_t>({static_cast<int64_t>(seed)}, {}),
+                 from_vector<int64_t>({static_cast<int64_t>(offset)}, {}));
 }
 Tensor dropout(const Tensor& x, double p, Generator* gen) {
   Generator& g = gen != nullptr ? *gen : DefaultGenerator();

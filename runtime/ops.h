@@ -155,7 +155,9 @@ NormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor&
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights);
 // Zeroes each element with probability p and scales the rest by 1/(1-p); the
-// mask is a pure function of (seed, offset + element index).
+// mask is a pure function of (seed, offset + element index). seed and
+// offset: i64 scalars, graph values when traced.
+Tensor dropout(const Tensor& x, double p, const Tensor& seed, const Tensor& offset);
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // Draws seed and offset from `gen` (default: the default generator).
 Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);

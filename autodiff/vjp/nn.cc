@@ -115,8 +115,7 @@ TensorList Embedding(const VjpContext& c) {
 // y = x * mask / (1 - p), so dx = g * mask / (1 - p): dropout of g with the
 // same seed and offset draws the same mask.
 TensorList Dropout(const VjpContext& c) {
-  return {dropout(G(c), c.attrs.Float("p"), static_cast<uint64_t>(c.attrs.Int("seed")),
-                  static_cast<uint64_t>(c.attrs.Int("offset")))};
+  return {dropout(G(c), c.attrs.Float("p"), c.inputs[1], c.inputs[2]), Tensor(), Tensor()};
 }
 
 }  // namespace

@@ -256,6 +256,11 @@ absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const 
 absl::StatusOr<std::vector<TensorType>> InferDropout(absl::Span<const TensorType> in,
                                                      const Attrs& attrs) {
   TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
+  for (int i : {1, 2}) {
+    if (in[i] != TensorType{DType::kI64, {}}) {
+      return Invalid(i == 1 ? "seed" : "offset", " must be an i64 scalar, got ", in[i].ToString());
+    }
+  }
   const double p = attrs.Float("p");
   if (!(p >= 0 && p < 1)) return Invalid("p must be in [0, 1), got ", p);
   return One(in[0].dtype, in[0].shape);
@@ -334,9 +339,9 @@ std::vector<OpDef> NnOpDefs() {
       {OpKind::kDropout,
        "",
        OpFamily::kNn,
-       1,
-       1,
-       {{"offset", AttrKind::kInt}, {"p", AttrKind::kFloat}, {"seed", AttrKind::kInt}},
+       3,
+       3,
+       {{"p", AttrKind::kFloat}},
        kTraitElementwise | kTraitRandom,
        &InferDropout},
   };

@@ -70,16 +70,17 @@ absl::Status EmbeddingBackwardInto(absl::Span<const Tensor> in, const Attrs&,
   return status;
 }
 
-// Keeps element i (row-major in the logical tensor, whatever x's strides) iff
-// RandomUniform(seed, offset + i) >= p: a pure function of (seed, offset, i),
-// so recomputing the forward reproduces its mask. Kept values are scaled by
-// 1 / (1 - p); p = 0 keeps everything unscaled.
+// x, seed, offset -> y. Keeps element i (row-major in the logical tensor,
+// whatever x's strides) iff RandomUniform(seed, offset + i) >= p: a pure
+// function of (seed, offset, i), so recomputing the forward reproduces its
+// mask. Kept values are scaled by 1 / (1 - p); p = 0 keeps everything
+// unscaled.
 absl::Status DropoutInto(absl::Span<const Tensor> in, const Attrs& attrs,
                          absl::Span<const Tensor> outputs) {
   const Tensor &x = in[0], &out = outputs[0];
   const double p = attrs.Float("p");
-  const uint64_t seed = static_cast<uint64_t>(attrs.Int("seed"));
-  const uint64_t offset = static_cast<uint64_t>(attrs.Int("offset"));
+  const uint64_t seed = static_cast<uint64_t>(*in[1].data<int64_t>());
+  const uint64_t offset = static_cast<uint64_t>(*in[2].data<int64_t>());
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T scale = static_cast<T>(1.0 / (1.0 - p));

@@ -252,8 +252,8 @@ std::map<OpKind, std::vector<Case>> AllCases() {
        {In({5, 3}), from_vector<int64_t>({1, 4, 1, 0, 1, 2}, {2, 3})}}};
   c[OpKind::kDropout] = {
       {"p 0.3",
-       [](const TensorList& in) { return TensorList{dropout(in[0], 0.3, 7, 11)}; },
-       {In({4, 5}, true)}}};
+       [](const TensorList& in) { return TensorList{dropout(in[0], 0.3, in[1], in[2])}; },
+       {In({4, 5}, true), from_vector<int64_t>({7}, {}), from_vector<int64_t>({11}, {})}}};
   return c;
 }
 

@@ -69,10 +69,10 @@ TEST_CASE("comparisons, casts and i64 fold in their own dtypes") {
 
 TEST_CASE("random ops, outputs, expands, integer division, non-finite results stay") {
   const std::string in =
-      "graph(%x: f32[3]) {\n"
+      "graph(%x: f32[3], %seed: i64[]) {\n"
       "  %0: f32[3] = full() {dtype=f32, shape=[3], value=0}\n"
       "  %1: f32[3] = log(%0)\n"
-      "  %2: f32[3] = dropout(%0) {offset=0, p=0.5, seed=1}\n"
+      "  %2: f32[3] = dropout(%0, %seed, %seed) {p=0.5}\n"
       "  %3: f32[3] = mul(%x, %0)\n"
       "  %4: f32[1] = sum(%0) {dims=[], keepdim=true}\n"
       "  %5: f32[3] = neg(%0)\n"

@@ -177,13 +177,17 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
 TEST_CASE("dropout, elementwise but drawing random numbers, runs on its own kernel") {
   Builder b;
   Value* x = b.g.AddPlaceholder("x", {DType::kF32, {4, 8}});
-  Value* d = b(OpKind::kDropout, {b(OpKind::kRelu, {x})},
-               {{"p", 0.5}, {"seed", int64_t{7}}, {"offset", int64_t{0}}});
+  Value* seed = b.g.AddPlaceholder("seed", {DType::kI64, {}});
+  Value* offset = b.g.AddPlaceholder("offset", {DType::kI64, {}});
+  Value* d = b(OpKind::kDropout, {b(OpKind::kRelu, {x}), seed, offset}, {{"p", 0.5}});
   Value* y = b(OpKind::kMul, {b(OpKind::kNeg, {d}), x});
   REQUIRE(b.g.SetOutputs({y}).ok());
   CHECK(!codegen::IsFusible(*d->producer()));
   CHECK(codegen::PlanFusion(b.g).size() == 1);  // neg and mul; relu is a group of one
-  RequireSameAsInterpreter(b.g, {testing::Random({4, 8}, DType::kF32, 1)}, 0);
+  RequireSameAsInterpreter(b.g,
+                           {testing::Random({4, 8}, DType::kF32, 1), from_vector<int64_t>({7}, {}),
+                            from_vector<int64_t>({0}, {})},
+                           0);
 }
 
 TEST_CASE("tc::compile of a model with dropout runs under fusing() as under interpreter()") {

@@ -583,16 +583,15 @@ std::vector<OpCase> EmbeddingBackwardCases(Make& m) {
 }
 
 std::vector<OpCase> DropoutCases(Make& m) {
-  auto drop = [](double p, int64_t seed, int64_t offset) {
-    return Attrs{{"p", p}, {"seed", seed}, {"offset", offset}};
-  };
+  auto i64 = [](int64_t v) { return from_vector<int64_t>({v}, {}); };
+  auto p = [](double p) { return Attrs{{"p", p}}; };
   return {
-      {"2-d", {m.N({3, 5})}, drop(0.5, 7, 0)},
-      {"4-d at an offset", {m.N({2, 3, 5, 7})}, drop(0.1, 1, 1000)},
-      {"several blocks", {m.N({17, 33})}, drop(0.25, 3, 5)},
-      {"p 0", {m.N({3, 5})}, drop(0, 7, 0)},
-      {"scalar", {m.N({})}, drop(0.5, 2, 9)},
-      {"empty dim", {m.N({0, 5})}, drop(0.5, 7, 0)},
+      {"2-d", {m.N({3, 5}), i64(7), i64(0)}, p(0.5)},
+      {"4-d at an offset", {m.N({2, 3, 5, 7}), i64(1), i64(1000)}, p(0.1)},
+      {"several blocks", {m.N({17, 33}), i64(3), i64(5)}, p(0.25)},
+      {"p 0", {m.N({3, 5}), i64(7), i64(0)}, p(0)},
+      {"scalar", {m.N({}), i64(2), i64(9)}, p(0.5)},
+      {"empty dim", {m.N({0, 5}), i64(7), i64(0)}, p(0.5)},
   };
 }
 

@@ -86,9 +86,9 @@ TEST_CASE("cse merges multi-result nodes result by result") {
 
 TEST_CASE("cse never merges random ops, nor nodes whose attributes differ") {
   const std::string text =
-      "graph(%x: f32[3]) {\n"
-      "  %0: f32[3] = dropout(%x) {offset=0, p=0.5, seed=1}\n"
-      "  %1: f32[3] = dropout(%x) {offset=0, p=0.5, seed=1}\n"
+      "graph(%x: f32[3], %seed: i64[], %offset: i64[]) {\n"
+      "  %0: f32[3] = dropout(%x, %seed, %offset) {p=0.5}\n"
+      "  %1: f32[3] = dropout(%x, %seed, %offset) {p=0.5}\n"
       "  %2: f32[3] = pow(%x) {exponent=2.0}\n"
       "  %3: f32[3] = pow(%x) {exponent=2.0000000000000004}\n"
       "  %4: f32[3] = pow(%x) {exponent=2}\n"

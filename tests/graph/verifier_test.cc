@@ -173,9 +173,11 @@ TEST_CASE("regions: an op without a fused evaluation in a body is rejected") {
         "node `%r: f32[2,2] = fused(%a, %c)`: its body holds matmul, which has no fused "
         "evaluation: `%m: f32[2,2] = matmul(%a, %c)`");
   CHECK(VerifyError(Region("f32[2,2]",
-                           "      %d: f32[2,2] = dropout(%a) {offset=0, p=0.5, seed=1}\n", "%d")) ==
-        "node `%r: f32[2,2] = fused(%a, %c)`: its body holds dropout, which has no fused "
-        "evaluation: `%d: f32[2,2] = dropout(%a) {offset=0, p=0.5, seed=1}`");
+                           "      %s: i64[] = full() {dtype=i64, shape=[], value=1}\n"
+                           "      %d: f32[2,2] = dropout(%a, %s, %s) {p=0.5}\n",
+                           "%d")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: its body holds full, which has no fused "
+        "evaluation: `%s: i64[] = full() {dtype=i64, shape=[], value=1}`");
 }
 
 TEST_CASE("regions: a body value of another shape or dtype, or a returned placeholder") {

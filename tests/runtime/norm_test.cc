@@ -497,15 +497,17 @@ TEST_CASE("embedding and dropout shape and attribute errors") {
   CHECK(InferError(OpKind::kEmbeddingBackward, {F32({3, 4}), I64({3})},
                    {{"num_weights", int64_t{-1}}}) ==
         "embedding_backward: num_weights must be non-negative, got -1");
-  auto dropout_attrs = [](double p) {
-    return Attrs{{"offset", int64_t{0}}, {"p", p}, {"seed", int64_t{0}}};
-  };
-  CHECK(InferError(OpKind::kDropout, {I64({4})}, dropout_attrs(0.5)) ==
+  auto dropout_attrs = [](double p) { return Attrs{{"p", p}}; };
+  CHECK(InferError(OpKind::kDropout, {I64({4}), I64({}), I64({})}, dropout_attrs(0.5)) ==
         "dropout: input must be floating point, got i64[4]");
-  CHECK(InferError(OpKind::kDropout, {F32({4})}, dropout_attrs(1)) ==
+  CHECK(InferError(OpKind::kDropout, {F32({4}), I64({}), I64({})}, dropout_attrs(1)) ==
         "dropout: p must be in [0, 1), got 1");
-  CHECK(InferError(OpKind::kDropout, {F32({4})}, dropout_attrs(-0.5)) ==
+  CHECK(InferError(OpKind::kDropout, {F32({4}), I64({}), I64({})}, dropout_attrs(-0.5)) ==
         "dropout: p must be in [0, 1), got -0.5");
+  CHECK(InferError(OpKind::kDropout, {F32({4}), F32({}), I64({})}, dropout_attrs(0.5)) ==
+        "dropout: seed must be an i64 scalar, got f32[]");
+  CHECK(InferError(OpKind::kDropout, {F32({4}), I64({}), I64({1})}, dropout_attrs(0.5)) ==
+        "dropout: offset must be an i64 scalar, got i64[1]");
 }
 
 }  // namespace
