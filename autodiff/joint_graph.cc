@@ -28,6 +28,10 @@ absl::string_view KindName(Kind kind) {
       return "UserInput";
     case Kind::kConstantInput:
       return "ConstantInput";
+    case Kind::kRandomSeed:
+      return "RandomSeed";
+    case Kind::kRandomOffset:
+      return "RandomOffset";
     case Kind::kTangent:
       return "Tangent";
     case Kind::kUserOutput:
@@ -235,6 +239,10 @@ JointDescriptor DescribeInput(const InputDescriptor& in) {
       return {Kind::kBufferInput, in.name};
     case InputDescriptor::Kind::kUserInput:
       return {Kind::kUserInput, in.name};
+    case InputDescriptor::Kind::kRandomSeed:
+      return {Kind::kRandomSeed, "seed"};
+    case InputDescriptor::Kind::kRandomOffset:
+      return {Kind::kRandomOffset, "offset"};
     case InputDescriptor::Kind::kConstant:
       break;
   }

@@ -50,6 +50,8 @@ struct JointDescriptor {
     kBufferInput,    // name: the buffer FQN
     kUserInput,      // name: the path in the input tree, "inputs[0]"
     kConstantInput,  // index: the constant's index in TracedProgram::constants
+    kRandomSeed,     // the default generator's seed at each call
+    kRandomOffset,   // its offset at each call, advanced by what the call draws
     kTangent,        // index: the forward output it is the gradient of
     kUserOutput,     // index: the forward output
     kMutatedBuffer,  // name: the buffer FQN (reserved: buffer updates are not yet outputs)

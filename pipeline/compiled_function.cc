@@ -20,6 +20,7 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
   ForwardRun run;
   TC_ASSIGN_OR_RETURN(run.primals,
                       GraphArguments(model.program, inputs, model.parameters, model.buffers));
+  model.program.random.Draw(absl::MakeSpan(run.primals));
   NoGradGuard no_grad;
   TC_ASSIGN_OR_RETURN(run.outputs, forward(run.primals));
   for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {

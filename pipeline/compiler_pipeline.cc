@@ -52,8 +52,8 @@ absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
 
 absl::StatusOr<TracedProgram> CompilerPipeline::PreparedForward(const IrOptions& options) const {
   const TracedProgram& captured = model_->program;
-  TracedProgram program{captured.graph.Clone(), captured.inputs, captured.constants,
-                        captured.in_spec, captured.out_spec};
+  TracedProgram program{captured.graph.Clone(), captured.inputs,   captured.constants,
+                        captured.in_spec,       captured.out_spec, captured.random};
   if (options.decompositions != nullptr) {
     TC_RETURN_IF_ERROR(RunPasses(program.graph, {Decompose(*options.decompositions)}).status());
   }

@@ -55,16 +55,6 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
     return absl::InvalidArgumentError(
         absl::StrCat("TrainStep: the loss must be f32 or f64, got ", DTypeName(loss_dtype)));
   }
-  // A random op's seed is an attribute fixed at capture: compiled once, it
-  // would draw the same numbers every step.
-  for (const Node* node : captured.graph.nodes()) {
-    if (GetOpDef(node->op()).Has(kTraitRandom)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TrainStep: ", OpName(node->op()), node->source().empty() ? "" : " at ", node->source(),
-          " would draw the same numbers every step; train models with random ops through "
-          "tc::compile's function"));
-    }
-  }
   TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training({.decompositions = options.decompositions}));
   TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
   const partition::PartitionFn partition_fn =
@@ -87,6 +77,7 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
       step->batch_args_.push_back(i);
     }
   }
+  step->random_ = captured.random;
   step->mutated_buffers_ = pipeline.mutated_buffer_tensors();
   const JointLayout& layout = joint->layout;
   step->num_forward_outputs_ = num_forward_outputs;
@@ -115,6 +106,7 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
                                                    batch.size()));
   }
   for (size_t i = 0; i < batch.size(); ++i) forward_args_[batch_args_[i]] = batch[i];
+  random_.Draw(absl::MakeSpan(forward_args_));
   absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
   if (!s.ok()) return s;

@@ -18,9 +18,9 @@
 // tensor memory and creates no oneDNN primitive: every value lives in memory
 // the programs planned at compile time. Mutated buffers (BatchNorm's running
 // statistics) are copied back into the module's buffers; each parameter's
-// .grad is left undefined after a run. Models with random ops (dropout) are
-// rejected: their seeds are fixed at capture, so every step would draw the
-// same mask; tc::compile's function handles them.
+// .grad is left undefined after a run. Random ops (dropout) draw from the
+// default generator at every run, as many numbers as eager training would,
+// so a step and an eager step from one generator state draw the same masks.
 #ifndef TENSORCUT_PIPELINE_TRAIN_STEP_H_
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 
@@ -71,6 +71,7 @@ class TrainStep {
   nn::Optimizer* optimizer_ = nullptr;
   codegen::Executable forward_, backward_;
   std::vector<int> batch_args_;          // forward argument index of each batch leaf
+  RandomInputs random_;                  // the forward's random inputs, drawn each run
   std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
   std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined
   int num_forward_outputs_ = 0;          // the loss, then the mutated buffers

@@ -41,6 +41,19 @@ IntoKernelFn GetIntoKernel(OpKind kind) { return Kernels().into[static_cast<int>
 
 PostOpKernelFn GetPostOpKernel(OpKind kind) { return Kernels().post_op[static_cast<int>(kind)]; }
 
+RandomState DrawRandomState(Generator& gen, uint64_t n) {
+  for (auto hook = hooks.rbegin(); hook != hooks.rend(); ++hook) {
+    if (std::optional<RandomState> state = (*hook)->RandomStateFor(gen, n)) return *state;
+  }
+  auto scalar = [](uint64_t value) {
+    Tensor t = Tensor::Empty({}, DType::kI64);
+    *t.data<int64_t>() = static_cast<int64_t>(value);
+    return t;
+  };
+  const uint64_t seed = gen.seed();
+  return {scalar(seed), scalar(gen.Advance(n))};
+}
+
 absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
                                      absl::Span<const TensorType> out_types) {
   KernelFn kernel = GetKernel(op);

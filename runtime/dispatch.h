@@ -10,6 +10,7 @@
 #ifndef TENSORCUT_RUNTIME_DISPATCH_H_
 #define TENSORCUT_RUNTIME_DISPATCH_H_
 
+#include <optional>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -18,6 +19,7 @@
 #include "graph/attrs.h"
 #include "graph/op_attrs.h"
 #include "graph/op_def.h"
+#include "runtime/random.h"
 #include "runtime/tensor.h"
 
 namespace tc {
@@ -70,6 +72,11 @@ absl::StatusOr<TensorList> Call(OpKind op, absl::Span<const Tensor> inputs, cons
 absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
                                      absl::Span<const TensorType> out_types);
 
+// A random op's seed and offset: i64 scalars, the operands of dropout.
+struct RandomState {
+  Tensor seed, offset;
+};
+
 class DispatchHook {
  public:
   virtual ~DispatchHook() = default;
@@ -78,7 +85,18 @@ class DispatchHook {
       OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
       absl::Span<const TensorType> out_types,
       absl::FunctionRef<absl::StatusOr<TensorList>()> next) = 0;
+  // The state a random op drawing `n` counters from `gen` takes under this
+  // hook, or nullopt to leave it to the outer hooks (the tracer answers with
+  // inputs of the captured graph). May throw tc::Error.
+  virtual std::optional<RandomState> RandomStateFor(Generator& gen, uint64_t n) {
+    return std::nullopt;
+  }
 };
+
+// The seed and offset with which a random op draws `n` counters from `gen`:
+// what the innermost hook that answers gives, else `gen`'s seed and its
+// offset, which it then advances by n.
+RandomState DrawRandomState(Generator& gen, uint64_t n);
 
 // Installs a hook for the current thread while in scope; hooks nest.
 class ScopedDispatchHook {

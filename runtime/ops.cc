@@ -307,9 +307,8 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
                  from_vector<int64_t>({static_cast<int64_t>(offset)}, {}));
 }
 Tensor dropout(const Tensor& x, double p, Generator* gen) {
-  Generator& g = gen != nullptr ? *gen : DefaultGenerator();
-  const uint64_t offset = g.Advance(x.numel());
-  return dropout(x, p, g.seed(), offset);
+  const RandomState state = DrawRandomState(gen != nullptr ? *gen : DefaultGenerator(), x.numel());
+  return dropout(x, p, state.seed, state.offset);
 }
 
 }  // namespace tc

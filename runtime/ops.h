@@ -159,7 +159,8 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 // offset: i64 scalars, graph values when traced.
 Tensor dropout(const Tensor& x, double p, const Tensor& seed, const Tensor& offset);
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
-// Draws seed and offset from `gen` (default: the default generator).
+// Draws seed and offset from `gen` (default: the default generator; traced,
+// from the captured graph's random inputs: DrawRandomState).
 Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);
 
 }  // namespace tc

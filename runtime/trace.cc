@@ -10,6 +10,8 @@
 #include "base/status_macros.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/error.h"
+#include "runtime/ops.h"
+#include "runtime/random.h"
 
 namespace tc {
 namespace {
@@ -141,6 +143,30 @@ absl::StatusOr<TensorList> Tracer::Dispatch(OpKind op, absl::Span<const Tensor> 
   return out;
 }
 
+std::optional<RandomState> Tracer::RandomStateFor(Generator& gen, uint64_t n) {
+  if (&gen != &DefaultGenerator()) {
+    throw Error(absl::InvalidArgumentError(
+        "a traced random op draws from the default generator, not a generator of its own"));
+  }
+  if (random_seed_ == nullptr) {
+    random_seed_ = graph_.AddPlaceholder("rng_seed", {DType::kI64, {}});
+    random_offset_ = graph_.AddPlaceholder("rng_offset", {DType::kI64, {}});
+  }
+  RandomState state{MakeTraced(random_seed_), MakeTraced(random_offset_)};
+  if (random_numbers_ > 0) {  // exact: counts stay far below 2^53
+    state.offset = add(state.offset, full({}, static_cast<double>(random_numbers_), DType::kI64));
+  }
+  random_numbers_ += n;
+  return state;
+}
+
+void RandomInputs::Draw(absl::Span<Tensor> args) const {
+  if (seed < 0) return;
+  Generator& gen = DefaultGenerator();
+  *args[seed].data<int64_t>() = static_cast<int64_t>(gen.seed());
+  *args[offset].data<int64_t>() = static_cast<int64_t>(gen.Advance(numbers));
+}
+
 absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,
                                     const Tree<Tensor>& example_inputs,
                                     const std::vector<std::pair<std::string, Tensor>>& params,
@@ -195,9 +221,24 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
   TC_RETURN_IF_ERROR(tracer.graph().SetOutputs(std::move(outputs)));
   program.out_spec = std::move(out_spec);
 
-  for (size_t i = 0; i < tracer.constants().size(); ++i) {
-    program.inputs.push_back({Kind::kConstant, absl::StrCat("constant ", i), static_cast<int>(i)});
+  // The placeholders made while tracing: lifted constants and the random
+  // inputs, in the order of first use.
+  const std::vector<Value*>& placeholders = tracer.graph().placeholders();
+  int constant = 0;
+  for (int i = static_cast<int>(program.inputs.size()); i < static_cast<int>(placeholders.size());
+       ++i) {
+    if (placeholders[i] == tracer.random_seed()) {
+      program.inputs.push_back({Kind::kRandomSeed, "random seed"});
+      program.random.seed = i;
+    } else if (placeholders[i] == tracer.random_offset()) {
+      program.inputs.push_back({Kind::kRandomOffset, "random offset"});
+      program.random.offset = i;
+    } else {
+      program.inputs.push_back({Kind::kConstant, absl::StrCat("constant ", constant), constant});
+      ++constant;
+    }
   }
+  program.random.numbers = tracer.random_numbers();
   program.constants = tracer.constants();
   program.graph = std::move(tracer.graph());
   return program;
@@ -245,7 +286,11 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
       });
   if (!s.ok()) return s;
   inputs.ForEachLeaf([&](const Tensor& t) { args.push_back(t); });
-  args.insert(args.end(), program.constants.begin(), program.constants.end());
+  for (size_t i = args.size(); i < program.inputs.size(); ++i) {
+    const InputDescriptor& d = program.inputs[i];
+    args.push_back(d.kind == Kind::kConstant ? program.constants[d.constant_index]
+                                             : Tensor::Empty({}, DType::kI64));
+  }
   return args;
 }
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,15 @@ class Tracer : public DispatchHook {
       OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,
       absl::Span<const TensorType> out_types,
       absl::FunctionRef<absl::StatusOr<TensorList>()> next) override;
+  // A random op's seed and offset, as traced values: the placeholders
+  // "rng_seed" and "rng_offset" (made on first use), the offset plus the
+  // counters the trace drew before. `gen` must be the default generator.
+  std::optional<RandomState> RandomStateFor(Generator& gen, uint64_t n) override;
+  // The random inputs' placeholders (nullptr before a random op ran), and
+  // how many counters the trace drew.
+  const Value* random_seed() const { return random_seed_; }
+  const Value* random_offset() const { return random_offset_; }
+  uint64_t random_numbers() const { return random_numbers_; }
 
  private:
   Tensor MakeTraced(Value* value) const;
@@ -113,6 +123,9 @@ class Tracer : public DispatchHook {
   std::vector<Tensor> constants_;
   std::vector<Value*> constant_placeholders_;
   absl::flat_hash_map<const TensorImpl*, Value*> lifted_;
+  Value* random_seed_ = nullptr;
+  Value* random_offset_ = nullptr;
+  uint64_t random_numbers_ = 0;
   // Tensors given to Bind and the trace slot each had before.
   std::vector<std::pair<Tensor, std::shared_ptr<TraceMeta>>> bound_;
   ScopedDispatchHook hook_;  // last: installed once everything else exists
@@ -120,24 +133,42 @@ class Tracer : public DispatchHook {
 
 // What one placeholder of a traced graph stands for.
 struct InputDescriptor {
-  enum class Kind { kParameter, kBuffer, kUserInput, kConstant };
+  // kRandomSeed and kRandomOffset: the default generator's seed and offset at
+  // each call, which the traced random ops draw from (i64 scalars).
+  enum class Kind { kParameter, kBuffer, kUserInput, kConstant, kRandomSeed, kRandomOffset };
   Kind kind;
   // The parameter or buffer FQN ("fc.weight"), the user input's path in the
-  // input tree ("inputs[0][\"x\"]"), or for a constant "constant 0".
+  // input tree ("inputs[0][\"x\"]"), for a constant "constant 0", else
+  // "random seed" or "random offset".
   std::string name;
   // The constant's index in TracedProgram::constants; -1 for other kinds.
   int constant_index = -1;
 };
 
+// A traced graph's random inputs, and what one call of it draws from the
+// default generator: as many counters as its random ops' elements, exactly
+// as running the traced code eagerly would, so that a call and an eager run
+// from the same generator state draw the same numbers.
+struct RandomInputs {
+  int seed = -1, offset = -1;  // placeholder indices; -1 without random ops
+  uint64_t numbers = 0;
+
+  // Writes the generator's seed and offset into the call's `args` (i64
+  // scalars at the two indices) and advances it by `numbers`.
+  void Draw(absl::Span<Tensor> args) const;
+};
+
 struct TracedProgram {
   // Placeholders: parameters, then buffers (each in the given order), then
-  // the flattened user inputs, then the lifted constants. Outputs: the
+  // the flattened user inputs, then the lifted constants and the random
+  // inputs, in the order the traced code first used them. Outputs: the
   // flattened tensor leaves of the result.
   Graph graph;
   std::vector<InputDescriptor> inputs;  // one per placeholder
   std::vector<Tensor> constants;        // the lifted constants' values
   TreeSpec in_spec;                     // the example inputs' structure
   TreeSpec out_spec;                    // the result's, scalars and None kept
+  RandomInputs random;
 };
 
 // Traces `fn` on `example_inputs` (see the file comment). Parameters and
@@ -152,8 +183,10 @@ absl::StatusOr<TracedProgram> Trace(
     const std::vector<std::pair<std::string, Tensor>>& buffers = {});
 
 // The arguments of one call of `program`'s graph: `params`, `buffers`, the
-// flattened `inputs` (checked against in_spec and the placeholder types) and
-// the constants. An InvalidArgumentError names the first mismatch.
+// flattened `inputs` (checked against in_spec and the placeholder types),
+// the constants, and new i64 scalars for the random inputs, which
+// program.random.Draw fills. An InvalidArgumentError names the first
+// mismatch.
 absl::StatusOr<std::vector<Tensor>> GraphArguments(
     const TracedProgram& program, const Tree<Tensor>& inputs,
     const std::vector<std::pair<std::string, Tensor>>& params = {},

@@ -111,18 +111,5 @@ TEST_CASE("a loss that is not one scalar is rejected") {
   REQUIRE(step.status().message() == "TrainStep: the loss must be one scalar tensor");
 }
 
-TEST_CASE("a model with dropout is rejected: its mask would repeat every step") {
-  nn::Sequential model(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(3, 2), std::make_shared<nn::Dropout>(0.5)});
-  nn::SGD sgd(model.named_parameters(), 0.1);
-  const TensorTree x = TensorTree::MakeLeaf(randn({4, 3}));
-  absl::StatusOr<std::unique_ptr<TrainStep>> step =
-      TrainStep::Create(model, nn::MeanSquareLoss, x, TensorTree::None(), sgd);
-  REQUIRE(step.status().code() == absl::StatusCode::kInvalidArgument);
-  REQUIRE_THAT(std::string(step.status().message()),
-               Catch::StartsWith("TrainStep: dropout") &&
-                   Catch::Contains("would draw the same numbers every step"));
-}
-
 }  // namespace
 }  // namespace tc
