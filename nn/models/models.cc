@@ -64,17 +64,25 @@ ModelSpec MakeStructured(Generator* gen) {
   return spec;
 }
 
-ModelSpec MakeMlp(Generator* gen) {
+// The 784-512-512-10 MLP, with Dropout(p) after each ReLU when p > 0.
+ModelSpec MakeMlpWith(Generator* gen, double p) {
+  Modules layers;
+  for (const auto [in, out] : {std::pair<int64_t, int64_t>{784, 512}, {512, 512}}) {
+    layers.push_back(std::make_shared<Linear>(in, out, true, gen));
+    layers.push_back(std::make_shared<ReLU>());
+    if (p > 0) layers.push_back(std::make_shared<Dropout>(p));
+  }
+  layers.push_back(std::make_shared<Linear>(512, 10, true, gen));
   ModelSpec spec;
-  spec.module = std::make_shared<Sequential>(
-      Modules{std::make_shared<Linear>(784, 512, true, gen), std::make_shared<ReLU>(),
-              std::make_shared<Linear>(512, 512, true, gen), std::make_shared<ReLU>(),
-              std::make_shared<Linear>(512, 10, true, gen)});
+  spec.module = std::make_shared<Sequential>(std::move(layers));
   spec.inputs = LeafOf(randn({128, 784}, DType::kF32, gen));
   spec.targets = LeafOf(Labels(128, 10, gen));
   spec.loss = ClassificationLoss;
   return spec;
 }
+
+ModelSpec MakeMlp(Generator* gen) { return MakeMlpWith(gen, 0); }
+ModelSpec MakeMlpDropout(Generator* gen) { return MakeMlpWith(gen, 0.2); }
 
 ModelSpec MakeCnn(Generator* gen) {
   ModelSpec spec;
@@ -107,6 +115,7 @@ constexpr Entry kModels[] = {
     {"convbn", "Conv2d(1, 3, 3, p1)-BatchNorm2d-ReLU on f32[2,1,4,4]", &MakeConvBn},
     {"structured", "dict {x, y} in, tuple (a+b, a-b, a*b) out, two Linear layers", &MakeStructured},
     {"mlp", "784-512-512-10 MLP with ReLU, batch 128, cross-entropy", &MakeMlp},
+    {"mlp_dropout", "the mlp with Dropout(0.2) after each ReLU", &MakeMlpDropout},
     {"cnn",
      "two Conv-BN-ReLU blocks, max-pool, Linear(8192, 10), batch 32 of 3x32x32, "
      "cross-entropy",

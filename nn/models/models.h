@@ -18,6 +18,8 @@
 //   mlp          Sequential(Linear(784, 512), ReLU, Linear(512, 512), ReLU, Linear(512, 10));
 //                input f32[128,784], targets i64[128] class labels, cross-entropy.
 //                "0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias".
+//   mlp_dropout  the mlp with Dropout(0.2) after each ReLU: "0.weight", "0.bias", "3.weight",
+//                "3.bias", "6.weight", "6.bias".
 //   cnn          Sequential(Conv2d(3, 32, 3, p 1), BatchNorm2d(32), ReLU, Conv2d(32, 32, 3, p 1),
 //                BatchNorm2d(32), ReLU, MaxPool2d(2), Flatten, Linear(8192, 10)); input
 //                f32[32,3,32,32], targets i64[32], cross-entropy. "0.weight", "0.bias",

@@ -23,12 +23,13 @@ nn::ModelSpec Make(absl::string_view name, uint64_t seed = 0) {
 }
 
 TEST_CASE("the registry lists every model and rejects unknown names") {
-  CHECK(nn::ModelNames() == Strings{"linear", "convbn", "structured", "mlp", "cnn", "transformer"});
+  CHECK(nn::ModelNames() ==
+        Strings{"linear", "convbn", "structured", "mlp", "mlp_dropout", "cnn", "transformer"});
   absl::StatusOr<nn::ModelSpec> missing = nn::MakeModel("resnet", 0);
   REQUIRE(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(missing.status().message() ==
-        "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, cnn, "
-        "transformer");
+        "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
+        "cnn, transformer");
 }
 
 TEST_CASE("reference models have the documented parameter and buffer names, in order") {
@@ -39,6 +40,7 @@ TEST_CASE("reference models have the documented parameter and buffer names, in o
         {"1.running_mean", "1.running_var", "1.num_batches_tracked"}}},
       {"structured", {{"linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias"}, {}}},
       {"mlp", {{"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"}, {}}},
+      {"mlp_dropout", {{"0.weight", "0.bias", "3.weight", "3.bias", "6.weight", "6.bias"}, {}}},
       {"cnn",
        {{"0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias", "4.weight", "4.bias",
          "8.weight", "8.bias"},

@@ -147,6 +147,21 @@ TEST_CASE("a TrainStep with dropout trains as eager SGD does, drawing what eager
   }
 }
 
+TEST_CASE("in eval mode dropout is the identity and a compiled call draws nothing") {
+  for (bool training_graph : {true, false}) {
+    INFO((training_graph ? "training function" : "inference function"));
+    std::shared_ptr<nn::Module> model = MakeModel("dropout after an activation");
+    model->eval();
+    const Tensor x = testing::Random({5, 8}, DType::kF64, 8);
+    const Function fn =
+        compile(*model, TensorTree::MakeLeaf(x), {.training = training_graph}).value();
+    manual_seed(4);
+    const Tensor got = fn(TensorTree::MakeLeaf(x)).value().leaf();
+    CHECK(DefaultGenerator().offset() == 0);
+    REQUIRE_TENSORS_CLOSE(got, (*model)(x), 0, 0);
+  }
+}
+
 TEST_CASE("traced code drawing from a generator of its own is an error") {
   Generator own(3);
   const absl::StatusOr<TracedProgram> p = Trace(

@@ -114,6 +114,17 @@ TEST_CASE("resuming mlp on Fashion-MNIST mid-epoch is bit for bit exact") {
   RequireResumeIsExact(options, /*n=*/4, /*m=*/4);
 }
 
+TEST_CASE("resuming mlp_dropout on Fashion-MNIST mid-epoch is bit for bit exact") {
+  // The checkpoint holds the generator's state: the resumed run draws the
+  // masks the uninterrupted one drew.
+  TrainOptions options;
+  options.model = "mlp_dropout";
+  options.batch = 32;
+  options.optimizer = "sgd";
+  options.lr = 0.05;
+  RequireResumeIsExact(options, /*n=*/4, /*m=*/4);
+}
+
 TEST_CASE("a checkpoint's metadata holds the training position") {
   TrainOptions options;
   options.model = "linear";
@@ -148,8 +159,8 @@ TEST_CASE("Trainer::Create names what is wrong") {
   TrainOptions bad = options;
   bad.model = "resnet";
   REQUIRE(CreateError(bad) ==
-          "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, cnn, "
-          "transformer");
+          "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
+          "cnn, transformer");
   bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
