@@ -28,11 +28,14 @@ Tensor CausalMask(int64_t s, DType dtype) {
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool causal,
-                                       Generator* gen)
-    : embed_dim_(embed_dim), num_heads_(num_heads), causal_(causal) {
+                                       Generator* gen, double dropout)
+    : embed_dim_(embed_dim), num_heads_(num_heads), causal_(causal), dropout_(dropout) {
   if (embed_dim <= 0 || num_heads <= 0 || embed_dim % num_heads != 0) {
     ThrowInvalid(absl::StrCat("MultiheadAttention: embed_dim (", embed_dim,
                               ") must be a positive multiple of num_heads (", num_heads, ")"));
+  }
+  if (!(dropout >= 0 && dropout < 1)) {
+    ThrowInvalid(absl::StrCat("MultiheadAttention: dropout must be in [0, 1), got ", dropout));
   }
   in_proj_weight_ = register_parameter(
       "in_proj_weight",
@@ -68,7 +71,9 @@ Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const 
   const double scale = 1.0 / std::sqrt(static_cast<double>(e / num_heads_));
   Tensor scores = matmul(q, transpose(k, 2, 3)) * scale;  // [B, H, S, T]
   if (causal_) scores = scores + CausalMask(query.size(1), scores.dtype());
-  Tensor heads = matmul(softmax(scores, 3), v);  // [B, H, S, D]
+  Tensor weights = softmax(scores, 3);
+  if (is_training() && dropout_ > 0) weights = tc::dropout(weights, dropout_);
+  Tensor heads = matmul(weights, v);  // [B, H, S, D]
   Tensor merged = reshape(permute(heads, {0, 2, 1, 3}), {query.size(0), query.size(1), e});
   return (*out_proj_)(merged);
 }

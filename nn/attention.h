@@ -1,5 +1,6 @@
-// Multi-head attention, as torch.nn.MultiheadAttention with batch_first=True,
-// no dropout and no key/value biases: parameters in_proj_weight [3E, E]
+// Multi-head attention, as torch.nn.MultiheadAttention with batch_first=True
+// and no key/value biases, its attention weights dropped out with
+// probability `dropout` in training (0 by default): parameters in_proj_weight [3E, E]
 // (xavier-uniform), in_proj_bias [3E] (zeros) and the child "out_proj", a
 // Linear(E, E) with a zero bias. Rows [0, E), [E, 2E), [2E, 3E) of the input
 // projection make the queries, keys and values.
@@ -22,7 +23,7 @@ class MultiheadAttention : public Module {
  public:
   // causal: query i attends only to keys j <= i (needs S == T).
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool causal = false,
-                     Generator* gen = nullptr);
+                     Generator* gen = nullptr, double dropout = 0);
 
   // Self-attention: attend(x, x, x).
   Tensor forward(const Tensor& x) override { return attend(x, x, x); }
@@ -37,6 +38,7 @@ class MultiheadAttention : public Module {
  private:
   int64_t embed_dim_, num_heads_;
   bool causal_;
+  double dropout_;
   Tensor in_proj_weight_, in_proj_bias_;
   std::shared_ptr<Linear> out_proj_;
 };

@@ -97,12 +97,15 @@ ModelSpec MakeCnn(Generator* gen) {
   return spec;
 }
 
-ModelSpec MakeTransformer(Generator* gen) {
+ModelSpec MakeTransformerWith(Generator* gen, double dropout) {
   ModelSpec spec;
-  spec.module = std::make_shared<TransformerBlock>(256, 4, 1024, gen);
+  spec.module = std::make_shared<TransformerBlock>(256, 4, 1024, gen, dropout);
   spec.inputs = LeafOf(randn({8, 128, 256}, DType::kF32, gen));
   return spec;
 }
+
+ModelSpec MakeTransformer(Generator* gen) { return MakeTransformerWith(gen, 0); }
+ModelSpec MakeTransformerDropout(Generator* gen) { return MakeTransformerWith(gen, 0.1); }
 
 struct Entry {
   const char* name;
@@ -122,6 +125,9 @@ constexpr Entry kModels[] = {
      &MakeCnn},
     {"transformer", "pre-LN encoder block, d_model 256, 4 heads, MLP 1024, batch 8 x 128",
      &MakeTransformer},
+    {"transformer_dropout",
+     "the transformer with dropout 0.1 on the attention weights and both residual branches",
+     &MakeTransformerDropout},
 };
 
 }  // namespace
@@ -156,19 +162,23 @@ TensorTree StructuredModel::forward(const TensorTree& input) {
 }
 
 TransformerBlock::TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp,
-                                   Generator* gen)
+                                   Generator* gen, double dropout)
     : ln1_(register_module("ln1", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
-      attn_(register_module("attn",
-                            std::make_shared<MultiheadAttention>(d_model, num_heads, false, gen))),
+      attn_(register_module(
+          "attn", std::make_shared<MultiheadAttention>(d_model, num_heads, false, gen, dropout))),
       ln2_(register_module("ln2", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
       mlp_(register_module(
           "mlp", std::make_shared<Sequential>(Modules{
                      std::make_shared<Linear>(d_model, d_mlp, true, gen), std::make_shared<GELU>(),
-                     std::make_shared<Linear>(d_mlp, d_model, true, gen)}))) {}
+                     std::make_shared<Linear>(d_mlp, d_model, true, gen)}))),
+      dropout_(dropout) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) {
-  Tensor h = x + (*attn_)((*ln1_)(x));
-  return h + (*mlp_)((*ln2_)(h));
+  auto drop = [&](const Tensor& t) {
+    return is_training() && dropout_ > 0 ? tc::dropout(t, dropout_) : t;
+  };
+  Tensor h = x + drop((*attn_)((*ln1_)(x)));
+  return h + drop((*mlp_)((*ln2_)(h)));
 }
 
 std::vector<std::string> ModelNames() {

@@ -30,7 +30,9 @@
 //                "ln1.bias", "attn.in_proj_weight", "attn.in_proj_bias", "attn.out_proj.weight",
 //                "attn.out_proj.bias", "ln2.weight", "ln2.bias", "mlp.0.weight", "mlp.0.bias",
 //                "mlp.2.weight", "mlp.2.bias".
-// Models without targets (linear, convbn, structured, transformer) use the
+//   transformer_dropout  the transformer with dropout 0.1 on the attention weights and both
+//                residual branches; the same names.
+// Models without targets (linear, convbn, structured, the transformers) use the
 // loss "sum over output tensors of mean(out^2)" and targets None.
 #ifndef TENSORCUT_NN_MODELS_MODELS_H_
 #define TENSORCUT_NN_MODELS_MODELS_H_
@@ -84,10 +86,13 @@ class StructuredModel : public Module {
 };
 
 // A pre-LayerNorm transformer encoder block:
-//   h = x + attn(ln1(x));  out = h + mlp(ln2(h)),  mlp = Linear, GELU, Linear.
+//   h = x + drop(attn(ln1(x)));  out = h + drop(mlp(ln2(h))),  mlp = Linear, GELU, Linear,
+// with `dropout` (0 by default: drop is the identity) on both residual branches
+// and on the attention weights, in training.
 class TransformerBlock : public Module {
  public:
-  TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp, Generator* gen = nullptr);
+  TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp, Generator* gen = nullptr,
+                   double dropout = 0);
   Tensor forward(const Tensor& x) override;
   using Module::forward;
 
@@ -96,6 +101,7 @@ class TransformerBlock : public Module {
   std::shared_ptr<MultiheadAttention> attn_;
   std::shared_ptr<LayerNorm> ln2_;
   std::shared_ptr<Sequential> mlp_;
+  double dropout_;
 };
 
 }  // namespace tc::nn

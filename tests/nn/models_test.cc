@@ -23,13 +23,13 @@ nn::ModelSpec Make(absl::string_view name, uint64_t seed = 0) {
 }
 
 TEST_CASE("the registry lists every model and rejects unknown names") {
-  CHECK(nn::ModelNames() ==
-        Strings{"linear", "convbn", "structured", "mlp", "mlp_dropout", "cnn", "transformer"});
+  CHECK(nn::ModelNames() == Strings{"linear", "convbn", "structured", "mlp", "mlp_dropout", "cnn",
+                                    "transformer", "transformer_dropout"});
   absl::StatusOr<nn::ModelSpec> missing = nn::MakeModel("resnet", 0);
   REQUIRE(missing.status().code() == absl::StatusCode::kNotFound);
   CHECK(missing.status().message() ==
         "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-        "cnn, transformer");
+        "cnn, transformer, transformer_dropout");
 }
 
 TEST_CASE("reference models have the documented parameter and buffer names, in order") {
@@ -47,6 +47,11 @@ TEST_CASE("reference models have the documented parameter and buffer names, in o
         {"1.running_mean", "1.running_var", "1.num_batches_tracked", "4.running_mean",
          "4.running_var", "4.num_batches_tracked"}}},
       {"transformer",
+       {{"ln1.weight", "ln1.bias", "attn.in_proj_weight", "attn.in_proj_bias",
+         "attn.out_proj.weight", "attn.out_proj.bias", "ln2.weight", "ln2.bias", "mlp.0.weight",
+         "mlp.0.bias", "mlp.2.weight", "mlp.2.bias"},
+        {}}},
+      {"transformer_dropout",
        {{"ln1.weight", "ln1.bias", "attn.in_proj_weight", "attn.in_proj_bias",
          "attn.out_proj.weight", "attn.out_proj.bias", "ln2.weight", "ln2.bias", "mlp.0.weight",
          "mlp.0.bias", "mlp.2.weight", "mlp.2.bias"},

@@ -14,7 +14,7 @@
 #include "catch2/catch.hpp"
 #include "graph/printer.h"
 #include "nn/layers.h"
-#include "nn/models/models.h"
+#include "nn/models/models.h"  // TransformerBlock, MeanSquareLoss
 #include "nn/optim.h"
 #include "partition/min_cut.h"
 #include "partition/strategies.h"
@@ -54,16 +54,21 @@ std::shared_ptr<nn::Module> MakeModel(const std::string& name) {
     m = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
         std::make_shared<nn::Linear>(8, 6), std::make_shared<nn::ReLU>(),
         std::make_shared<nn::Dropout>(0.5), std::make_shared<nn::Linear>(6, 4)});
-  } else {
+  } else if (name == "dropout in a residual branch") {
     m = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
         std::make_shared<Residual>(), std::make_shared<nn::Linear>(8, 4)});
+  } else {  // on attention weights and on both residual branches
+    m = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::TransformerBlock>(8, 2, 16, nullptr, 0.3),
+        std::make_shared<nn::Linear>(8, 4)});
   }
   m->to(DType::kF64);
   return m;
 }
 
 const std::vector<std::string> kModels = {"dropout before a matmul", "dropout after an activation",
-                                          "dropout in a residual branch"};
+                                          "dropout in a residual branch",
+                                          "a transformer block with dropout"};
 
 struct NamedPartition {
   const char* name;
@@ -80,7 +85,7 @@ std::vector<NamedPartition> Partitions() {
 }
 
 TEST_CASE("compiled calls draw fresh masks, each eager's from the same generator state") {
-  const Tensor x = testing::Random({5, 8}, DType::kF64, 3);
+  const Tensor x = testing::Random({2, 5, 8}, DType::kF64, 3);
   for (const std::string& name : kModels) {
     for (const NamedPartition& part : Partitions()) {
       for (const testing::NamedCompiler& compiler : testing::AllCompilers()) {
@@ -120,8 +125,8 @@ TEST_CASE("a TrainStep with dropout trains as eager SGD does, drawing what eager
   for (const std::string& name : kModels) {
     INFO(name);
     std::shared_ptr<nn::Module> compiled = MakeModel(name), eager = MakeModel(name);
-    const Tensor x = testing::Random({5, 8}, DType::kF64, 4);
-    const Tensor t = testing::Random({5, 4}, DType::kF64, 6);
+    const Tensor x = testing::Random({2, 5, 8}, DType::kF64, 4);
+    const Tensor t = testing::Random({2, 5, 4}, DType::kF64, 6);
     nn::SGD sgd_c(compiled->named_parameters(), 0.1), sgd_e(eager->named_parameters(), 0.1);
     manual_seed(9);
     std::unique_ptr<TrainStep> step =
@@ -152,7 +157,7 @@ TEST_CASE("in eval mode dropout is the identity and a compiled call draws nothin
     INFO((training_graph ? "training function" : "inference function"));
     std::shared_ptr<nn::Module> model = MakeModel("dropout after an activation");
     model->eval();
-    const Tensor x = testing::Random({5, 8}, DType::kF64, 8);
+    const Tensor x = testing::Random({2, 5, 8}, DType::kF64, 8);
     const Function fn =
         compile(*model, TensorTree::MakeLeaf(x), {.training = training_graph}).value();
     manual_seed(4);

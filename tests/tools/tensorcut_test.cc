@@ -122,7 +122,7 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==
           "tensorcut partition: unknown model \"resnet\"; known models: linear, convbn, "
-          "structured, mlp, mlp_dropout, cnn, transformer\n");
+          "structured, mlp, mlp_dropout, cnn, transformer, transformer_dropout\n");
   r = Tensorcut("graph --model linear --stage optimized");
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==

@@ -160,7 +160,7 @@ TEST_CASE("Trainer::Create names what is wrong") {
   bad.model = "resnet";
   REQUIRE(CreateError(bad) ==
           "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-          "cnn, transformer");
+          "cnn, transformer, transformer_dropout");
   bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
