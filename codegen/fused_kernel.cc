@@ -326,7 +326,7 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
       for (size_t o = 0; o < num_outputs; ++o) {
         regs[output_registers_[o]] = out_base[o] + start * ItemSize(output_dtypes_[o]);
       }
-      for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len);
+      for (const FusedInstr& instr : program_) EvalInstr(instr, regs.data(), len, start);
       visit(start, len, regs.data());
     }
   };

@@ -7,6 +7,7 @@
 
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
+#include "runtime/random.h"
 
 namespace tc::codegen {
 namespace {
@@ -61,10 +62,27 @@ bool EvalPlain(const FusedInstr& ins, void* const* regs, int64_t n) {
   });
 }
 
-// Gelu, its backward and pow: the ops with attributes, on floats.
+// x, seed, offset -> dropout(x): the eager kernel's formula
+// (runtime/kernels/embedding_dropout.cc) at the pass's element indices.
 template <typename T>
-void EvalWithAttributes(const FusedInstr& ins, void* const* regs, int64_t n) {
+void Dropout(const FusedInstr& ins, void* const* regs, int64_t n, int64_t start) {
+  const T* x = Reg<T>(regs, ins.src[0]);
+  const uint64_t seed = static_cast<uint64_t>(*Reg<int64_t>(regs, ins.src[1]));
+  const uint64_t offset = static_cast<uint64_t>(*Reg<int64_t>(regs, ins.src[2])) + start;
+  const double p = ins.attrs.p;
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  T* o = Reg<T>(regs, ins.dst);
+  for (int64_t i = 0; i < n; ++i) {
+    o[i] = RandomUniform(seed, offset + static_cast<uint64_t>(i)) >= p ? x[i] * scale : T(0);
+  }
+}
+
+// Gelu, its backward, pow and dropout: the ops with attributes, on floats.
+template <typename T>
+void EvalWithAttributes(const FusedInstr& ins, void* const* regs, int64_t n, int64_t start) {
   switch (ins.op) {
+    case OpKind::kDropout:
+      return Dropout<T>(ins, regs, n, start);
     case OpKind::kGelu:
       return math::VisitGelu<false>(ins.attrs.approximation,
                                     [&](auto f) { Map1<T, T>(regs, ins, n, f); });
@@ -79,7 +97,7 @@ void EvalWithAttributes(const FusedInstr& ins, void* const* regs, int64_t n) {
 }
 
 template <typename T>
-void Eval(const FusedInstr& ins, void* const* regs, int64_t n) {
+void Eval(const FusedInstr& ins, void* const* regs, int64_t n, int64_t start) {
   if (EvalPlain<T>(ins, regs, n)) return;
   switch (ins.op) {
     case OpKind::kWhere: {
@@ -96,7 +114,9 @@ void Eval(const FusedInstr& ins, void* const* regs, int64_t n) {
         Map1<T, decltype(to)>(regs, ins, n, math::Cast<decltype(to)>{});
       });
     default:
-      if constexpr (std::is_floating_point_v<T>) return EvalWithAttributes<T>(ins, regs, n);
+      if constexpr (std::is_floating_point_v<T>) {
+        return EvalWithAttributes<T>(ins, regs, n, start);
+      }
       Unsupported(ins);
   }
 }
@@ -110,14 +130,16 @@ bool HasFusedEvaluation(OpKind op) {
     case OpKind::kGelu:
     case OpKind::kGeluBackward:
     case OpKind::kPow:
+    case OpKind::kDropout:
       return true;
     default:
       return math::VisitPlainOp(op, [](auto) {});
   }
 }
 
-void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n) {
-  kernels::VisitDType(instr.dtype, [&](auto zero) { Eval<decltype(zero)>(instr, registers, n); });
+void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n, int64_t start) {
+  kernels::VisitDType(instr.dtype,
+                      [&](auto zero) { Eval<decltype(zero)>(instr, registers, n, start); });
 }
 
 }  // namespace tc::codegen

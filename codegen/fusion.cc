@@ -14,8 +14,11 @@ bool FusibleDType(DType d) { return d == DType::kF32 || d == DType::kF64 || d ==
 
 bool IsFusible(const Node& node) {
   if (!node.def().Has(kTraitFusible)) return false;
-  for (const Value* v : node.inputs()) {
-    if (!FusibleDType(v->type().dtype)) return false;
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const TensorType& t = node.input(i)->type();
+    // A random op's seed and offset are i64 scalars.
+    if (i > 0 && node.def().Has(kTraitRandom) && t == TensorType{DType::kI64, {}}) continue;
+    if (!FusibleDType(t.dtype)) return false;
   }
   for (const Value* v : node.results()) {
     if (!FusibleDType(v->type().dtype)) return false;

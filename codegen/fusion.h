@@ -6,8 +6,7 @@
 //   // one group {mul, add, relu, mul}: inputs x, w, b, s; outputs h (read by
 //   // sum, outside the group) and y (a graph output)
 //
-// A group is a set of at least two fusible nodes (kTraitFusible in the op
-// table; every operand and result f32, f64 or bool) with one result shape
+// A group is a set of at least two fusible nodes (IsFusible below) with one result shape
 // (operands may broadcast to it). Values computed in the group and read only inside it never reach
 // memory; those read outside it or returned by the graph are its outputs.
 //
@@ -34,7 +33,7 @@ struct FusionGroup {
 };
 
 // Fusible (kTraitFusible: the fused kernel evaluates it), every operand and
-// result f32, f64 or bool.
+// result f32, f64 or bool (but a random op's i64 seed and offset).
 bool IsFusible(const Node& node);
 
 // The groups of `graph`, ordered by their last node.

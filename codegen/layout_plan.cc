@@ -63,8 +63,14 @@ class LayoutPlanner {
 
   // The order of a fused pass (a loop region, or a lone fusible node)
   // computing `computed` of its results: channels-last when an input of
-  // their shape is.
+  // their shape is, unless it draws random numbers.
   DimOrder ForFused(const Node& node, const std::vector<const Value*>& computed) const {
+    // Random numbers follow row-major element order.
+    bool random = node.def().Has(kTraitRandom);
+    if (const Graph* body = node.body(); body != nullptr) {
+      for (const Node* n : body->nodes()) random = random || n->def().Has(kTraitRandom);
+    }
+    if (random) return {};
     const Shape& shape = computed[0]->type().shape;
     bool follows = false;
     for (const Value* in : node.inputs()) {

@@ -43,6 +43,7 @@ GeluApproximation GeluApproximationOf(const Attrs& attrs) {
 ElementwiseAttrs ElementwiseAttrsOf(OpKind op, const Attrs& attrs) {
   ElementwiseAttrs decoded;
   if (op == OpKind::kPow) decoded.exponent = attrs.Float("exponent");
+  if (op == OpKind::kDropout) decoded.p = attrs.Float("p");
   if (op == OpKind::kGelu || op == OpKind::kGeluBackward) {
     decoded.approximation = GeluApproximationOf(attrs);
   }

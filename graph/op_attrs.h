@@ -48,6 +48,7 @@ inline constexpr absl::string_view kGeluApproximationNames[] = {"none", "tanh"};
 struct ElementwiseAttrs {
   double exponent = 0;                                         // pow
   GeluApproximation approximation = GeluApproximation::kNone;  // gelu, gelu_backward
+  double p = 0;                                                // dropout
 };
 
 Conv2dOptions Conv2dOptionsOf(const Attrs& attrs);

@@ -132,7 +132,8 @@ class Verifier {
 
   // A loop region, run as one pass over memory: fusible ops whose results
   // have one shape (the region's; operands broadcast to it), one layout (the
-  // pass's order) and are f32, f64 or bool, and sums of those results that
+  // pass's order; row-major when a random op draws in it) and are f32, f64
+  // or bool (operands too, but a random op's i64 seed and offset), and sums of those results that
   // the body returns, summed in the same pass, reading them directly or
   // through reshapes (of a row-major region) that only sums read.
   static absl::Status VerifyLoop(const Graph& body, const std::vector<Node*>& nodes) {
@@ -154,7 +155,12 @@ class Verifier {
     const Shape& shape = pass_value->type().shape;
     const DimOrder& order = pass_value->layout();
     for (const Value* p : body.placeholders()) {
-      TC_RETURN_IF_ERROR(CheckRegionDType(*p));
+      // A random op's seed and offset are i64 scalars.
+      bool random_state = p->type() == TensorType{DType::kI64, {}} && !p->uses().empty();
+      for (const Use& use : p->uses()) {
+        random_state = random_state && use.user->def().Has(kTraitRandom) && use.operand > 0;
+      }
+      if (!random_state) TC_RETURN_IF_ERROR(CheckRegionDType(*p));
       absl::StatusOr<Shape> broadcast = BroadcastShapes(p->type().shape, shape);
       if (!broadcast.ok() || *broadcast != shape) {
         return absl::InvalidArgumentError(
@@ -178,6 +184,11 @@ class Verifier {
             return absl::InvalidArgumentError(
                 absl::StrCat("%", r->name(), " in its body is ", LayoutName(r->layout()),
                              ", its region's order is ", LayoutName(order)));
+          }
+          if (n->def().Has(kTraitRandom) && !order.empty()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "its body draws random numbers in a ", LayoutName(order),
+                " pass: they follow row-major element order: `", NodeToString(*n), "`"));
           }
         }
       } else if (n->op() == OpKind::kSum) {

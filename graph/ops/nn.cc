@@ -342,7 +342,7 @@ std::vector<OpDef> NnOpDefs() {
        3,
        3,
        {{"p", AttrKind::kFloat}},
-       kTraitElementwise | kTraitRandom,
+       kTraitElementwise | kTraitRandom | kTraitFusible,
        &InferDropout},
   };
 }

@@ -174,7 +174,7 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
         std::vector<std::string>{y->name(), i->producer()->input(0)->name()});
 }
 
-TEST_CASE("dropout, elementwise but drawing random numbers, runs on its own kernel") {
+TEST_CASE("dropout fuses with the elementwise ops around it and draws eager's mask") {
   Builder b;
   Value* x = b.g.AddPlaceholder("x", {DType::kF32, {4, 8}});
   Value* seed = b.g.AddPlaceholder("seed", {DType::kI64, {}});
@@ -182,12 +182,35 @@ TEST_CASE("dropout, elementwise but drawing random numbers, runs on its own kern
   Value* d = b(OpKind::kDropout, {b(OpKind::kRelu, {x}), seed, offset}, {{"p", 0.5}});
   Value* y = b(OpKind::kMul, {b(OpKind::kNeg, {d}), x});
   REQUIRE(b.g.SetOutputs({y}).ok());
-  CHECK(!codegen::IsFusible(*d->producer()));
-  CHECK(codegen::PlanFusion(b.g).size() == 1);  // neg and mul; relu is a group of one
+  CHECK(codegen::IsFusible(*d->producer()));
+  const std::vector<codegen::FusionGroup> groups = codegen::PlanFusion(b.g);
+  REQUIRE(groups.size() == 1);  // relu, dropout, neg and mul
+  CHECK(groups[0].nodes.size() == 4);
   RequireSameAsInterpreter(b.g,
                            {testing::Random({4, 8}, DType::kF32, 1), from_vector<int64_t>({7}, {}),
-                            from_vector<int64_t>({0}, {})},
+                            from_vector<int64_t>({5}, {})},
                            0);
+}
+
+TEST_CASE("a fused dropout over many blocks draws eager's mask on one thread and on two") {
+  // [96, 1024] f64: 384 blocks, split over the threads; the offset moves
+  // every element's counter.
+  Builder b;
+  Value* x = b.g.AddPlaceholder("x", {DType::kF64, {96, 1024}});
+  Value* seed = b.g.AddPlaceholder("seed", {DType::kI64, {}});
+  Value* offset = b.g.AddPlaceholder("offset", {DType::kI64, {}});
+  Value* d = b(OpKind::kDropout, {b(OpKind::kTanh, {x}), seed, offset}, {{"p", 0.3}});
+  REQUIRE(b.g.SetOutputs({b(OpKind::kMul, {d, x})}).ok());
+  const std::vector<Tensor> args = {testing::Random({96, 1024}, DType::kF64, 4),
+                                    from_vector<int64_t>({11}, {}),
+                                    from_vector<int64_t>({123456789}, {})};
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    testing::OnThreads(threads, [&] {
+      RequireSameAsInterpreter(b.g, args, 0);
+      return 0;
+    });
+  }
 }
 
 TEST_CASE("tc::compile of a model with dropout runs under fusing() as under interpreter()") {

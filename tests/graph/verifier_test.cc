@@ -180,6 +180,32 @@ TEST_CASE("regions: an op without a fused evaluation in a body is rejected") {
         "evaluation: `%s: i64[] = full() {dtype=i64, shape=[], value=1}`");
 }
 
+TEST_CASE("regions: a random op draws in a row-major pass, from i64 scalar placeholders") {
+  const std::string text =
+      "graph(%x: f32[1,2,2,2], %s: i64[]) {\n"
+      "  %r: f32[1,2,2,2]LAYOUT = fused(%x, %s) {\n"
+      "    graph(%x: f32[1,2,2,2], %s: i64[]) {\n"
+      "      %d: f32[1,2,2,2]LAYOUT = dropout(%x, %s, %s) {p=0.5}\n"
+      "      %r: f32[1,2,2,2]LAYOUT = relu(%d)\n"
+      "      return (%r)\n"
+      "    }\n"
+      "  }\n"
+      "  return (%r)\n"
+      "}\n";
+  auto with = [&](const std::string& layout) {
+    std::string t = text;
+    for (size_t at = t.find("LAYOUT"); at != std::string::npos; at = t.find("LAYOUT")) {
+      t.replace(at, 6, layout);
+    }
+    return testing::ParseOk(t);
+  };
+  CHECK(Verify(with("")).ok());
+  CHECK(VerifyError(with(":nhwc")) ==
+        "node `%r: f32[1,2,2,2]:nhwc = fused(%x, %s)`: its body draws random numbers in a "
+        "channels-last pass: they follow row-major element order: `%d: f32[1,2,2,2]:nhwc = "
+        "dropout(%x, %s, %s) {p=0.5}`");
+}
+
 TEST_CASE("regions: a body value of another shape or dtype, or a returned placeholder") {
   CHECK(VerifyError(Region("f32[2]",
                            "      %n: f32[2] = neg(%c)\n"
