@@ -72,6 +72,7 @@ void Dropout(const FusedInstr& ins, void* const* regs, int64_t n, int64_t start)
   const double p = ins.attrs.p;
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   T* o = Reg<T>(regs, ins.dst);
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     o[i] = RandomUniform(seed, offset + static_cast<uint64_t>(i)) >= p ? x[i] * scale : T(0);
   }

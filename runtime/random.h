@@ -13,8 +13,20 @@
 
 namespace tc {
 
-// 64 random bits for counter `counter` of stream `seed` (a strong mix).
-uint64_t RandomBits(uint64_t seed, uint64_t counter);
+// 64 random bits for counter `counter` of stream `seed`: two rounds of the
+// splitmix64 finaliser over a seed-dependent key, cheap, stateless, and
+// passing the statistical tests that matter for init and masks. Inline, so
+// that the loops drawing masks (dropout's kernels) vectorise it.
+inline uint64_t RandomBits(uint64_t seed, uint64_t counter) {
+  uint64_t z =
+      counter * 0x9E3779B97F4A7C15ULL + (seed ^ 0xD1B54A32D192ED03ULL) * 0xBF58476D1CE4E5B9ULL;
+  for (int round = 0; round < 2; ++round) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+  }
+  return z;
+}
 // Uniform in [0, 1), 53 bits.
 inline double RandomUniform(uint64_t seed, uint64_t counter) {
   return static_cast<double>(RandomBits(seed, counter) >> 11) * 0x1.0p-53;
