@@ -202,6 +202,11 @@ class JointBuilder {
     if (!tracer_.constants().empty()) {
       ThrowIfError(absl::InternalError("a VJP rule captured a concrete tensor"));
     }
+    // Nor may they draw random numbers: a random op's gradient reads the
+    // forward's seed and offset.
+    if (tracer_.random_seed() != nullptr) {
+      ThrowIfError(absl::InternalError("a VJP rule drew random numbers"));
+    }
     joint_.graph = std::move(tracer_.graph());
     ThrowIfError(joint_.graph.SetOutputs(std::move(outputs)));
     // VJP rules compute gradients for every operand; drop those nothing reads.

@@ -448,6 +448,7 @@ std::string FusedKernel::ToString() const {
     absl::StrAppend(&s, "  ", r(instr.dst), ": ", DTypeName(instr.result_dtype), " = ",
                     OpName(instr.op), "(", absl::StrJoin(src, ", "), ")");
     if (instr.op == OpKind::kPow) absl::StrAppend(&s, " exponent=", instr.attrs.exponent);
+    if (instr.op == OpKind::kDropout) absl::StrAppend(&s, " p=", instr.attrs.p);
     if (instr.attrs.approximation == GeluApproximation::kTanh) absl::StrAppend(&s, " tanh");
     s += "\n";
   }

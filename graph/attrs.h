@@ -1,5 +1,5 @@
 // Attributes of an op call: named constants such as a reduction's dims, a
-// convolution's stride or a dropout's seed. Kept sorted by name, so equal
+// convolution's stride or a dropout's probability. Kept sorted by name, so equal
 // attribute sets print identically and compare equal.
 //
 //   Attrs a{{"dims", std::vector<int64_t>{1}}, {"keepdim", true}};

@@ -62,6 +62,10 @@ class Verifier {
     // order, a view in its strides, the first result of an op that declares
     // it (kTraitChannelsLastResult); a region's results have its body's.
     const OpDef& def = node.def();
+    if (def.Has(kTraitRandom) && !node.result(0)->layout().empty()) {
+      return Error(where, "%", node.result(0)->name(), " is ", LayoutName(node.result(0)->layout()),
+                   ", but ", OpName(node.op()), " draws its numbers in row-major element order");
+    }
     if (!def.Has(kTraitRegion) && !def.Has(kTraitFusible) && !def.Has(kTraitView)) {
       for (int i = 0; i < node.num_results(); ++i) {
         const Value* r = node.result(i);
@@ -131,11 +135,12 @@ class Verifier {
   }
 
   // A loop region, run as one pass over memory: fusible ops whose results
-  // have one shape (the region's; operands broadcast to it), one layout (the
-  // pass's order; row-major when a random op draws in it) and are f32, f64
-  // or bool (operands too, but a random op's i64 seed and offset), and sums of those results that
-  // the body returns, summed in the same pass, reading them directly or
-  // through reshapes (of a row-major region) that only sums read.
+  // have one shape (the region's; operands broadcast to it) and one layout
+  // (the pass's order: row-major where a random op draws, as the node rule
+  // says) and are f32, f64 or bool (operands too, but a random op's i64 seed
+  // and offset), and sums of those results that the body returns, summed in
+  // the same pass, reading them directly or through reshapes (of a row-major
+  // region) that only sums read.
   static absl::Status VerifyLoop(const Graph& body, const std::vector<Node*>& nodes) {
     // The region's shape and order: its first output computed in the pass's,
     // or (when it returns sums only) its first fusible node's.
@@ -184,11 +189,6 @@ class Verifier {
             return absl::InvalidArgumentError(
                 absl::StrCat("%", r->name(), " in its body is ", LayoutName(r->layout()),
                              ", its region's order is ", LayoutName(order)));
-          }
-          if (n->def().Has(kTraitRandom) && !order.empty()) {
-            return absl::InvalidArgumentError(absl::StrCat(
-                "its body draws random numbers in a ", LayoutName(order),
-                " pass: they follow row-major element order: `", NodeToString(*n), "`"));
           }
         }
       } else if (n->op() == OpKind::kSum) {

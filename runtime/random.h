@@ -9,6 +9,7 @@
 #ifndef TENSORCUT_RUNTIME_RANDOM_H_
 #define TENSORCUT_RUNTIME_RANDOM_H_
 
+#include <atomic>
 #include <cstdint>
 
 namespace tc {
@@ -34,25 +35,30 @@ inline double RandomUniform(uint64_t seed, uint64_t counter) {
 // Standard normal (Box-Muller over two counters 2i, 2i+1).
 double RandomNormal(uint64_t seed, uint64_t counter);
 
+// A seed and a running offset. Advance is atomic, so that calls of one
+// compiled function on several threads each reserve their own counters;
+// reseeding while another thread draws is the caller's race.
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
-  uint64_t seed() const { return seed_; }
-  uint64_t offset() const { return offset_; }
-  // Reserves n counters and returns the first.
-  uint64_t Advance(uint64_t n) {
-    const uint64_t first = offset_;
-    offset_ += n;
-    return first;
+  Generator(const Generator& other) : seed_(other.seed_), offset_(other.offset()) {}
+  Generator& operator=(const Generator& other) {
+    seed_ = other.seed_;
+    offset_.store(other.offset(), std::memory_order_relaxed);
+    return *this;
   }
+  uint64_t seed() const { return seed_; }
+  uint64_t offset() const { return offset_.load(std::memory_order_relaxed); }
+  // Reserves n counters and returns the first.
+  uint64_t Advance(uint64_t n) { return offset_.fetch_add(n, std::memory_order_relaxed); }
   void Reseed(uint64_t seed) {
     seed_ = seed;
-    offset_ = 0;
+    offset_.store(0, std::memory_order_relaxed);
   }
 
  private:
   uint64_t seed_;
-  uint64_t offset_ = 0;
+  std::atomic<uint64_t> offset_{0};
 };
 
 // The process-wide generator used when none is passed.

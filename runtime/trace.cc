@@ -289,7 +289,7 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
   for (size_t i = args.size(); i < program.inputs.size(); ++i) {
     const InputDescriptor& d = program.inputs[i];
     args.push_back(d.kind == Kind::kConstant ? program.constants[d.constant_index]
-                                             : Tensor::Empty({}, DType::kI64));
+                                             : zeros({}, DType::kI64));
   }
   return args;
 }

@@ -15,7 +15,8 @@ ABSL_FLAG(int, batch, 100,
 ABSL_FLAG(double, lr, 2e-3, "learning rate");
 
 ABSL_FLAG(std::string, model, "mlp",
-          "reference model: linear, convbn, structured, mlp, cnn or transformer");
+          "reference model: linear, convbn, structured, mlp, mlp_dropout, cnn, transformer or "
+          "transformer_dropout");
 ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or all)");
 ABSL_FLAG(int, runs, 30, "ops, bench: timed runs of each measurement; the median is printed");
 ABSL_FLAG(int, steps, 0,

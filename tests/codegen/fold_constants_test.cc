@@ -69,10 +69,11 @@ TEST_CASE("comparisons, casts and i64 fold in their own dtypes") {
 
 TEST_CASE("random ops, outputs, expands, integer division, non-finite results stay") {
   const std::string in =
-      "graph(%x: f32[3], %seed: i64[]) {\n"
+      "graph(%x: f32[3]) {\n"
       "  %0: f32[3] = full() {dtype=f32, shape=[3], value=0}\n"
       "  %1: f32[3] = log(%0)\n"
-      "  %2: f32[3] = dropout(%0, %seed, %seed) {p=0.5}\n"
+      "  %s: i64[] = full() {dtype=i64, shape=[], value=1}\n"
+      "  %2: f32[3] = dropout(%0, %s, %s) {p=0.5}\n"
       "  %3: f32[3] = mul(%x, %0)\n"
       "  %4: f32[1] = sum(%0) {dims=[], keepdim=true}\n"
       "  %5: f32[3] = neg(%0)\n"
@@ -84,7 +85,8 @@ TEST_CASE("random ops, outputs, expands, integer division, non-finite results st
       "  %11: f32[3] = add(%x, %1)\n"
       "  %12: f32[3] = add(%x, %7)\n"
       "  %13: i64[3] = neg(%10)\n"
-      "  return (%11, %2, %3, %4, %5, %12, %13)\n"
+      "  %14: f32[3] = add(%x, %2)\n"
+      "  return (%11, %14, %3, %4, %5, %12, %13)\n"
       "}\n";
   const auto [text, changed] = Fold(in);
   CHECK(!changed);

@@ -96,6 +96,31 @@ TEST_CASE("outputs are row-major unless the caller takes any layout") {
   }
 }
 
+TEST_CASE("a pass drawing random numbers between convolutions stays row-major") {
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF64, {2, 3, 8, 8}});
+  Value* w = g.AddPlaceholder("w", {DType::kF64, {3, 3, 3, 3}});
+  Value* seed = g.AddPlaceholder("seed", {DType::kI64, {}});
+  Value* offset = g.AddPlaceholder("offset", {DType::kI64, {}});
+  const Attrs conv = {{"stride", Ints{1, 1}},
+                      {"padding", Ints{1, 1}},
+                      {"dilation", Ints{1, 1}},
+                      {"groups", int64_t{1}}};
+  Value* c = g.AddNode(OpKind::kConv2d, {x, w}, conv).value()[0];
+  Value* d = g.AddNode(OpKind::kDropout, {c, seed, offset}, {{"p", 0.5}}).value()[0];
+  REQUIRE(g.SetOutputs({g.AddNode(OpKind::kConv2d, {d, w}, conv).value()[0]}).ok());
+  const std::shared_ptr<Program> program = Program::Compile(g).value();
+  INFO(ToString(program->graph()));
+  const std::vector<std::string> paths = testing::LoweredPaths(program->graph());
+  CHECK(testing::HasPath(paths, "conv2d:nhwc"));
+  CHECK(testing::HasPath(paths, "dropout"));  // not "dropout:nhwc"
+  Generator gen(5);
+  const std::vector<Tensor> args = {randn({2, 3, 8, 8}, DType::kF64, &gen),
+                                    randn({3, 3, 3, 3}, DType::kF64, &gen),
+                                    from_vector<int64_t>({3}, {}), from_vector<int64_t>({7}, {})};
+  RequireClose(program->Run(args).value()[0], Interpret(g).value()(args).value()[0], 1e-12);
+}
+
 TEST_CASE("an argument in another layout than its placeholder's is copied into it") {
   const Graph g = ConvBlock(DType::kF64, /*return_conv=*/false);
   CompileOptions options;

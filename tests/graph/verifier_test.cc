@@ -172,12 +172,10 @@ TEST_CASE("regions: an op without a fused evaluation in a body is rejected") {
   CHECK(VerifyError(Region("f32[2,2]", "      %m: f32[2,2] = matmul(%a, %c)\n", "%m")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: its body holds matmul, which has no fused "
         "evaluation: `%m: f32[2,2] = matmul(%a, %c)`");
-  CHECK(VerifyError(Region("f32[2,2]",
-                           "      %s: i64[] = full() {dtype=i64, shape=[], value=1}\n"
-                           "      %d: f32[2,2] = dropout(%a, %s, %s) {p=0.5}\n",
-                           "%d")) ==
+  CHECK(VerifyError(Region(
+            "f32[2,2]", "      %s: f32[2,2] = full() {dtype=f32, shape=[2,2], value=1}\n", "%s")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: its body holds full, which has no fused "
-        "evaluation: `%s: i64[] = full() {dtype=i64, shape=[], value=1}`");
+        "evaluation: `%s: f32[2,2] = full() {dtype=f32, shape=[2,2], value=1}`");
 }
 
 TEST_CASE("regions: a random op draws in a row-major pass, from i64 scalar placeholders") {
@@ -201,9 +199,18 @@ TEST_CASE("regions: a random op draws in a row-major pass, from i64 scalar place
   };
   CHECK(Verify(with("")).ok());
   CHECK(VerifyError(with(":nhwc")) ==
-        "node `%r: f32[1,2,2,2]:nhwc = fused(%x, %s)`: its body draws random numbers in a "
-        "channels-last pass: they follow row-major element order: `%d: f32[1,2,2,2]:nhwc = "
-        "dropout(%x, %s, %s) {p=0.5}`");
+        "node `%r: f32[1,2,2,2]:nhwc = fused(%x, %s)`: body: node `%d: f32[1,2,2,2]:nhwc = "
+        "dropout(%x, %s, %s) {p=0.5}`: %d is channels-last, but dropout draws its numbers in "
+        "row-major element order");
+}
+
+TEST_CASE("layouts: a lone random op writes row-major") {
+  CHECK(VerifyError(testing::ParseOk("graph(%x: f32[1,2,2,2], %s: i64[]) {\n"
+                                     "  %d: f32[1,2,2,2]:nhwc = dropout(%x, %s, %s) {p=0.5}\n"
+                                     "  return (%d)\n"
+                                     "}\n")) ==
+        "node `%d: f32[1,2,2,2]:nhwc = dropout(%x, %s, %s) {p=0.5}`: %d is channels-last, but "
+        "dropout draws its numbers in row-major element order");
 }
 
 TEST_CASE("regions: a body value of another shape or dtype, or a returned placeholder") {

@@ -4,6 +4,7 @@
 // Also run under ThreadSanitizer: tools/test.sh runs it with --config=tsan.
 #include <atomic>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,29 @@ TEST_CASE("a convolutional network's compiled inference function called from 4 t
   const std::vector<Tensor> inputs = RandomInputs({2, 3, 8, 8});
   const Function fn = compile(model, TensorTree::MakeLeaf(inputs[0]), {.training = false}).value();
   RequireSameResultsOnThreads(fn, inputs);
+}
+
+TEST_CASE("calls with dropout from 4 threads each draw counters of their own") {
+  manual_seed(3);
+  nn::Sequential model({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::Dropout>(0.5)});
+  const Tensor x = randn({6, 16});
+  const Function fn = compile(model, TensorTree::MakeLeaf(x), {.training = false}).value();
+  manual_seed(4);
+  std::vector<std::vector<std::vector<float>>> outputs(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCallsPerThread; ++i) {
+        outputs[t].push_back(fn(TensorTree::MakeLeaf(x)).value().leaf().to_vector<float>());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // 6 x 32 counters a call, none drawn twice: every mask differs.
+  CHECK(DefaultGenerator().offset() == uint64_t{kThreads} * kCallsPerThread * 6 * 32);
+  std::set<std::vector<float>> distinct;
+  for (const auto& calls : outputs) distinct.insert(calls.begin(), calls.end());
+  CHECK(distinct.size() == static_cast<size_t>(kThreads * kCallsPerThread));
 }
 
 }  // namespace
