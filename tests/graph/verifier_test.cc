@@ -135,6 +135,14 @@ Graph Region(const std::string& c_type, const std::string& body_lines, const std
   return *std::move(g);
 }
 
+// `text` with every "LAYOUT" in it replaced by `layout`, parsed.
+Graph WithLayout(std::string text, const std::string& layout) {
+  for (size_t at = text.find("LAYOUT"); at != std::string::npos; at = text.find("LAYOUT")) {
+    text.replace(at, 6, layout);
+  }
+  return testing::ParseOk(text);
+}
+
 TEST_CASE("layouts: channels-last only on rank-4 values") {
   Graph g;
   Value* x = g.AddPlaceholder("x", F32({4, 3}));
@@ -190,13 +198,7 @@ TEST_CASE("regions: a random op draws in a row-major pass, from i64 scalar place
       "  }\n"
       "  return (%r)\n"
       "}\n";
-  auto with = [&](const std::string& layout) {
-    std::string t = text;
-    for (size_t at = t.find("LAYOUT"); at != std::string::npos; at = t.find("LAYOUT")) {
-      t.replace(at, 6, layout);
-    }
-    return testing::ParseOk(t);
-  };
+  auto with = [&](const std::string& layout) { return WithLayout(text, layout); };
   CHECK(Verify(with("")).ok());
   CHECK(VerifyError(with(":nhwc")) ==
         "node `%r: f32[1,2,2,2]:nhwc = fused(%x, %s)`: body: node `%d: f32[1,2,2,2]:nhwc = "
@@ -286,18 +288,14 @@ TEST_CASE("regions: results in the body's output layouts, one order per pass, ba
       "graph(%x: f32[1,2,2,2]) {\n"
       "  %r: f32[1,2,2,2]:nhwc = fused(%x) {\n"
       "    graph(%x: f32[1,2,2,2]) {\n"
-      "      %n: f32[1,2,2,2]BODY = neg(%x)\n"
+      "      %n: f32[1,2,2,2]LAYOUT = neg(%x)\n"
       "      %r: f32[1,2,2,2] = relu(%n)\n"
       "      return (%r)\n"
       "    }\n"
       "  }\n"
       "  return (%r)\n"
       "}\n";
-  auto with = [&](const std::string& layout) {
-    std::string t = text;
-    t.replace(t.find("BODY"), 4, layout);
-    return testing::ParseOk(t);
-  };
+  auto with = [&](const std::string& layout) { return WithLayout(text, layout); };
   CHECK(VerifyError(with("")) ==
         "node `%r: f32[1,2,2,2]:nhwc = fused(%x)`: %r is channels-last, but its body returns %r "
         "row-major");
