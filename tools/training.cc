@@ -231,6 +231,14 @@ absl::Status Trainer::MakeData() {
     return absl::OkStatus();
   }
   TC_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadFashionMnist(options_.data_dir, true));
+  const Tensor& example = spec_.inputs.leaf();
+  const int64_t values = example.numel() / example.size(0);
+  const int64_t rows = data.images.size(2), cols = data.images.size(3);
+  if (rows * cols != values) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data ", options_.data_dir, ": images are ", rows, "x", cols, " (", rows * cols,
+        " values each); ", options_.model, " takes ", values, " values per example (28x28)"));
+  }
   if (data.labels.numel() < options_.batch) {
     return absl::InvalidArgumentError(absl::StrCat("--batch ", options_.batch, " exceeds the ",
                                                    data.labels.numel(), " training images"));

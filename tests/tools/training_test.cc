@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "nn/checkpoint.h"
 
@@ -197,6 +200,39 @@ TEST_CASE("Trainer::Create names what is wrong") {
   REQUIRE(CreateError(bad) == "checkpoint " + path +
                                   " has no \"tensorcut.model\" metadata: it was not written by "
                                   "`tensorcut train`");
+}
+
+// A Fashion-MNIST-like folder of `n` images of rows x cols and their labels.
+std::string ImageFolder(const std::string& name, uint32_t n, uint32_t rows, uint32_t cols) {
+  const std::string dir = TempPath(name);
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& file, std::vector<uint32_t> dims, size_t bytes) {
+    std::string b = {0, 0, 8, static_cast<char>(dims.size())};
+    for (uint32_t d : dims) {
+      for (int s = 24; s >= 0; s -= 8) b.push_back(static_cast<char>(d >> s));
+    }
+    b.append(bytes, '\1');
+    std::ofstream(dir + "/" + file, std::ios::binary) << b;
+  };
+  write("train-images-idx3-ubyte", {n, rows, cols}, size_t{n} * rows * cols);
+  write("train-labels-idx1-ubyte", {n}, n);
+  return dir;
+}
+
+TEST_CASE("images of another size than the model takes are an error, not a crash") {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch = 4;
+  options.steps = 1;
+  for (const auto [rows, cols] : {std::pair<uint32_t, uint32_t>{14, 14}, {28, 29}, {56, 56}}) {
+    INFO(rows << "x" << cols);
+    options.data_dir = ImageFolder(absl::StrCat("images_", rows, "x", cols), 8, rows, cols);
+    REQUIRE(CreateError(options) ==
+            absl::StrCat("--data ", options.data_dir, ": images are ", rows, "x", cols, " (",
+                         rows * cols, " values each); mlp takes 784 values per example (28x28)"));
+  }
+  options.data_dir = ImageFolder("images_28x28", 8, 28, 28);
+  REQUIRE(Make(options) != nullptr);
 }
 
 }  // namespace
