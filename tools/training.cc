@@ -1,6 +1,7 @@
 #include "tools/training.h"
 
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -266,6 +267,10 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
 absl::Status Trainer::Restore(const nn::Metadata& metadata) {
   const std::string& path = options_.resume;
   TC_ASSIGN_OR_RETURN(const uint64_t step, MetadataNumber(metadata, kStepKey, path));
+  if (step > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, ": metadata \"", kStepKey,
+                                                   "\" is ", step, ", out of range"));
+  }
   TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
   TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));

@@ -194,6 +194,20 @@ TEST_CASE("Trainer::Create names what is wrong") {
                                   " is at step 3, past the last step 2 that --steps/--epochs "
                                   "ask for");
 
+  // A step past int64 (it once became step -1, and a read before the data).
+  {
+    nn::Metadata metadata;
+    const nn::NamedTensors tensors = nn::LoadTensors(path, &metadata).value();
+    metadata["tensorcut.step"] = "18446744073709551615";
+    const std::string huge = TempPath("linear_huge_step.safetensors");
+    REQUIRE(nn::SaveTensors(tensors, huge, metadata).ok());
+    bad.resume = huge;
+    REQUIRE(CreateError(bad) == "checkpoint " + huge +
+                                    ": metadata \"tensorcut.step\" is 18446744073709551615, out of "
+                                    "range");
+    bad.resume = path;
+  }
+
   // nn::save's checkpoints have no position.
   REQUIRE(nn::save(*t->spec().module, path).ok());
   bad.steps = 5;
