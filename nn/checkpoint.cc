@@ -237,8 +237,12 @@ class JsonReader {
     const size_t start = pos_;
     uint64_t value = 0;
     while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
-      value = value * 10 + static_cast<uint64_t>(text_[pos_++] - '0');
-      if (value > static_cast<uint64_t>(INT64_MAX)) return Error("integer out of range");
+      const uint64_t digit = static_cast<uint64_t>(text_[pos_++] - '0');
+      // Checked before the multiply, which would wrap mod 2^64 first.
+      if (value > (static_cast<uint64_t>(INT64_MAX) - digit) / 10) {
+        return Error("integer out of range");
+      }
+      value = value * 10 + digit;
     }
     if (pos_ == start) return Error("expected a non-negative integer");
     if (text_[start] == '0' && pos_ - start > 1) return Error("integer with a leading zero");

@@ -215,6 +215,9 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(flipped) == ": invalid header JSON at byte 1: expected a string");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
         ": invalid header JSON at byte 97: expected a non-negative integer");
+  // 20 digits: 18446744073709551728 once wrapped to 112 and loaded.
+  CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,18446744073709551728]")) ==
+        ": invalid header JSON at byte 115: integer out of range");
   CHECK(LoadCorrupted(Replace(good, "[4,28]", "[4,32]")) ==
         ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [4, 32] hold 28");
   CHECK(LoadCorrupted(Replace(good, "[28,40]", "[24,36]")) ==
