@@ -212,6 +212,9 @@ class Parser {
       do {
         SkipSpace();
         const size_t item = pos_;
+        // Checked before parsing the item: lists never nest, and a deep
+        // nesting would recurse without bound.
+        if (Peek() == '[') return ErrorAt(item, "a list attribute holds integers only");
         TC_ASSIGN_OR_RETURN(AttrValue v, AttrVal());
         if (!std::holds_alternative<int64_t>(v)) {
           return ErrorAt(item, "a list attribute holds integers only");

@@ -347,7 +347,7 @@ struct Entry {
 absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry) {
   entry.name = name;
   bool has_dtype = false, has_shape = false, has_offsets = false;
-  return json.Object([&](const std::string& key) -> absl::Status {
+  TC_RETURN_IF_ERROR(json.Object([&](const std::string& key) -> absl::Status {
     bool* seen = key == "dtype"          ? &has_dtype
                  : key == "shape"        ? &has_shape
                  : key == "data_offsets" ? &has_offsets
@@ -374,7 +374,13 @@ absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry
     entry.begin = values[0];
     entry.end = values[1];
     return absl::OkStatus();
-  });
+  }));
+  for (const auto& [seen, field] : {std::pair<bool, const char*>{has_dtype, "dtype"},
+                                    {has_shape, "shape"},
+                                    {has_offsets, "data_offsets"}}) {
+    if (!seen) return json.Error(absl::StrCat(name, ": missing field \"", field, "\""));
+  }
+  return absl::OkStatus();
 }
 
 // Parses the header into its entries (in header order) and metadata.

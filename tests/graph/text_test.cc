@@ -251,6 +251,9 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
         "line 2, column 38: attribute 'dim' given twice");
   CHECK(ParseError(WithNode("  %0: f32[4,3] = permute(%x) {dims=[1,1.5]}")) ==
         "line 2, column 39: a list attribute holds integers only");
+  // 5000 nested '[' once overflowed the stack.
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = permute(%x) {dims=[" + std::string(5000, '[') +
+                            "}")) == "line 2, column 37: a list attribute holds integers only");
   // structure
   CHECK(ParseError("") == "line 1, column 1: expected 'graph', got end of input");
   CHECK(ParseError("grph(%x: f32[4]) {}") == "line 1, column 1: expected 'graph', got 'grph'");

@@ -215,6 +215,11 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(flipped) == ": invalid header JSON at byte 1: expected a string");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
         ": invalid header JSON at byte 97: expected a non-negative integer");
+  // An entry without dtype or shape once loaded as f32, or as a scalar.
+  CHECK(LoadCorrupted(Replace(good, "\"dtype\":\"F32\",", "")) ==
+        ": invalid header JSON at byte 42: scale: missing field \"dtype\"");
+  CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3],", "")) ==
+        ": invalid header JSON at byte 106: fc.weight: missing field \"shape\"");
   // 20 digits: 18446744073709551728 once wrapped to 112 and loaded.
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,18446744073709551728]")) ==
         ": invalid header JSON at byte 115: integer out of range");
