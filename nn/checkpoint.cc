@@ -556,8 +556,15 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
 }
 
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // Non-blocking, so that opening a FIFO returns at once; only a regular file
+  // is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open checkpoint ", path));
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " is not a regular file"));
+  }
   Metadata ignored;
   absl::StatusOr<NamedTensors> tensors = ReadTensors(fd, metadata ? *metadata : ignored);
   ::close(fd);

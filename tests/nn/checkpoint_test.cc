@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstring>
@@ -246,6 +247,13 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(missing.code() == absl::StatusCode::kNotFound);
   CHECK(missing.message() == "cannot open checkpoint " + TempPath("no_such.safetensors") +
                                  ": No such file or directory");
+  // A FIFO once made the load hang in open(); a folder is not a file either.
+  const std::string fifo = TempPath("fifo.safetensors");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(load(net, fifo).message() == "checkpoint " + fifo + " is not a regular file");
+  CHECK(load(net, TempPath("")).message() ==
+        "checkpoint " + TempPath("") + " is not a regular file");
 }
 
 TEST_CASE("a checkpoint that does not match the module is rejected whole") {
