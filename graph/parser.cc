@@ -164,6 +164,7 @@ class Parser {
       type.shape.push_back(dim);
     } while (Consume(','));
     TC_RETURN_IF_ERROR(Expect(']'));
+    if (absl::Status s = CheckShapeSize(type.shape); !s.ok()) return ErrorAt(start, s.message());
     return type;
   }
 

@@ -14,6 +14,21 @@ int64_t NumElements(absl::Span<const int64_t> shape) {
   return n;
 }
 
+absl::Status CheckShapeSize(absl::Span<const int64_t> shape) {
+  int64_t sizes = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape), " has a negative dimension"));
+    }
+    if (__builtin_mul_overflow(sizes, std::max<int64_t>(d, 1), &sizes) || sizes > kMaxElements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ShapeToString(shape), " has more than 2^60 elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t s = 1;

@@ -17,6 +17,18 @@ namespace tc {
 using Shape = std::vector<int64_t>;
 
 int64_t NumElements(absl::Span<const int64_t> shape);
+
+// The most elements a tensor may have: its byte size (8-byte elements) and
+// every stride then fit an int64.
+inline constexpr int64_t kMaxElements = int64_t{1} << 60;
+
+// OK when `shape`, read from a file or text, is a shape the engine can hold:
+// every dim non-negative, and the product of the dims (empty ones taken as
+// 1, as strides do) at most kMaxElements. The one check behind the IDX
+// reader, checkpoints, the graph parser and shape inference: "shape
+// [4,-1] has a negative dimension", "shape [2^31,2^31,2^31] has more than
+// 2^60 elements".
+absl::Status CheckShapeSize(absl::Span<const int64_t> shape);
 // Row-major strides, in elements.
 std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape);
 // Whether `strides` lay `shape` out row-major without gaps (any stride is

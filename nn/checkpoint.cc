@@ -367,6 +367,9 @@ absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry
     }
     TC_ASSIGN_OR_RETURN(std::vector<int64_t> values, json.IntegerArray());
     if (key == "shape") {
+      if (absl::Status s = CheckShapeSize(values); !s.ok()) {
+        return json.Error(absl::StrCat(name, ": ", s.message()));
+      }
       entry.shape = std::move(values);
       return absl::OkStatus();
     }

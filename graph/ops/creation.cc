@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "graph/ops/families.h"
 #include "graph/ops/infer_util.h"
 
@@ -12,9 +13,7 @@ namespace {
 absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
                                                   const Attrs& attrs) {
   const std::vector<int64_t>& shape = attrs.Ints("shape");
-  for (int64_t d : shape) {
-    if (d < 0) return Invalid("negative dimension in shape ", ShapeToString(shape));
-  }
+  TC_RETURN_IF_ERROR(CheckShapeSize(shape));
   return One(attrs.Dtype("dtype"), shape);
 }
 
@@ -23,6 +22,10 @@ absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>
   const double start = attrs.Float("start"), end = attrs.Float("end"), step = attrs.Float("step");
   if (step == 0) return Invalid("step must be nonzero");
   const double n = std::ceil((end - start) / step);
+  // Checked as a double: converting one past int64 to an integer is undefined.
+  if (!(n <= static_cast<double>(kMaxElements))) {
+    return Invalid("[", start, ", ", end, ") in steps of ", step, " has more than 2^60 elements");
+  }
   return One(attrs.Dtype("dtype"), {n > 0 ? static_cast<int64_t>(n) : 0});
 }
 

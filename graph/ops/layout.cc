@@ -71,8 +71,8 @@ absl::StatusOr<std::vector<TensorType>> InferPermute(absl::Span<const TensorType
 absl::StatusOr<std::vector<TensorType>> InferReshape(absl::Span<const TensorType> in,
                                                      const Attrs& attrs) {
   const std::vector<int64_t>& shape = attrs.Ints("shape");
-  for (int64_t d : shape) {
-    if (d < 0) return Invalid("cannot reshape ", in[0].ToString(), " to ", ShapeToString(shape));
+  if (!CheckShapeSize(shape).ok()) {
+    return Invalid("cannot reshape ", in[0].ToString(), " to ", ShapeToString(shape));
   }
   if (NumElements(shape) != in[0].numel()) {
     return Invalid("cannot reshape ", in[0].ToString(), " (", in[0].numel(), " elements) to ",
@@ -97,6 +97,7 @@ absl::StatusOr<std::vector<TensorType>> InferExpand(absl::Span<const TensorType>
       return Invalid("cannot expand ", x.ToString(), " to ", ShapeToString(target));
     }
   }
+  TC_RETURN_IF_ERROR(CheckShapeSize(out));
   return One(x.dtype, std::move(out));
 }
 

@@ -62,19 +62,9 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   const size_t header = 4 + 4 * static_cast<size_t>(ndims);
   if (b.size() < header) return Bad(path, "truncated header");
   IdxArray array;
-  // `sizes`, the product with empty dims taken as 1, bounds every stride and
-  // element count made from these dims: it must fit an int64.
-  uint64_t count = 1, sizes = 1;
-  for (int d = 0; d < ndims; ++d) {
-    const uint64_t dim = BigEndian32(&b[4 + 4 * d]);
-    array.dims.push_back(static_cast<int64_t>(dim));
-    if (__builtin_mul_overflow(sizes, std::max<uint64_t>(dim, 1), &sizes) ||
-        sizes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return Bad(path, absl::StrCat("dimensions ", ShapeToString(array.dims),
-                                    "... hold more elements than a 64-bit size can count"));
-    }
-    count *= dim;
-  }
+  for (int d = 0; d < ndims; ++d) array.dims.push_back(BigEndian32(&b[4 + 4 * d]));
+  if (absl::Status s = CheckShapeSize(array.dims); !s.ok()) return Bad(path, s.message());
+  const uint64_t count = static_cast<uint64_t>(NumElements(array.dims));
   if (b.size() - header != count) {
     return Bad(path, absl::StrCat("dimensions ", ShapeToString(array.dims), " need ", count,
                                   " bytes of data, the file has ", b.size() - header));

@@ -251,6 +251,9 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
         "line 2, column 38: attribute 'dim' given twice");
   CHECK(ParseError(WithNode("  %0: f32[4,3] = permute(%x) {dims=[1,1.5]}")) ==
         "line 2, column 39: a list attribute holds integers only");
+  // Dims whose product overflows (it once wrapped in NumElements).
+  CHECK(ParseError("graph(%x: f32[9223372036854775807,2]) {\n  return (%x)\n}") ==
+        "line 1, column 11: shape [9223372036854775807,2] has more than 2^60 elements");
   // 5000 nested '[' once overflowed the stack.
   CHECK(ParseError(WithNode("  %0: f32[4,3] = permute(%x) {dims=[" + std::string(5000, '[') +
                             "}")) == "line 2, column 37: a list attribute holds integers only");

@@ -221,6 +221,10 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
         ": invalid header JSON at byte 42: scale: missing field \"dtype\"");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3],", "")) ==
         ": invalid header JSON at byte 106: fc.weight: missing field \"shape\"");
+  // Dims past 2^60 elements.
+  CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[4294967296,4294967296]")) ==
+        ": invalid header JSON at byte 115: fc.weight: shape [4294967296,4294967296] has more "
+        "than 2^60 elements");
   // 20 digits: 18446744073709551728 once wrapped to 112 and loaded.
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,18446744073709551728]")) ==
         ": invalid header JSON at byte 115: integer out of range");

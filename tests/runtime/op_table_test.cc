@@ -1,5 +1,9 @@
 // The op table itself: every op in ops.def is declared and has an eager
 // kernel, and calls that do not fit an op's declaration get a status.
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "catch2/catch.hpp"
 #include "graph/op_def.h"
 #include "runtime/dispatch.h"
@@ -40,6 +44,28 @@ TEST_CASE("an op declares an epilogue exactly when its kernel takes post-ops") {
   CHECK(batch_norm.TakesEpilogue(DType::kF64, {OpKind::kRelu}));
   CHECK_FALSE(batch_norm.TakesEpilogue(DType::kF32, {OpKind::kRelu, OpKind::kRelu}));
   CHECK_FALSE(GetOpDef(OpKind::kConv2d).TakesEpilogue(DType::kF32, {OpKind::kRelu}));
+}
+
+TEST_CASE("shapes past 2^60 elements or with negative dims are errors, never an overflow") {
+  using Ints = std::vector<int64_t>;
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  auto error = [](OpKind op, std::vector<TensorType> in, Attrs attrs) {
+    return std::string(InferTypes(op, in, attrs).status().message());
+  };
+  CHECK(
+      error(OpKind::kFull, {}, {{"shape", Ints{big, 2}}, {"value", 0.0}, {"dtype", DType::kF32}}) ==
+      "full: shape [9223372036854775807,2] has more than 2^60 elements");
+  CHECK(error(OpKind::kReshape, {{DType::kF32, {0}}}, {{"shape", Ints{big, big, 0}}}) ==
+        "reshape: cannot reshape f32[0] to [9223372036854775807,9223372036854775807,0]");
+  CHECK(error(OpKind::kExpand, {{DType::kF32, {1, 1}}},
+              {{"shape", Ints{int64_t{1} << 31, 1 << 30}}}) ==
+        "expand: shape [2147483648,1073741824] has more than 2^60 elements");
+  CHECK(error(OpKind::kArange, {},
+              {{"start", -9223372036854775808.0},
+               {"end", 9223372036854775807.0},
+               {"step", 1.0},
+               {"dtype", DType::kI64}}) ==
+        "arange: [-9.22337e+18, 9.22337e+18) in steps of 1 has more than 2^60 elements");
 }
 
 TEST_CASE("unknown op names are not found") {

@@ -81,7 +81,7 @@ TEST_CASE("creation errors are statuses") {
   CHECK(Call(OpKind::kFull, {},
              {{"shape", std::vector<int64_t>{2, -1}}, {"value", 0.0}, {"dtype", DType::kF32}})
             .status()
-            .message() == "full: negative dimension in shape [2,-1]");
+            .message() == "full: shape [2,-1] has a negative dimension");
   CHECK(Call(OpKind::kArange, {},
              {{"start", 0.0}, {"end", 1.0}, {"step", 0.0}, {"dtype", DType::kI64}})
             .status()
