@@ -17,23 +17,46 @@ absl::Status Bad(const std::string& path, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
 
-// The whole file, decompressed when it is gzip (zlib reads plain files as is).
-absl::StatusOr<std::vector<uint8_t>> ReadAll(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::vector<uint8_t> bytes;
-  uint8_t buffer[1 << 16];
-  int n;
-  while ((n = gzread(file, buffer, sizeof(buffer))) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + n);
-  int error = Z_OK;
-  const std::string message = gzerror(file, &error);
-  gzclose(file);
-  if (n < 0 || (error != Z_OK && error != Z_STREAM_END)) {
-    return Bad(path, absl::StrCat("corrupt or truncated gzip data (", message, ")"));
+// A file read in order, decompressed when it is gzip (zlib reads plain
+// files as is), never further than asked: a header's dims bound what is
+// inflated, so a small gzip that inflates to gigabytes costs what its
+// header declares.
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {}
+  ~Reader() {
+    if (file_ != nullptr) gzclose(file_);
   }
-  return bytes;
-}
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  bool is_open() const { return file_ != nullptr; }
+
+  // Appends up to `n` more bytes to `out`: fewer only at the end of the data.
+  absl::Status Read(uint64_t n, std::vector<uint8_t>& out) {
+    uint8_t buffer[1 << 16];
+    while (n > 0) {
+      const int got =
+          gzread(file_, buffer, static_cast<unsigned>(std::min<uint64_t>(n, sizeof(buffer))));
+      if (got < 0) break;
+      if (got == 0) return Error();
+      out.insert(out.end(), buffer, buffer + got);
+      n -= static_cast<uint64_t>(got);
+    }
+    return Error();
+  }
+
+ private:
+  absl::Status Error() {
+    int error = Z_OK;
+    const std::string message = gzerror(file_, &error);
+    if (error == Z_OK || error == Z_STREAM_END) return absl::OkStatus();
+    return Bad(path_, absl::StrCat("corrupt or truncated gzip data (", message, ")"));
+  }
+
+  std::string path_;
+  gzFile file_;
+};
 
 uint32_t BigEndian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
@@ -48,7 +71,10 @@ std::string Locate(const std::string& dir, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
-  TC_ASSIGN_OR_RETURN(const std::vector<uint8_t> b, ReadAll(path));
+  Reader reader(path);
+  if (!reader.is_open()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::vector<uint8_t> b;
+  TC_RETURN_IF_ERROR(reader.Read(4, b));
   if (b.size() < 4 || b[0] != 0 || b[1] != 0) {
     return Bad(path, "not an IDX file (the magic number must start with two zero bytes)");
   }
@@ -59,17 +85,20 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   const int ndims = b[3];
   if (ndims < 1 || ndims > 4)
     return Bad(path, absl::StrCat(ndims, " dimensions (expected 1 to 4)"));
-  const size_t header = 4 + 4 * static_cast<size_t>(ndims);
-  if (b.size() < header) return Bad(path, "truncated header");
+  TC_RETURN_IF_ERROR(reader.Read(4 * static_cast<uint64_t>(ndims), b));
+  if (b.size() < 4 + 4 * static_cast<size_t>(ndims)) return Bad(path, "truncated header");
   IdxArray array;
   for (int d = 0; d < ndims; ++d) array.dims.push_back(BigEndian32(&b[4 + 4 * d]));
   if (absl::Status s = CheckShapeSize(array.dims); !s.ok()) return Bad(path, s.message());
   const uint64_t count = static_cast<uint64_t>(NumElements(array.dims));
-  if (b.size() - header != count) {
-    return Bad(path, absl::StrCat("dimensions ", ShapeToString(array.dims), " need ", count,
-                                  " bytes of data, the file has ", b.size() - header));
+  // One byte past the data tells a longer file apart.
+  TC_RETURN_IF_ERROR(reader.Read(count + 1, array.data));
+  if (array.data.size() != count) {
+    return Bad(path,
+               absl::StrCat("dimensions ", ShapeToString(array.dims), " need ", count,
+                            " bytes of data, the file has ",
+                            array.data.size() > count ? "more" : absl::StrCat(array.data.size())));
   }
-  array.data.assign(b.begin() + header, b.end());
   return array;
 }
 

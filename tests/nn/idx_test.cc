@@ -72,7 +72,7 @@ TEST_CASE("malformed IDX files give a status naming the file and the problem") {
         p + ": dimensions [2,3] need 6 bytes of data, the file has 5");
   p = WritePlain("long.idx", Idx({2}, {1, 2, 3}));
   CHECK(ReadIdx(p).status().message() ==
-        p + ": dimensions [2] need 2 bytes of data, the file has 3");
+        p + ": dimensions [2] need 2 bytes of data, the file has more");
   // Dims whose product wraps to 0 (2^8 * 2^28 * 2^28 = 2^64), and dims that
   // would overflow strides behind an empty first dim.
   p = WritePlain("wrap.idx", Idx({256, 1u << 28, 1u << 28}, {}));
@@ -82,6 +82,15 @@ TEST_CASE("malformed IDX files give a status naming the file and the problem") {
                  {0, 0, 8, 3, 0, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0x20, 0x06, 0x63});
   CHECK(ReadIdx(p).status().message() ==
         p + ": shape [0,4278190079,4280288867] has more than 2^60 elements");
+}
+
+TEST_CASE("a gzip that inflates past its header's dims stops there") {
+  // 64 MiB of zeros behind a header declaring 16 bytes: the reader inflates
+  // 17 bytes of data and stops.
+  std::vector<uint8_t> bytes = Idx({16}, std::vector<uint8_t>(64 << 20, 0));
+  const std::string p = WriteGzip("bomb.idx.gz", bytes);
+  CHECK(ReadIdx(p).status().message() ==
+        p + ": dimensions [16] need 16 bytes of data, the file has more");
 }
 
 TEST_CASE("a truncated gzip stream is an error, not short data") {
