@@ -124,9 +124,10 @@ absl::StatusOr<bool> FoldInto(Graph& graph, Node* region_node) {
     // operands are ready before it.
     const int k = position(kernel), c = position(region_node);
     bool read_between = false;
-    for (int i = k + 1; i < c; ++i) {
-      for (const Value* in : order[i]->inputs()) {
-        read_between |= in->producer() == kernel;
+    for (int r = 1; r < kernel->num_results(); ++r) {
+      for (const Use& use : kernel->result(r)->uses()) {
+        const int at = position(use.user);
+        read_between |= k < at && at < c;
       }
     }
     bool operands_ready = true;

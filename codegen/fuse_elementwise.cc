@@ -37,15 +37,6 @@ absl::Status CopyNode(const Node& node, Graph& graph, ValueMap& map) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Graph> BodyOf(const FusionGroup& group) {
-  Graph body;
-  ValueMap map;
-  for (const Value* in : group.inputs) map[in] = body.AddPlaceholder(in->name(), in->type());
-  for (const Node* node : group.nodes) TC_RETURN_IF_ERROR(CopyNode(*node, body, map));
-  TC_RETURN_IF_ERROR(body.SetOutputs(Mapped(map, group.outputs)));
-  return body;
-}
-
 absl::StatusOr<bool> Run(Graph& graph) {
   const std::vector<FusionGroup> groups = PlanFusion(graph);
   if (groups.empty()) return false;
@@ -78,6 +69,15 @@ absl::StatusOr<bool> Run(Graph& graph) {
 }
 
 }  // namespace
+
+absl::StatusOr<Graph> BodyOf(const FusionGroup& group) {
+  Graph body;
+  ValueMap map;
+  for (const Value* in : group.inputs) map[in] = body.AddPlaceholder(in->name(), in->type());
+  for (const Node* node : group.nodes) TC_RETURN_IF_ERROR(CopyNode(*node, body, map));
+  TC_RETURN_IF_ERROR(body.SetOutputs(Mapped(map, group.outputs)));
+  return body;
+}
 
 Pass FuseElementwise() { return {"fuse-elementwise", &Run}; }
 

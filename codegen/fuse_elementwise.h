@@ -20,12 +20,19 @@
 #ifndef TENSORCUT_CODEGEN_FUSE_ELEMENTWISE_H_
 #define TENSORCUT_CODEGEN_FUSE_ELEMENTWISE_H_
 
+#include "absl/status/statusor.h"
+#include "codegen/fusion.h"
 #include "graph/pass.h"
 
 namespace tc::codegen {
 
 // "fuse-elementwise".
 Pass FuseElementwise();
+
+// `group`'s nodes as a graph of their own: a placeholder per group input and
+// the group's outputs returned, every value under the name it had. The body
+// of the fused node the pass makes of the group.
+absl::StatusOr<Graph> BodyOf(const FusionGroup& group);
 
 }  // namespace tc::codegen
 

@@ -11,6 +11,7 @@
 #include "codegen/fused_kernel.h"
 #include "codegen/fusion.h"
 #include "codegen/loop_region.h"
+#include "graph/op_attrs.h"
 
 namespace tc::codegen {
 namespace {
@@ -49,11 +50,9 @@ std::optional<MovedSum> Match(Node* sum) {
   // row-major result only.
   const DimOrder& order = moved.base->layout();
   if (!moved.reshapes.empty() && !order.empty()) return std::nullopt;
-  // Checked when the node was added, so the dims normalise.
-  const std::vector<int64_t> wrapped =
-      NormalizeDims(sum->attrs().Ints("dims"), summed.rank()).value();
-  const std::vector<int> dims(wrapped.begin(), wrapped.end());
-  if (!FusedKernel::CanSum(summed.shape, order, dims)) return std::nullopt;
+  if (!FusedKernel::CanSum(summed.shape, order, ReducedDimsOf(sum->attrs(), summed.rank()))) {
+    return std::nullopt;
+  }
   return moved;
 }
 

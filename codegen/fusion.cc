@@ -26,6 +26,22 @@ bool IsFusible(const Node& node) {
   return true;
 }
 
+std::vector<Value*> UniqueInputs(const Node& node) {
+  std::vector<Value*> inputs;
+  for (Value* in : node.inputs()) {
+    if (std::find(inputs.begin(), inputs.end(), in) == inputs.end()) inputs.push_back(in);
+  }
+  return inputs;
+}
+
+FusionGroup GroupOf(const Node& node) {
+  const std::vector<Value*> inputs = UniqueInputs(node);
+  return {{&node},
+          {inputs.begin(), inputs.end()},
+          {node.results().begin(), node.results().end()},
+          node.result(0)->type().shape};
+}
+
 std::vector<FusionGroup> PlanFusion(const Graph& graph) {
   const std::vector<Node*> nodes = graph.nodes();
   absl::flat_hash_map<const Node*, int> position;

@@ -39,6 +39,12 @@ bool IsFusible(const Node& node);
 // The groups of `graph`, ordered by their last node.
 std::vector<FusionGroup> PlanFusion(const Graph& graph);
 
+// `node`'s distinct operands, in order of first read.
+std::vector<Value*> UniqueInputs(const Node& node);
+// A lone fusible node as a group of one: its distinct operands and its
+// results.
+FusionGroup GroupOf(const Node& node);
+
 }  // namespace tc::codegen
 
 #endif  // TENSORCUT_CODEGEN_FUSION_H_

@@ -1,11 +1,10 @@
 #include "codegen/loop_region.h"
 
-#include <algorithm>
-#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codegen/fuse_elementwise.h"
 #include "codegen/fusion.h"
 
 namespace tc::codegen {
@@ -16,22 +15,8 @@ absl::StatusOr<std::optional<LoopRegion>> LoopRegionOf(const Node& node) {
     return LoopRegion{node.body()->Clone(), node.inputs()};
   }
   if (!IsFusible(node)) return std::nullopt;
-  LoopRegion region;
-  std::vector<Value*> operands;
-  for (Value* in : node.inputs()) {
-    const auto seen = std::find(region.inputs.begin(), region.inputs.end(), in);
-    if (seen != region.inputs.end()) {
-      operands.push_back(region.body.placeholders()[seen - region.inputs.begin()]);
-      continue;
-    }
-    region.inputs.push_back(in);
-    operands.push_back(region.body.AddPlaceholder(in->name(), in->type()));
-  }
-  std::vector<std::string> names;
-  for (const Value* r : node.results()) names.push_back(r->name());
-  TC_ASSIGN_OR_RETURN(std::vector<Value*> results, region.body.AddCopyOf(node, operands, names));
-  TC_RETURN_IF_ERROR(region.body.SetOutputs(results));
-  return region;
+  TC_ASSIGN_OR_RETURN(Graph body, BodyOf(GroupOf(node)));
+  return LoopRegion{std::move(body), UniqueInputs(node)};
 }
 
 absl::Status ReplaceByRegion(Graph& graph, absl::Span<Node* const> old_nodes,

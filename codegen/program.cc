@@ -82,10 +82,7 @@ absl::StatusOr<absl::flat_hash_map<const Node*, Program::FusedGroup>> Program::F
           const Value* in = n->input(0);
           const Value* of =
               in->producer()->op() == OpKind::kReshape ? in->producer()->input(0) : in;
-          // The verifier checked the dims.
-          const std::vector<int64_t> wrapped =
-              NormalizeDims(n->attrs().Ints("dims"), in->type().rank()).value();
-          FusedSum sum{of, in->type().shape, std::vector<int>(wrapped.begin(), wrapped.end())};
+          FusedSum sum{of, in->type().shape, ReducedDimsOf(n->attrs(), in->type().rank())};
           if (!FusedKernel::CanSum(sum.shape, of == in ? g.order : DimOrder(), sum.dims)) {
             return AtSource(
                 *node, absl::InvalidArgumentError(absl::StrCat(
@@ -107,15 +104,7 @@ absl::StatusOr<absl::flat_hash_map<const Node*, Program::FusedGroup>> Program::F
         g.results.push_back(node->result(std::find(outs.begin(), outs.end(), s) - outs.begin()));
       }
     } else if (IsFusible(*node)) {
-      g.group = {{node},
-                 {},
-                 {node->results().begin(), node->results().end()},
-                 node->result(0)->type().shape};
-      for (const Value* in : node->inputs()) {
-        if (std::find(g.group.inputs.begin(), g.group.inputs.end(), in) == g.group.inputs.end()) {
-          g.group.inputs.push_back(in);
-        }
-      }
+      g.group = GroupOf(*node);
       g.order = node->result(0)->layout();
       g.inputs = g.group.inputs;
       g.results = g.group.outputs;

@@ -40,6 +40,16 @@ GeluApproximation GeluApproximationOf(const Attrs& attrs) {
   std::abort();
 }
 
+std::vector<int> ReducedDimsOf(const Attrs& attrs, int64_t rank) {
+  absl::StatusOr<std::vector<int64_t>> dims = NormalizeDims(attrs.Ints("dims"), rank);
+  if (!dims.ok()) {
+    std::fprintf(stderr, "tensorcut internal error: %s\n",
+                 std::string(dims.status().message()).c_str());
+    std::abort();
+  }
+  return std::vector<int>(dims->begin(), dims->end());
+}
+
 ElementwiseAttrs ElementwiseAttrsOf(OpKind op, const Attrs& attrs) {
   ElementwiseAttrs decoded;
   if (op == OpKind::kPow) decoded.exponent = attrs.Float("exponent");

@@ -56,6 +56,9 @@ Pool2dOptions Pool2dOptionsOf(const Attrs& attrs);
 GeluApproximation GeluApproximationOf(const Attrs& attrs);
 // `op`'s, from its attributes; the defaults for an op without any.
 ElementwiseAttrs ElementwiseAttrsOf(OpKind op, const Attrs& attrs);
+// A reduction's `dims` over an input of `rank`, normalised (graph/shape.h's
+// NormalizeDims: wrapped, sorted, distinct; [] is every dim).
+std::vector<int> ReducedDimsOf(const Attrs& attrs, int64_t rank);
 
 Attrs ToAttrs(const Conv2dOptions& options);
 Attrs ToAttrs(const Pool2dOptions& options);
