@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "graph/shape.h"
 
 namespace tc {
 namespace {
@@ -63,7 +64,7 @@ const std::string& Attrs::Str(absl::string_view name) const {
 
 std::string AttrValueToString(const AttrValue& value) {
   struct Printer {
-    std::string operator()(int64_t v) const { return absl::StrCat(v); }
+    std::string operator()(int64_t v) const { return DimToString(v); }
     std::string operator()(double v) const {
       // %.17g round-trips every double; a trailing ".0" marks integral values
       // as floats so the parser does not read them back as ints.
@@ -72,9 +73,7 @@ std::string AttrValueToString(const AttrValue& value) {
       return s;
     }
     std::string operator()(bool v) const { return v ? "true" : "false"; }
-    std::string operator()(const std::vector<int64_t>& v) const {
-      return absl::StrCat("[", absl::StrJoin(v, ","), "]");
-    }
+    std::string operator()(const std::vector<int64_t>& v) const { return ShapeToString(v); }
     std::string operator()(DType v) const { return std::string(DTypeName(v)); }
     std::string operator()(const std::string& v) const { return absl::StrCat("\"", v, "\""); }
   };

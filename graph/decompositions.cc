@@ -41,6 +41,11 @@ class Emitter {
     return Op(OpKind::kFull, {},
               {{"shape", std::vector<int64_t>{}}, {"value", value}, {"dtype", dtype}});
   }
+  // A size as a scalar: a constant, or a size_scalar node for a symbolic one.
+  Value* Size(int64_t size, DType dtype) {
+    if (!IsSymbolic(size)) return Scalar(static_cast<double>(size), dtype);
+    return Op(OpKind::kSizeScalar, {}, {{"size", size}, {"dtype", dtype}});
+  }
   Value* Add(Value* a, Value* b) { return Op(OpKind::kAdd, {a, b}); }
   Value* Sub(Value* a, Value* b) { return Op(OpKind::kSub, {a, b}); }
   Value* Mul(Value* a, Value* b) { return Op(OpKind::kMul, {a, b}); }
@@ -73,7 +78,7 @@ using Result = absl::StatusOr<std::vector<Value*>>;
 // How many elements a reduction over `dims` combines into one.
 int64_t ReducedCount(const Shape& shape, const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : dims) n *= shape[d];
+  for (int64_t d : dims) n = DimMul(n, shape[d]);
   return n;
 }
 
@@ -119,9 +124,9 @@ Result Mean(Graph& g, const Node& node, Inputs in) {
   TC_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
                       NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
-  const double n = static_cast<double>(ReducedCount(x->type().shape, dims));
+  const int64_t n = ReducedCount(x->type().shape, dims);
   Value* sum = e.Reduce(OpKind::kSum, x, dims, node.attrs().Bool("keepdim"));
-  return e.Finish({e.Div(sum, e.Scalar(n, x->type().dtype))});
+  return e.Finish({e.Div(sum, e.Size(n, x->type().dtype))});
 }
 
 // Two passes, as the kernel: sum((x - mean)^2) / max(n - correction, 0).
@@ -131,12 +136,14 @@ Result Var(Graph& g, const Node& node, Inputs in) {
                       NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
   const int64_t n = ReducedCount(x->type().shape, dims);
-  const double divisor =
-      static_cast<double>(std::max<int64_t>(n - node.attrs().Int("correction"), 0));
+  // A symbolic count is at least its batch of one: taken as >= correction.
+  const int64_t correction = node.attrs().Int("correction");
+  const int64_t divisor =
+      IsSymbolic(n) ? DimSub(n, correction) : std::max<int64_t>(n - correction, 0);
   Value* centered = e.Sub(x, e.Reduce(OpKind::kMean, x, dims, true));
   Value* squares =
       e.Reduce(OpKind::kSum, e.Mul(centered, centered), dims, node.attrs().Bool("keepdim"));
-  return e.Finish({e.Div(squares, e.Scalar(divisor, x->type().dtype))});
+  return e.Finish({e.Div(squares, e.Size(divisor, x->type().dtype))});
 }
 
 // (x - mean) * rsqrt(var + eps) over `dims`, with the statistics kept (keepdim).

@@ -10,12 +10,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/symbolic.h"
 
 namespace tc {
 namespace {
 
 bool IsNameChar(char c) { return absl::ascii_isalnum(c) || c == '_' || c == '.'; }
-bool IsNumberChar(char c) { return absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '+'; }
+bool IsNumberChar(char c) {
+  return absl::ascii_isalnum(c) || c == '.' || c == '-' || c == '+' || c == '*';
+}
+bool IsDimChar(char c) { return absl::ascii_isalnum(c) || c == '-' || c == '+' || c == '*'; }
 
 // A declared result or placeholder: "%name: type" or "%name: type:nhwc",
 // with where it started.
@@ -156,12 +160,13 @@ class Parser {
     do {
       SkipSpace();
       const size_t dim_pos = pos_;
-      std::string digits;
-      while (pos_ < text_.size() && absl::ascii_isdigit(text_[pos_])) digits += text_[pos_++];
-      int64_t dim;
-      if (digits.empty()) return Expected("dimension");
-      if (!absl::SimpleAtoi(digits, &dim)) return ErrorAt(dim_pos, "bad dimension '", digits, "'");
-      type.shape.push_back(dim);
+      // A number or a symbolic expression: "784", "s0", "784*s0".
+      std::string word;
+      while (pos_ < text_.size() && IsDimChar(text_[pos_])) word += text_[pos_++];
+      if (word.empty()) return Expected("dimension");
+      absl::StatusOr<int64_t> dim = ParseDim(word);
+      if (!dim.ok()) return ErrorAt(dim_pos, dim.status().message());
+      type.shape.push_back(*dim);
     } while (Consume(','));
     TC_RETURN_IF_ERROR(Expect(']'));
     if (absl::Status s = CheckShapeSize(type.shape); !s.ok()) return ErrorAt(start, s.message());
@@ -243,6 +248,12 @@ class Parser {
     int64_t i;
     double f;
     if (integral && absl::SimpleAtoi(word, &i)) return AttrValue(i);
+    // A symbolic size ("s0", "784*s0"); no float spells an 's' or a '*'.
+    if (word.find_first_of("s*") != std::string::npos) {
+      absl::StatusOr<int64_t> dim = ParseDim(word);
+      if (!dim.ok()) return ErrorAt(start, dim.status().message());
+      return AttrValue(*dim);
+    }
     if (!integral && absl::SimpleAtod(word, &f)) return AttrValue(f);
     if (absl::ascii_isalpha(word[0]))
       return ErrorAt(start, "expected attribute value, got '", word, "'");

@@ -10,13 +10,14 @@ namespace tc {
 
 int64_t NumElements(absl::Span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) n = DimMul(n, d);
   return n;
 }
 
 absl::Status CheckShapeSize(absl::Span<const int64_t> shape) {
   int64_t sizes = 1;
-  for (int64_t d : shape) {
+  for (int64_t dim : shape) {
+    const int64_t d = DimHint(dim);
     if (d < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape ", ShapeToString(shape), " has a negative dimension"));
@@ -34,7 +35,7 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape) {
   int64_t s = 1;
   for (int64_t i = static_cast<int64_t>(shape.size()) - 1; i >= 0; --i) {
     strides[i] = s;
-    s *= std::max<int64_t>(shape[i], 1);
+    s = DimMul(s, IsSymbolic(shape[i]) ? shape[i] : std::max<int64_t>(shape[i], 1));
   }
   return strides;
 }
@@ -43,7 +44,7 @@ bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> str
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expected) return false;
-    expected *= shape[d];
+    expected = DimMul(expected, shape[d]);
   }
   return true;
 }
@@ -54,7 +55,7 @@ std::vector<int64_t> DenseStrides(absl::Span<const int64_t> shape, absl::Span<co
   int64_t next = 1;
   for (auto d = order.rbegin(); d != order.rend(); ++d) {
     strides[*d] = next;
-    next *= shape[*d];
+    next = DimMul(next, shape[*d]);
   }
   return strides;
 }
@@ -65,13 +66,17 @@ bool IsChannelsLast(absl::Span<const int64_t> shape, absl::Span<const int64_t> s
   int64_t expected = 1;
   for (auto d = kChannelsLast.rbegin(); d != kChannelsLast.rend(); ++d) {
     if (shape[*d] != 1 && strides[*d] != expected) return false;
-    expected *= shape[*d];
+    expected = DimMul(expected, shape[*d]);
   }
   return true;
 }
 
 std::string ShapeToString(absl::Span<const int64_t> shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(shape, ",",
+                    [](std::string* out, int64_t d) { absl::StrAppend(out, DimToString(d)); }),
+      "]");
 }
 
 absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b) {

@@ -1,6 +1,8 @@
 // Shapes and the arithmetic on them shared by shape inference and kernels:
 // element counts, contiguous and channels-last strides, NumPy broadcasting,
-// dimension wrapping.
+// dimension wrapping. A graph value's dims may be symbolic (graph/symbolic.h);
+// a tensor's never are, except a tracer's stand-ins. Every function here
+// takes both, computing over symbols where a dim is one.
 #ifndef TENSORCUT_GRAPH_SHAPE_H_
 #define TENSORCUT_GRAPH_SHAPE_H_
 
@@ -11,11 +13,13 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "graph/dtype.h"
+#include "graph/symbolic.h"
 
 namespace tc {
 
 using Shape = std::vector<int64_t>;
 
+// The product of the dims: symbolic when a dim is.
 int64_t NumElements(absl::Span<const int64_t> shape);
 
 // The most elements a tensor may have: its byte size (8-byte elements) and
@@ -24,7 +28,8 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 60;
 
 // OK when `shape`, read from a file or text, is a shape the engine can hold:
 // every dim non-negative, and the product of the dims (empty ones taken as
-// 1, as strides do) at most kMaxElements. The one check behind the IDX
+// 1, as strides do) at most kMaxElements, symbolic dims taken at their
+// hints. The one check behind the IDX
 // reader, checkpoints, the graph parser and shape inference: "shape
 // [4,-1] has a negative dimension", "shape [2^31,2^31,2^31] has more than
 // 2^60 elements".
@@ -45,10 +50,11 @@ std::vector<int64_t> DenseStrides(absl::Span<const int64_t> shape, absl::Span<co
 // Whether `strides` lay a rank-4 `shape` out densely channels-last, in a
 // way row-major strides would not (so a [1, C, 1, 1] tensor is not).
 bool IsChannelsLast(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides);
-// "[4,3]"; a scalar is "[]".
+// "[4,3]", "[s0,784]"; a scalar is "[]".
 std::string ShapeToString(absl::Span<const int64_t> shape);
 
-// NumPy broadcasting of two shapes; the error names both.
+// NumPy broadcasting of two shapes; the error names both. A symbolic dim
+// broadcasts with itself and with 1 only.
 absl::StatusOr<Shape> BroadcastShapes(absl::Span<const int64_t> a, absl::Span<const int64_t> b);
 
 // Maps a possibly negative dim into [0, rank); an error when out of range.
@@ -58,12 +64,14 @@ absl::StatusOr<int64_t> WrapDim(int64_t dim, int64_t rank);
 // means every dim.
 absl::StatusOr<std::vector<int64_t>> NormalizeDims(absl::Span<const int64_t> dims, int64_t rank);
 
-// The static type of a tensor or graph value: "f32[4,3]".
+// The static type of a tensor or graph value: "f32[4,3]", "f32[s0,784]".
 struct TensorType {
   DType dtype = DType::kF32;
   Shape shape;
 
-  int64_t numel() const { return NumElements(shape); }
+  // Element and byte counts, for costs and reports: at the symbols' hints
+  // when the shape is symbolic (NumElements(shape) is the exact count).
+  int64_t numel() const { return DimHint(NumElements(shape)); }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t bytes() const { return numel() * ItemSize(dtype); }
   std::string ToString() const;

@@ -90,18 +90,23 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
     return batch_norm_inference(x, weight_, bias_, running_mean_, running_var_, eps_);
   }
   NormResult r = batch_norm(x, weight_, bias_, eps_);
-  const int64_t n = x.numel() / x.size(1);
-  if (n < 2) {
+  // Symbolic when the batch is: the checks and the factor then hold for
+  // every batch size of at least 2 (nothing checks the size of one call).
+  const int64_t n = *DimDivide(x.numel(), x.size(1));
+  if (!IsSymbolic(n) && n < 2) {
     ThrowInvalid(absl::StrCat("BatchNorm2d: expected more than 1 value per channel in training, ",
                               "got input ", x.type().ToString()));
   }
   // The running statistics are state, not part of the differentiated
   // computation: update them from detached statistics, keeping the handles.
   NoGradGuard no_grad;
-  const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
   AssignInPlace(running_mean_, running_mean_ * (1 - momentum_) + r.mean.detach() * momentum_);
-  AssignInPlace(running_var_,
-                running_var_ * (1 - momentum_) + r.var.detach() * (momentum_ * unbias));
+  const Tensor var = r.var.detach();
+  const Tensor unbiased =
+      IsSymbolic(n)
+          ? var * momentum_ * size_scalar(n, x.dtype()) / size_scalar(DimSub(n, 1), x.dtype())
+          : var * (momentum_ * static_cast<double>(n) / static_cast<double>(n - 1));
+  AssignInPlace(running_var_, running_var_ * (1 - momentum_) + unbiased);
   AssignInPlace(num_batches_tracked_, num_batches_tracked_ + 1.0);
   return r.y;
 }
@@ -184,7 +189,7 @@ Tensor Flatten::forward(const Tensor& x) {
   }
   std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start);
   int64_t merged = 1;
-  for (int64_t d = start; d <= end; ++d) merged *= x.size(d);
+  for (int64_t d = start; d <= end; ++d) merged = DimMul(merged, x.size(d));
   shape.push_back(merged);
   shape.insert(shape.end(), x.shape().begin() + end + 1, x.shape().end());
   return reshape(x, std::move(shape));

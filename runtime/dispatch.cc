@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "runtime/autograd_meta.h"
+#include "runtime/error.h"
 #include "runtime/kernels/registry.h"
 
 namespace tc {
@@ -41,7 +42,7 @@ IntoKernelFn GetIntoKernel(OpKind kind) { return Kernels().into[static_cast<int>
 
 PostOpKernelFn GetPostOpKernel(OpKind kind) { return Kernels().post_op[static_cast<int>(kind)]; }
 
-RandomState DrawRandomState(Generator& gen, uint64_t n) {
+RandomState DrawRandomState(Generator& gen, int64_t n) {
   for (auto hook = hooks.rbegin(); hook != hooks.rend(); ++hook) {
     if (std::optional<RandomState> state = (*hook)->RandomStateFor(gen, n)) return *state;
   }
@@ -50,8 +51,12 @@ RandomState DrawRandomState(Generator& gen, uint64_t n) {
     *t.data<int64_t>() = static_cast<int64_t>(value);
     return t;
   };
+  if (IsSymbolic(n)) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("a random op of ", DimToString(n), " elements outside a trace")));
+  }
   const uint64_t seed = gen.seed();
-  return {scalar(seed), scalar(gen.Advance(n))};
+  return {scalar(seed), scalar(gen.Advance(static_cast<uint64_t>(n)))};
 }
 
 absl::StatusOr<TensorList> RunKernel(OpKind op, absl::Span<const Tensor> inputs, const Attrs& attrs,

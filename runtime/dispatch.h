@@ -87,8 +87,9 @@ class DispatchHook {
       absl::FunctionRef<absl::StatusOr<TensorList>()> next) = 0;
   // The state a random op drawing `n` counters from `gen` takes under this
   // hook, or nullopt to leave it to the outer hooks (the tracer answers with
-  // inputs of the captured graph). May throw tc::Error.
-  virtual std::optional<RandomState> RandomStateFor(Generator& gen, uint64_t n) {
+  // inputs of the captured graph). `n` is a dim: symbolic when the op's
+  // input is a tracer's symbolic stand-in. May throw tc::Error.
+  virtual std::optional<RandomState> RandomStateFor(Generator& gen, int64_t n) {
     return std::nullopt;
   }
 };
@@ -96,7 +97,7 @@ class DispatchHook {
 // The seed and offset with which a random op draws `n` counters from `gen`:
 // what the innermost hook that answers gives, else `gen`'s seed and its
 // offset, which it then advances by n.
-RandomState DrawRandomState(Generator& gen, uint64_t n);
+RandomState DrawRandomState(Generator& gen, int64_t n);
 
 // Installs a hook for the current thread while in scope; hooks nest.
 class ScopedDispatchHook {

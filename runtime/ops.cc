@@ -41,7 +41,17 @@ Tensor arange(double start, double end, double step, DType dtype) {
   return Call1(OpKind::kArange, {},
                {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
 }
-Tensor arange(int64_t end, DType dtype) { return arange(0, static_cast<double>(end), 1, dtype); }
+Tensor arange(int64_t end, DType dtype) {
+  if (IsSymbolic(end)) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("arange: end ", DimToString(end), " is symbolic; arange takes numbers")));
+  }
+  return arange(0, static_cast<double>(end), 1, dtype);
+}
+Tensor size_scalar(int64_t size, DType dtype) {
+  if (!IsSymbolic(size)) return scalar(static_cast<double>(size), dtype);
+  return Call1(OpKind::kSizeScalar, {}, {{"size", size}, {"dtype", dtype}});
+}
 
 namespace {
 
@@ -202,10 +212,14 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
       }
       inferred = static_cast<int64_t>(i);
     } else {
-      known *= shape[i];
+      known = DimMul(known, shape[i]);
     }
   }
-  if (inferred >= 0 && known != 0 && x.numel() % known == 0) shape[inferred] = x.numel() / known;
+  if (inferred >= 0 && known != 0) {
+    // Over symbols too: [s0,28,28] to [-1,784] is [s0,784].
+    const std::optional<int64_t> rest = DimDivide(x.numel(), known);
+    if (rest) shape[inferred] = *rest;
+  }
   if (x.defined() && shape == x.shape()) return x;  // no node for a no-op, eager or traced
   return Call1(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});
 }

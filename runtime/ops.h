@@ -33,6 +33,9 @@ Tensor ones(absl::Span<const int64_t> shape, DType dtype = DType::kF32);
 Tensor scalar(double value, DType dtype = DType::kF32);  // 0-d
 Tensor arange(double start, double end, double step = 1, DType dtype = DType::kI64);
 Tensor arange(int64_t end, DType dtype = DType::kI64);
+// A scalar holding `size`: a constant for a number, a size_scalar node for a
+// symbolic dim (a traced graph's batch size), valued when the graph runs.
+Tensor size_scalar(int64_t size, DType dtype);
 Tensor randn(absl::Span<const int64_t> shape, DType dtype = DType::kF32, Generator* gen = nullptr);
 // Uniform in [low, high).
 Tensor rand(absl::Span<const int64_t> shape, DType dtype = DType::kF32, Generator* gen = nullptr,

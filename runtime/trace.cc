@@ -143,7 +143,7 @@ absl::StatusOr<TensorList> Tracer::Dispatch(OpKind op, absl::Span<const Tensor> 
   return out;
 }
 
-std::optional<RandomState> Tracer::RandomStateFor(Generator& gen, uint64_t n) {
+std::optional<RandomState> Tracer::RandomStateFor(Generator& gen, int64_t n) {
   if (&gen != &DefaultGenerator()) {
     throw Error(absl::InvalidArgumentError(
         "a traced random op draws from the default generator, not a generator of its own"));
@@ -153,18 +153,20 @@ std::optional<RandomState> Tracer::RandomStateFor(Generator& gen, uint64_t n) {
     random_offset_ = graph_.AddPlaceholder("rng_offset", {DType::kI64, {}});
   }
   RandomState state{MakeTraced(random_seed_), MakeTraced(random_offset_)};
-  if (random_numbers_ > 0) {  // exact: counts stay far below 2^53
-    state.offset = add(state.offset, full({}, static_cast<double>(random_numbers_), DType::kI64));
+  if (random_numbers_ != 0) {  // exact: counts stay far below 2^53
+    state.offset = add(state.offset, size_scalar(random_numbers_, DType::kI64));
   }
-  random_numbers_ += n;
+  random_numbers_ = DimAdd(random_numbers_, n);
   return state;
 }
 
-void RandomInputs::Draw(absl::Span<Tensor> args) const {
+void RandomInputs::Draw(absl::Span<Tensor> args, const SymbolValues& sizes) const {
   if (seed < 0) return;
+  // The sizes were bound from this call's inputs, so every symbol has one.
+  const int64_t n = EvaluateDim(numbers, sizes).value();
   Generator& gen = DefaultGenerator();
   *args[seed].data<int64_t>() = static_cast<int64_t>(gen.seed());
-  *args[offset].data<int64_t>() = static_cast<int64_t>(gen.Advance(numbers));
+  *args[offset].data<int64_t>() = static_cast<int64_t>(gen.Advance(static_cast<uint64_t>(n)));
 }
 
 absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,

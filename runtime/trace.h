@@ -108,12 +108,12 @@ class Tracer : public DispatchHook {
   // A random op's seed and offset, as traced values: the placeholders
   // "rng_seed" and "rng_offset" (made on first use), the offset plus the
   // counters the trace drew before. `gen` must be the default generator.
-  std::optional<RandomState> RandomStateFor(Generator& gen, uint64_t n) override;
+  std::optional<RandomState> RandomStateFor(Generator& gen, int64_t n) override;
   // The random inputs' placeholders (nullptr before a random op ran), and
-  // how many counters the trace drew.
+  // how many counters the trace drew (a dim: symbolic over a symbolic batch).
   const Value* random_seed() const { return random_seed_; }
   const Value* random_offset() const { return random_offset_; }
-  uint64_t random_numbers() const { return random_numbers_; }
+  int64_t random_numbers() const { return random_numbers_; }
 
  private:
   Tensor MakeTraced(Value* value) const;
@@ -125,7 +125,7 @@ class Tracer : public DispatchHook {
   absl::flat_hash_map<const TensorImpl*, Value*> lifted_;
   Value* random_seed_ = nullptr;
   Value* random_offset_ = nullptr;
-  uint64_t random_numbers_ = 0;
+  int64_t random_numbers_ = 0;
   // Tensors given to Bind and the trace slot each had before.
   std::vector<std::pair<Tensor, std::shared_ptr<TraceMeta>>> bound_;
   ScopedDispatchHook hook_;  // last: installed once everything else exists
@@ -151,11 +151,12 @@ struct InputDescriptor {
 // from the same generator state draw the same numbers.
 struct RandomInputs {
   int seed = -1, offset = -1;  // placeholder indices; -1 without random ops
-  uint64_t numbers = 0;
+  int64_t numbers = 0;         // a dim: symbolic over a symbolic batch
 
   // Writes the generator's seed and offset into the call's `args` (i64
-  // scalars at the two indices) and advances it by `numbers`.
-  void Draw(absl::Span<Tensor> args) const;
+  // scalars at the two indices) and advances it by `numbers`, its symbols
+  // taking `sizes`.
+  void Draw(absl::Span<Tensor> args, const SymbolValues& sizes = {}) const;
 };
 
 struct TracedProgram {

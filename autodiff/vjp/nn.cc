@@ -41,10 +41,12 @@ Tensor StatsGrad(const VjpContext& c, const std::vector<int64_t>& reduce, int64_
   const Tensor& x = c.inputs[0];
   const Tensor &g_mean = c.grads[1], &g_var = c.grads[2];
   Tensor gx;
-  if (g_mean.defined()) gx = Broadcastable(g_mean, x, reduce) / static_cast<double>(count);
+  if (g_mean.defined()) gx = Broadcastable(g_mean, x, reduce) / size_scalar(count, x.dtype());
   if (g_var.defined()) {
     const Tensor centered = x - Broadcastable(c.outputs[1], x, reduce);
-    const Tensor term = Broadcastable(g_var, x, reduce) * centered * (2.0 / count);
+    const Tensor g = Broadcastable(g_var, x, reduce) * centered;
+    const Tensor term = IsSymbolic(count) ? g * 2.0 / size_scalar(count, x.dtype())
+                                          : g * (2.0 / static_cast<double>(count));
     gx = gx.defined() ? gx + term : term;
   }
   return gx;
@@ -75,7 +77,7 @@ TensorList BatchNorm(const VjpContext& c) {
     grads =
         batch_norm_backward(G(c), x, c.inputs[1], c.outputs[1], c.outputs[2], c.attrs.Float("eps"));
   }
-  return WithStats(c, grads, reduce, x.numel() / x.size(1));
+  return WithStats(c, grads, reduce, *DimDivide(x.numel(), x.size(1)));
 }
 
 TensorList BatchNormInference(const VjpContext& c) {
@@ -98,7 +100,7 @@ TensorList LayerNorm(const VjpContext& c) {
   int64_t count = 1;
   for (int64_t d = axis; d < x.dim(); ++d) {
     reduce.push_back(d);
-    count *= x.size(d);
+    count = DimMul(count, x.size(d));
   }
   NormGrads grads;
   if (G(c).defined()) {

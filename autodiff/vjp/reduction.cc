@@ -19,14 +19,15 @@ Tensor Unreduce(const VjpContext& c, const Tensor& t) {
 
 int64_t ReducedCount(const VjpContext& c) {
   int64_t n = 1;
-  for (int64_t d : ReducedDims(c)) n *= c.inputs[0].shape()[d];
+  for (int64_t d : ReducedDims(c)) n = DimMul(n, c.inputs[0].shape()[d]);
   return n;
 }
 
 TensorList Sum(const VjpContext& c) { return {Unreduce(c, c.grads[0])}; }
 
 TensorList Mean(const VjpContext& c) {
-  return {Unreduce(c, c.grads[0]) / static_cast<double>(ReducedCount(c))};
+  const Tensor& g = c.grads[0];
+  return {Unreduce(c, g) / size_scalar(ReducedCount(c), g.dtype())};
 }
 
 // max/min: the gradient is shared evenly among the elements equal to the
@@ -42,9 +43,12 @@ TensorList Extremum(const VjpContext& c) {
 TensorList Var(const VjpContext& c) {
   const Tensor& x = c.inputs[0];
   const std::vector<int64_t> dims = ReducedDims(c);
-  const double divisor = static_cast<double>(ReducedCount(c) - c.attrs.Int("correction"));
+  const int64_t divisor = DimSub(ReducedCount(c), c.attrs.Int("correction"));
   const Tensor centered = x - mean(x, dims, /*keepdim=*/true);
-  return {Unreduce(c, c.grads[0]) * centered * (2.0 / divisor)};
+  if (!IsSymbolic(divisor)) {
+    return {Unreduce(c, c.grads[0]) * centered * (2.0 / static_cast<double>(divisor))};
+  }
+  return {Unreduce(c, c.grads[0]) * centered * 2.0 / size_scalar(divisor, x.dtype())};
 }
 
 TensorList Softmax(const VjpContext& c) {

@@ -29,6 +29,13 @@ absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>
   return One(attrs.Dtype("dtype"), {n > 0 ? static_cast<int64_t>(n) : 0});
 }
 
+absl::StatusOr<std::vector<TensorType>> InferSizeScalar(absl::Span<const TensorType>,
+                                                        const Attrs& attrs) {
+  const DType dtype = attrs.Dtype("dtype");
+  if (dtype == DType::kBool) return Invalid("a size is not a bool");
+  return One(dtype, {});
+}
+
 OpCost CreationCost(absl::Span<const TensorType>, absl::Span<const TensorType> out, const Attrs&) {
   return {0, static_cast<double>(out[0].bytes())};
 }
@@ -57,6 +64,15 @@ std::vector<OpDef> CreationOpDefs() {
         {"step", AttrKind::kFloat}},
        kTraitCreation | kTraitNonDifferentiable,
        &InferArange,
+       &CreationCost},
+      {OpKind::kSizeScalar,
+       "",
+       OpFamily::kCreation,
+       0,
+       0,
+       {{"dtype", AttrKind::kDType}, {"size", AttrKind::kInt}},
+       kTraitCreation | kTraitNonDifferentiable,
+       &InferSizeScalar,
        &CreationCost},
   };
 }

@@ -27,8 +27,35 @@ absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view wh
   return absl::OkStatus();
 }
 
+absl::Status RequireStatic(const TensorType& t, int64_t first, absl::string_view what) {
+  for (int64_t d = first; d < t.rank(); ++d) {
+    if (IsSymbolic(t.shape[d])) {
+      return Invalid(what, " ", t.ToString(), " has symbolic dim ", d, " (",
+                     DimToString(t.shape[d]), "); only dims before ", first, " may be symbolic");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t end, int64_t step) {
   if (step <= 0) return Invalid("slice step must be positive, got ", step);
+  if (IsSymbolic(size) || IsSymbolic(start) || IsSymbolic(end)) {
+    // No clamping over symbols: the bounds must be provably in order, 0 <=
+    // start <= end <= size, for every value of the symbols (>= 1).
+    auto resolve = [size](int64_t i) {
+      if (IsSymbolic(i)) return i;
+      return i < 0 ? DimAdd(size, i) : std::min(i, kMaxElements) == kMaxElements ? size : i;
+    };
+    const int64_t s = resolve(start), e = resolve(end);
+    auto provable = [](int64_t d) { return DimMinimum(d).value_or(-1) >= 0; };
+    if (step != 1 || !provable(s) || !provable(DimSub(e, s)) || !provable(DimSub(size, e))) {
+      return Invalid("slice [", DimToString(start), ":", DimToString(end), ":", step,
+                     "] of a dim of size ", DimToString(size),
+                     " is not provably in range (over symbols, slices take step 1 and bounds "
+                     "in order)");
+    }
+    return SliceBounds{s, 1, DimSub(e, s)};
+  }
   auto clamp = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
   const int64_t s = clamp(start), e = clamp(end);
   return SliceBounds{s, step, e > s ? (e - s + step - 1) / step : 0};

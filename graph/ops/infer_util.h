@@ -24,6 +24,9 @@ inline std::vector<TensorType> One(DType dtype, Shape shape) {
 absl::Status RequireSameDType(absl::Span<const TensorType> inputs);
 absl::Status RequireFloating(const TensorType& t, absl::string_view what);
 absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view what);
+// An error naming the dim unless dims [first, rank) of `t` are numbers: for
+// rules that compute with those sizes (a convolution's spatial extent).
+absl::Status RequireStatic(const TensorType& t, int64_t first, absl::string_view what);
 
 // A slice's bounds resolved as Python does: negative start/end count from the
 // end, both clamped to [0, size]; step must be positive. Kernels use the same.

@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType>
 }
 
 OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
-  const int64_t k = in[0].shape.back();
+  const int64_t k = DimHint(in[0].shape.back());
   return {2.0 * out[0].numel() * k,
           static_cast<double>(in[0].bytes() + in[1].bytes() + out[0].bytes())};
 }
@@ -52,7 +52,7 @@ absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType>
 }
 
 OpCost LinearCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
-  return {2.0 * out[0].numel() * in[1].shape[1] + out[0].numel(),
+  return {2.0 * out[0].numel() * DimHint(in[1].shape[1]) + out[0].numel(),
           static_cast<double>(in[0].bytes() + in[1].bytes() + in[2].bytes() + out[0].bytes())};
 }
 
@@ -74,9 +74,9 @@ absl::StatusOr<std::vector<TensorType>> InferReshape(absl::Span<const TensorType
   if (!CheckShapeSize(shape).ok()) {
     return Invalid("cannot reshape ", in[0].ToString(), " to ", ShapeToString(shape));
   }
-  if (NumElements(shape) != in[0].numel()) {
-    return Invalid("cannot reshape ", in[0].ToString(), " (", in[0].numel(), " elements) to ",
-                   ShapeToString(shape));
+  if (NumElements(shape) != NumElements(in[0].shape)) {
+    return Invalid("cannot reshape ", in[0].ToString(), " (", DimToString(NumElements(in[0].shape)),
+                   " elements) to ", ShapeToString(shape));
   }
   return One(in[0].dtype, shape);
 }
@@ -93,7 +93,7 @@ absl::StatusOr<std::vector<TensorType>> InferExpand(absl::Span<const TensorType>
   for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
     const int64_t have = i < lead ? 1 : x.shape[i - lead];
     if (out[i] == -1 && i >= lead) out[i] = have;
-    if (out[i] < 0 || (have != 1 && have != out[i])) {
+    if ((out[i] < 0 && !IsSymbolic(out[i])) || (have != 1 && have != out[i])) {
       return Invalid("cannot expand ", x.ToString(), " to ", ShapeToString(target));
     }
   }
@@ -115,7 +115,9 @@ absl::StatusOr<std::vector<TensorType>> InferSliceBackward(absl::Span<const Tens
                                                            const Attrs& attrs) {
   const std::vector<int64_t>& input_shape = attrs.Ints("input_shape");
   for (int64_t d : input_shape) {
-    if (d < 0) return Invalid("negative dimension in input_shape ", ShapeToString(input_shape));
+    if (d < 0 && !IsSymbolic(d)) {
+      return Invalid("negative dimension in input_shape ", ShapeToString(input_shape));
+    }
   }
   TC_ASSIGN_OR_RETURN(std::vector<TensorType> sliced,
                       InferSlice({TensorType{in[0].dtype, input_shape}}, attrs));
@@ -140,7 +142,7 @@ absl::StatusOr<std::vector<TensorType>> InferConcat(absl::Span<const TensorType>
       return Invalid("input ", i, " ", in[i].ToString(), " does not fit input 0 ", in[0].ToString(),
                      " along dim ", dim);
     }
-    out[dim] += in[i].shape[dim];
+    out[dim] = DimAdd(out[dim], in[i].shape[dim]);
   }
   return One(in[0].dtype, std::move(out));
 }
@@ -157,7 +159,7 @@ absl::StatusOr<std::vector<TensorType>> InferPad(absl::Span<const TensorType> in
     if (pads[2 * d] < 0 || pads[2 * d + 1] < 0) {
       return Invalid("pads must be non-negative, got ", ShapeToString(pads));
     }
-    out[d] += pads[2 * d] + pads[2 * d + 1];
+    out[d] = DimAdd(out[d], pads[2 * d] + pads[2 * d + 1]);
   }
   return One(in[0].dtype, std::move(out));
 }

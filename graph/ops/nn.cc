@@ -38,6 +38,8 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
   TC_RETURN_IF_ERROR(RequireSameDType({x, w}));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"stride", 1}, {"padding", 0}, {"dilation", 1}}));
+  TC_RETURN_IF_ERROR(RequireStatic(x, 1, "input"));
+  TC_RETURN_IF_ERROR(RequireStatic(w, 0, "weight"));
   const Conv2dOptions o = Conv2dOptionsOf(attrs);
   const int64_t groups = o.groups;
   if (groups < 1 || x.shape[1] % groups != 0 || w.shape[0] % groups != 0) {
@@ -110,13 +112,14 @@ OpCost ConvCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
   double bytes = 0;
   for (const TensorType& t : in) bytes += t.bytes();
   for (const TensorType& t : out) bytes += t.bytes();
-  return {2.0 * y.numel() * w[1] * w[2] * w[3], bytes};
+  return {2.0 * y.numel() * DimHint(w[1]) * DimHint(w[2]) * DimHint(w[3]), bytes};
 }
 
 absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
   TC_RETURN_IF_ERROR(RequireRank(x, 4, "input (N,C,H,W)"));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"kernel", 1}, {"stride", 1}, {"padding", 0}}));
+  TC_RETURN_IF_ERROR(RequireStatic(x, 2, "input"));
   const Pool2dOptions o = Pool2dOptionsOf(attrs);
   Shape out = {x.shape[0], x.shape[1], 0, 0};
   for (int i = 0; i < 2; ++i) {
@@ -173,7 +176,7 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(absl::Span<const TensorTy
   TC_RETURN_IF_ERROR(CheckBatchNormInput(x));
   const Shape c = {x.shape[1]};
   TC_RETURN_IF_ERROR(RequireParams(in.subspan(1), x.dtype, c, "weight and bias"));
-  if (x.numel() / std::max<int64_t>(x.shape[1], 1) < 1) {
+  if (std::find(x.shape.begin(), x.shape.end(), 0) != x.shape.end()) {
     return Invalid("batch statistics need at least one value per channel, got ", x.ToString());
   }
   return std::vector<TensorType>{x, {x.dtype, c}, {x.dtype, c}};

@@ -1,6 +1,7 @@
 // Eager kernels of the creation family.
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
 
@@ -32,11 +33,25 @@ absl::StatusOr<TensorList> ArangeKernel(absl::Span<const Tensor>, const Attrs& a
   return TensorList{out};
 }
 
+// Only ever called with a number: a graph's symbols have values before it runs.
+absl::StatusOr<TensorList> SizeScalarKernel(absl::Span<const Tensor>, const Attrs& attrs,
+                                            absl::Span<const TensorType> out_types) {
+  const int64_t size = attrs.Int("size");
+  if (IsSymbolic(size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("size_scalar: size ", DimToString(size), " has no value"));
+  }
+  Tensor out = Tensor::Empty({}, out_types[0].dtype);
+  VisitDType(out.dtype(), [&](auto zero) { *out.data<decltype(zero)>() = size; });
+  return TensorList{out};
+}
+
 }  // namespace
 
 void RegisterCreationKernels(KernelTable& t) {
   t.eager[static_cast<int>(OpKind::kFull)] = &FullKernel;
   t.eager[static_cast<int>(OpKind::kArange)] = &ArangeKernel;
+  t.eager[static_cast<int>(OpKind::kSizeScalar)] = &SizeScalarKernel;
 }
 
 }  // namespace tc::kernels

@@ -227,6 +227,12 @@ std::vector<OpCase> ArangeCases(Make& m) {
   };
 }
 
+// A number here: a symbolic size has its value once the graph is specialized.
+std::vector<OpCase> SizeScalarCases(Make& m) {
+  auto size = [&](int64_t n) { return Attrs{{"size", n}, {"dtype", m.dtype()}}; };
+  return {{"a batch", {}, size(96)}, {"zero", {}, size(0)}};
+}
+
 Attrs Reduce(Ints dims, bool keepdim) { return {{"dims", dims}, {"keepdim", keepdim}}; }
 
 std::vector<OpCase> ReduceCases(Make& m) {
@@ -685,6 +691,7 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kCast}, {DType::kF32, DType::kF64, DType::kI64, DType::kBool}, CastCases);
     set({K::kFull}, {DType::kF32, DType::kF64, DType::kI64, DType::kBool}, FullCases);
     set({K::kArange}, {DType::kF32, DType::kF64, DType::kI64}, ArangeCases);
+    set({K::kSizeScalar}, {DType::kF32, DType::kF64, DType::kI64}, SizeScalarCases);
     set({K::kSum, K::kMean, K::kMax, K::kMin}, floats, ReduceCases);
     set({K::kVar}, floats,
         Cross(ReduceCases, {{{"correction", int64_t{0}}}, {{"correction", int64_t{1}}}}));

@@ -197,11 +197,11 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
                             "{eps=0.1}")) == "line 2, column 17: value '%0' is already defined");
   // bad type
   CHECK(ParseError(WithNode("  %0: f32[4,x] = relu(%x)")) ==
-        "line 2, column 13: expected dimension, got 'x'");
+        "line 2, column 13: bad dimension 'x': expected a number or s<k> at offset 0");
   CHECK(ParseError(WithNode("  %0: f32(4,3) = relu(%x)")) ==
         "line 2, column 10: expected '[', got '('");
   CHECK(ParseError(WithNode("  %0: f32[4,99999999999999999999] = relu(%x)")) ==
-        "line 2, column 13: bad dimension '99999999999999999999'");
+        "line 2, column 13: bad dimension '99999999999999999999': number out of range at offset 0");
   // bad dtype
   CHECK(ParseError(WithNode("  %0: f33[4,3] = relu(%x)")) ==
         "line 2, column 7: unknown dtype 'f33' (expected f32, f64, i64, bool or bf16)");
