@@ -317,4 +317,45 @@ std::string DimToString(int64_t dim) {
 
 absl::StatusOr<int64_t> ParseDim(absl::string_view text) { return DimParser(text).Parse(); }
 
+absl::StatusOr<SymbolValues> BindSymbols(absl::Span<const ShapeToBind> shapes) {
+  SymbolValues values;
+  // Where each symbol took its value, for the message when another place
+  // disagrees.
+  absl::flat_hash_map<int64_t, std::string> origin;
+  for (const ShapeToBind& s : shapes) {
+    if (s.declared.size() != s.actual.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.where, ": expected rank ", s.declared.size(), ", got ", s.actual.size()));
+    }
+    for (size_t d = 0; d < s.declared.size(); ++d) {
+      const std::optional<int64_t> symbol = SymbolIndex(s.declared[d]);
+      if (!symbol || values.contains(*symbol)) continue;
+      if (s.actual[d] < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(s.where, " dim ", d, " (s", *symbol,
+                                                       ") must be at least 1, got ", s.actual[d]));
+      }
+      values[*symbol] = s.actual[d];
+      origin[*symbol] = absl::StrCat(s.where, " dim ", d);
+    }
+  }
+  for (const ShapeToBind& s : shapes) {
+    for (size_t d = 0; d < s.declared.size(); ++d) {
+      absl::StatusOr<int64_t> want = EvaluateDim(s.declared[d], values);
+      if (!want.ok()) return want.status();
+      if (*want == s.actual[d]) continue;
+      std::string why;
+      if (std::optional<int64_t> symbol = SymbolIndex(s.declared[d])) {
+        why = absl::StrCat(", but s", *symbol, " is ", *want, " (from ", origin[*symbol], ")");
+      } else if (IsSymbolic(s.declared[d])) {
+        why = absl::StrCat(", expected ", DimToString(s.declared[d]), " = ", *want);
+      } else {
+        why = absl::StrCat(", expected ", *want);
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat(s.where, " dim ", d, " is ", s.actual[d], why));
+    }
+  }
+  return values;
+}
+
 }  // namespace tc

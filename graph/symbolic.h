@@ -85,6 +85,19 @@ using SymbolValues = absl::flat_hash_map<int64_t, int64_t>;
 // without a value.
 absl::StatusOr<int64_t> EvaluateDim(int64_t dim, const SymbolValues& values);
 
+// One argument's declared shape (a placeholder's, maybe symbolic) and the
+// shape a call gave it; `where` names it in errors ("inputs[1]").
+struct ShapeToBind {
+  absl::Span<const int64_t> declared, actual;
+  std::string where;
+};
+// The symbols' values in one call: each dim that is a lone symbol gives its
+// symbol the actual size (at least 1; the same in every place it appears),
+// then every dim must equal its actual size. Errors name the argument, the
+// dim and the symbol: "inputs[1] dim 0 is 95, but s0 is 96 (from inputs[0]
+// dim 0)".
+absl::StatusOr<SymbolValues> BindSymbols(absl::Span<const ShapeToBind> shapes);
+
 // "784", "s0", "784*s0", "s0*s1+2", "s0-1": what the parser reads back.
 std::string DimToString(int64_t dim);
 // Reads DimToString's form: sums and differences of products of integers and

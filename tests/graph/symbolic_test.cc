@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "graph/shape.h"
 
@@ -63,6 +64,34 @@ TEST_CASE("hints and evaluation") {
                                                        std::to_string(*SymbolIndex(b)) +
                                                        " of dimension " + DimToString(d));
   CHECK(SymbolsOf(d) == std::vector<int64_t>{*SymbolIndex(a), *SymbolIndex(b)});
+}
+
+TEST_CASE("binding a call's shapes gives each symbol its size, or says which dim disagrees") {
+  const int64_t b = NewSymbol(128), t = NewSymbol(16);
+  const int64_t ib = *SymbolIndex(b), it = *SymbolIndex(t);
+  const Shape x = {b, t, 64}, y = {DimMul(b, t)}, mask = {b};
+  const Shape ok_x = {96, 7, 64}, ok_y = {672}, ok_mask = {96};
+  absl::StatusOr<SymbolValues> v =
+      BindSymbols({{y, ok_y, "targets"}, {x, ok_x, "inputs[0]"}, {mask, ok_mask, "inputs[1]"}});
+  REQUIRE(v.ok());
+  CHECK(*v == SymbolValues{{ib, 96}, {it, 7}});
+
+  auto error = [](absl::Span<const ShapeToBind> shapes) {
+    absl::StatusOr<SymbolValues> v = BindSymbols(shapes);
+    REQUIRE_FALSE(v.ok());
+    return std::string(v.status().message());
+  };
+  const Shape bad_mask = {95}, bad_y = {671}, bad_x = {96, 7, 32}, empty = {0, 7, 64};
+  CHECK(error({{x, ok_x, "inputs[0]"}, {mask, bad_mask, "inputs[1]"}}) ==
+        absl::StrCat("inputs[1] dim 0 is 95, but s", ib, " is 96 (from inputs[0] dim 0)"));
+  CHECK(error({{x, ok_x, "inputs[0]"}, {y, bad_y, "targets"}}) ==
+        absl::StrCat("targets dim 0 is 671, expected s", ib, "*s", it, " = 672"));
+  CHECK(error({{x, bad_x, "inputs[0]"}}) == "inputs[0] dim 2 is 32, expected 64");
+  CHECK(error({{x, empty, "inputs[0]"}}) ==
+        absl::StrCat("inputs[0] dim 0 (s", ib, ") must be at least 1, got 0"));
+  CHECK(error({{x, ok_y, "inputs[0]"}}) == "inputs[0]: expected rank 3, got 1");
+  // A symbol that appears only inside an expression has no value to take.
+  CHECK(error({{y, ok_y, "targets"}}).find("no size for symbol") == 0);
 }
 
 TEST_CASE("the text form round-trips") {
