@@ -44,6 +44,15 @@ struct CompileOptions {
   int saved_outputs_from = std::numeric_limits<int>::max();
 };
 
+// What an executable over symbolic dims (codegen/per_size.h) keeps: how many
+// per-size plans it holds, and how its calls found them.
+struct PlanCacheStats {
+  int64_t plans = 0;      // held now, at most the cache's capacity
+  int64_t hits = 0;       // calls of a size already planned
+  int64_t misses = 0;     // calls that planned their size
+  int64_t evictions = 0;  // plans dropped, least recently used first
+};
+
 class Executable {
  public:
   // What a compiled graph implements.
@@ -55,6 +64,7 @@ class Executable {
     virtual int num_outputs() const = 0;
     virtual DimOrder output_order(int i) const { return {}; }
     virtual int64_t arena_bytes() const { return 0; }
+    virtual PlanCacheStats plan_cache() const { return {}; }
   };
   using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(absl::Span<const Tensor> args)>;
 
@@ -75,6 +85,9 @@ class Executable {
   DimOrder output_order(int i) const { return impl_->output_order(i); }
   // Bytes of working memory planned at compile time (0 when none is).
   int64_t arena_bytes() const { return impl_->arena_bytes(); }
+  // The per-size plans of an executable over symbolic dims; all zero for a
+  // static one.
+  PlanCacheStats plan_cache() const { return impl_->plan_cache(); }
   explicit operator bool() const { return impl_ != nullptr; }
 
  private:

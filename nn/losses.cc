@@ -34,9 +34,9 @@ void CheckClassInputs(absl::string_view loss, absl::string_view scores_name, con
                                     targets.type().ToString()));
   }
   if (targets.size(0) != scores.size(0)) {
-    ThrowInvalid(
-        loss, absl::StrCat("expected targets i64[", scores.size(0), "] to match ", scores_name, " ",
-                           scores.type().ToString(), ", got ", targets.type().ToString()));
+    ThrowInvalid(loss, absl::StrCat("expected targets i64[", DimToString(scores.size(0)),
+                                    "] to match ", scores_name, " ", scores.type().ToString(),
+                                    ", got ", targets.type().ToString()));
   }
 }
 

@@ -101,7 +101,8 @@ Tensor Module::register_buffer(std::string name, Tensor value) {
   return value;
 }
 
-absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs) {
+absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs,
+                                         const DynamicDims& dynamic) {
   const NamedTensors buffers = module.named_buffers();
   // Buffers a traced forward replaces (AssignInPlace of a traced value) are
   // put back afterwards; their traced values become extra outputs.
@@ -120,7 +121,8 @@ absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& input
     }
     return out;
   };
-  absl::StatusOr<TracedProgram> program = Trace(fn, inputs, module.named_parameters(), buffers);
+  absl::StatusOr<TracedProgram> program =
+      Trace(fn, inputs, module.named_parameters(), buffers, dynamic);
   for (size_t i = 0; i < buffers.size(); ++i) *buffers[i].second.impl() = saved[i];
   if (!program.ok()) return program.status();
   std::vector<Value*> outputs = program->graph.outputs();

@@ -94,7 +94,9 @@ struct TracedModule {
   TracedProgram program;
   std::vector<std::string> mutated_buffers;
 };
-absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs);
+// `dynamic` marks user-input dims symbolic (runtime/trace.h's DynamicDims).
+absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& inputs,
+                                         const DynamicDims& dynamic = {});
 
 // Replaces the data, dtype and layout of `dst` with those of `src`, keeping
 // `dst`'s handle (and so every member that shares it) and its requires_grad.

@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "codegen/per_size.h"
 #include "graph/pass.h"
+#include "graph/passes/specialize_symbols.h"
 
 namespace tc {
 namespace {
@@ -22,8 +24,10 @@ void LabelMutatedBuffers(const CompiledModel& model, std::vector<JointDescriptor
 }  // namespace
 
 absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
-                                                          const TensorTree& example_inputs) {
-  TC_ASSIGN_OR_RETURN(nn::TracedModule traced, nn::TraceModule(model, example_inputs));
+                                                          const TensorTree& example_inputs,
+                                                          const CaptureOptions& options) {
+  TC_ASSIGN_OR_RETURN(nn::TracedModule traced,
+                      nn::TraceModule(model, example_inputs, options.dynamic_dims));
   auto compiled = std::make_shared<CompiledModel>();
   compiled->module = &model;
   compiled->mutated_buffers = traced.mutated_buffers;
@@ -37,7 +41,7 @@ absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
       if (fqn == name) compiled->mutated_buffer_tensors.push_back(buffer);
     }
   }
-  CompilerPipeline pipeline(std::move(compiled));
+  CompilerPipeline pipeline(std::move(compiled), options);
   // The user inputs' requires_grad, by placeholder (the tree flattens in
   // placeholder order).
   const std::vector<Tensor> leaves = Flatten(example_inputs).first;
@@ -110,6 +114,12 @@ absl::StatusOr<partition::PartitionResult> CompilerPipeline::partition(
   return partition_fn(joint.graph, joint.layout);
 }
 
+codegen::Compiler CompilerPipeline::ForGraph(const codegen::Compiler& compiler,
+                                             const Graph& graph) const {
+  if (!HasSymbolicDims(graph)) return compiler;
+  return codegen::PerSize(compiler, {.capacity = capture_.plan_cache_size});
+}
+
 absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
     const codegen::Compiler& compiler, const partition::PartitionResult& partition) const {
   if (joint_ == nullptr) return MustCallFirst("fw_compile", "generate_ir_for_training");
@@ -117,8 +127,9 @@ absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
   // computes them in (channels-last activations): no reorder between.
   TC_ASSIGN_OR_RETURN(
       codegen::Executable run,
-      compiler(partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs,
-                                   .saved_outputs_from = joint_->layout.num_forward_outputs}));
+      ForGraph(compiler, partition.forward)(
+          partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs,
+                              .saved_outputs_from = joint_->layout.num_forward_outputs}));
   return CompiledForward{std::move(run)};
 }
 
@@ -142,14 +153,15 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
   for (int i = 0; i < saved; ++i) {
     options.argument_orders[i] = forward.run.output_order(joint_->layout.num_forward_outputs + i);
   }
-  TC_ASSIGN_OR_RETURN(codegen::Executable run, compiler(partition.backward, options));
+  TC_ASSIGN_OR_RETURN(codegen::Executable run,
+                      ForGraph(compiler, partition.backward)(partition.backward, options));
   return CompiledBackward{std::move(run)};
 }
 
 absl::StatusOr<codegen::Executable> CompilerPipeline::inference_compile(
     const codegen::Compiler& compiler, const Graph& graph) const {
   if (inference_ == nullptr) return MustCallFirst("inference_compile", "generate_ir_for_inference");
-  return compiler(graph);
+  return ForGraph(compiler, graph)(graph);
 }
 
 absl::StatusOr<Function> CompilerPipeline::make_autograd_function(

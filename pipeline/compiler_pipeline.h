@@ -30,6 +30,15 @@
 
 namespace tc {
 
+// How a capture treats sizes. Marked dims are symbols in every graph of the
+// pipeline (`f32[s0,784]`): autodiff and the partition run once for all
+// sizes, and each compile stage gives an executable that plans each size on
+// its first call (codegen/per_size.h), keeping `plan_cache_size` plans.
+struct CaptureOptions {
+  DynamicDims dynamic_dims;  // by input placeholder name: {{"arg0", {0}}}
+  int plan_cache_size = 8;
+};
+
 struct IrOptions {
   // Applied to the captured graph first; nullptr: none.
   const DecompositionTable* decompositions = nullptr;
@@ -57,7 +66,8 @@ class CompilerPipeline {
   // Captures `model` (traced in its current train/eval mode) with the example
   // inputs. The model must outlive the pipeline and its functions.
   static absl::StatusOr<CompilerPipeline> Create(nn::Module& model,
-                                                 const TensorTree& example_inputs);
+                                                 const TensorTree& example_inputs,
+                                                 const CaptureOptions& options = {});
 
   absl::Status generate_ir_for_training(const IrOptions& options = {});
   absl::Status generate_ir_for_inference(const IrOptions& options = {});
@@ -93,10 +103,14 @@ class CompilerPipeline {
   absl::StatusOr<const InferenceGraph*> inference_graph() const;
 
  private:
-  explicit CompilerPipeline(std::shared_ptr<CompiledModel> model) : model_(std::move(model)) {}
+  CompilerPipeline(std::shared_ptr<CompiledModel> model, CaptureOptions options)
+      : model_(std::move(model)), capture_(std::move(options)) {}
+  // `compiler`, planning per size when `graph` is symbolic.
+  codegen::Compiler ForGraph(const codegen::Compiler& compiler, const Graph& graph) const;
   absl::StatusOr<TracedProgram> PreparedForward(const IrOptions& options) const;
 
   std::shared_ptr<CompiledModel> model_;
+  CaptureOptions capture_;
   // Per placeholder: whether the example input there required grad.
   std::vector<bool> example_requires_grad_;
   std::shared_ptr<JointGraph> joint_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
@@ -30,6 +31,18 @@ class WithLoss : public nn::Module {
   nn::LossFn loss_;
 };
 
+std::string BatchTypes(absl::Span<const Tensor> batch) {
+  return absl::StrJoin(batch, ", ", [](std::string* out, const Tensor& t) {
+    absl::StrAppend(out, t.defined() ? t.type().ToString() : "undefined");
+  });
+}
+
+std::string BatchTypes(absl::Span<const TensorType> types) {
+  return absl::StrJoin(types, ", ", [](std::string* out, const TensorType& t) {
+    absl::StrAppend(out, t.ToString());
+  });
+}
+
 }  // namespace
 
 TrainStep::~TrainStep() = default;
@@ -42,9 +55,17 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
   std::unique_ptr<TrainStep> step(new TrainStep());
   step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss));
   step->optimizer_ = &optimizer;
-  const TensorTree example = TensorTree::Tuple({inputs, targets});
+  step->example_ = TensorTree::Tuple({inputs, targets});
+  step->options_ = options;
+  TC_RETURN_IF_ERROR(step->Compile(options.dynamic_dims));
+  return step;
+}
+
+absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
-                      CompilerPipeline::Create(*step->wrapper_, example));
+                      CompilerPipeline::Create(
+                          *wrapper_, example_,
+                          {.dynamic_dims = dynamic, .plan_cache_size = options_.plan_cache_size}));
   const TracedProgram& captured = pipeline.captured();
   if (captured.graph.outputs().size() != 1 + pipeline.mutated_buffers().size() ||
       captured.graph.outputs()[0]->type().shape.size() != 0) {
@@ -55,48 +76,81 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
     return absl::InvalidArgumentError(
         absl::StrCat("TrainStep: the loss must be f32 or f64, got ", DTypeName(loss_dtype)));
   }
-  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training({.decompositions = options.decompositions}));
+  TC_RETURN_IF_ERROR(
+      pipeline.generate_ir_for_training({.decompositions = options_.decompositions}));
   TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
   const partition::PartitionFn partition_fn =
-      options.partition_fn ? options.partition_fn
-                           : partition::PartitionFn(partition::MinCutPartition);
+      options_.partition_fn ? options_.partition_fn
+                            : partition::PartitionFn(partition::MinCutPartition);
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
-  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options.compiler, part));
-  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options.compiler, part, fw));
-  step->forward_ = std::move(fw.run);
-  step->backward_ = std::move(bw.run);
-  const int num_forward_outputs = joint->layout.num_forward_outputs;
-
-  // Forward arguments: parameters, buffers and constants stay bound; the
-  // batch's leaves are set at each run.
-  TC_ASSIGN_OR_RETURN(step->forward_args_,
-                      GraphArguments(captured, example, step->wrapper_->named_parameters(),
-                                     step->wrapper_->named_buffers()));
-  for (int i = 0; i < static_cast<int>(captured.inputs.size()); ++i) {
-    if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput) {
-      step->batch_args_.push_back(i);
-    }
-  }
-  step->random_ = captured.random;
-  step->mutated_buffers_ = pipeline.mutated_buffer_tensors();
-  const JointLayout& layout = joint->layout;
-  step->num_forward_outputs_ = num_forward_outputs;
-  for (int primal : layout.grad_primal_indices) {
-    const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
-    step->grad_params_.push_back(is_param ? step->forward_args_[primal] : Tensor());
-  }
+  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options_.compiler, part));
+  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options_.compiler, part, fw));
   // Backward arguments: the saved values (set at each run), then one tangent
   // per floating forward output: 1 for the loss, 0 for buffer updates.
-  step->backward_args_.resize(part.num_fw_outs_saved_for_bw);
+  const JointLayout& layout = joint->layout;
+  std::vector<Tensor> tangents;
   const std::vector<Value*>& fw_outputs = part.forward.outputs();
   for (int i = 0; i < layout.num_forward_outputs; ++i) {
     const TensorType& type = fw_outputs[i]->type();
-    if (IsFloating(type.dtype))
-      step->backward_args_.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
+    if (!IsFloating(type.dtype)) continue;
+    if (HasSymbolic(type.shape)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TrainStep: forward output ", i, " is ", type.ToString(),
+                       "; the loss and the updated buffers must not depend on a symbolic size"));
+    }
+    tangents.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
   }
-  step->forward_outputs_.resize(step->forward_.num_outputs());
-  step->backward_outputs_.resize(step->backward_.num_outputs());
-  return step;
+
+  // Forward arguments: parameters, buffers and constants stay bound; the
+  // batch's leaves are set at each run.
+  TC_ASSIGN_OR_RETURN(
+      forward_args_,
+      GraphArguments(captured, example_, wrapper_->named_parameters(), wrapper_->named_buffers()));
+  batch_args_.clear();
+  batch_names_.clear();
+  batch_types_.clear();
+  for (int i = 0; i < static_cast<int>(captured.inputs.size()); ++i) {
+    if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput) {
+      batch_args_.push_back(i);
+      batch_names_.push_back(captured.graph.placeholders()[i]->name());
+      batch_types_.push_back(captured.graph.placeholders()[i]->type());
+    }
+  }
+  forward_ = std::move(fw.run);
+  backward_ = std::move(bw.run);
+  random_ = captured.random;
+  mutated_buffers_ = pipeline.mutated_buffer_tensors();
+  num_forward_outputs_ = layout.num_forward_outputs;
+  grad_params_.clear();
+  for (int primal : layout.grad_primal_indices) {
+    const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
+    grad_params_.push_back(is_param ? forward_args_[primal] : Tensor());
+  }
+  backward_args_.assign(part.num_fw_outs_saved_for_bw, Tensor());
+  backward_args_.insert(backward_args_.end(), tangents.begin(), tangents.end());
+  forward_outputs_.assign(forward_.num_outputs(), Tensor());
+  backward_outputs_.assign(backward_.num_outputs(), Tensor());
+  dynamic_dims_ = dynamic;
+  ++compilations_;
+  return absl::OkStatus();
+}
+
+std::optional<DynamicDims> TrainStep::NewDynamicDims(absl::Span<const Tensor> batch) const {
+  DynamicDims dims = dynamic_dims_;
+  bool changed = false;
+  for (size_t i = 0; i < batch.size() && i < batch_types_.size(); ++i) {
+    const TensorType& want = batch_types_[i];
+    if (!batch[i].defined() || batch[i].dtype() != want.dtype || batch[i].dim() != want.rank()) {
+      continue;  // not a size: the forward's own check reports it
+    }
+    for (int64_t d = 0; d < want.rank(); ++d) {
+      if (IsSymbolic(want.shape[d]) || batch[i].size(d) == want.shape[d]) continue;
+      dims[batch_names_[i]].push_back(d);
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return dims;
 }
 
 absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
@@ -105,8 +159,28 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
                                                    " batch tensors (inputs, then targets), got ",
                                                    batch.size()));
   }
+  if (options_.automatic_dynamic) {
+    if (std::optional<DynamicDims> dims = NewDynamicDims(batch)) {
+      if (absl::Status s = Compile(*dims); !s.ok()) {
+        return absl::Status(s.code(),
+                            absl::StrCat("TrainStep: the batch's sizes ", BatchTypes(batch),
+                                         " differ from the step's ", BatchTypes(batch_types_),
+                                         ", and compiling for any size failed: ", s.message()));
+      }
+    }
+  }
+  // A symbolic count of random numbers takes its value from the batch.
+  SymbolValues sizes;
+  if (IsSymbolic(random_.numbers)) {
+    std::vector<ShapeToBind> shapes;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].defined()) return absl::InvalidArgumentError("TrainStep: an undefined tensor");
+      shapes.push_back({batch_types_[i].shape, batch[i].shape(), absl::StrCat("batch[", i, "]")});
+    }
+    TC_ASSIGN_OR_RETURN(sizes, BindSymbols(shapes));
+  }
   for (size_t i = 0; i < batch.size(); ++i) forward_args_[batch_args_[i]] = batch[i];
-  random_.Draw(absl::MakeSpan(forward_args_));
+  random_.Draw(absl::MakeSpan(forward_args_), sizes);
   absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
   if (!s.ok()) return s;

@@ -25,6 +25,8 @@
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,6 +44,13 @@ struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
   const DecompositionTable* decompositions = nullptr;
   codegen::Compiler compiler = codegen::fusing();  // for both halves
+  // Dims of the batch that are symbols from the start, by the placeholder
+  // name of the (inputs, targets) leaf: {{"arg0", {0}}, {"arg1", {0}}}.
+  DynamicDims dynamic_dims;
+  // A batch whose sizes differ from the examples' recompiles once, with
+  // the dims that differed made symbols; false: such a batch is an error.
+  bool automatic_dynamic = true;
+  int plan_cache_size = 8;  // per-size plans kept by each half
 };
 
 class TrainStep {
@@ -57,15 +66,33 @@ class TrainStep {
   ~TrainStep();
 
   // One step on `batch`: the leaves of (inputs, targets). Returns the loss
-  // before the update. A batch of other dtypes or shapes than the examples is
-  // an InvalidArgumentError naming the argument.
+  // before the update. A batch of other dtypes or ranks than the examples is
+  // an InvalidArgumentError naming the argument; one of other sizes is
+  // taken as automatic_dynamic says.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
 
   const codegen::Executable& forward() const { return forward_; }
   const codegen::Executable& backward() const { return backward_; }
+  // How many times the step was captured, differentiated, partitioned and
+  // compiled: 1, and 2 once a batch of a new size made dims symbolic.
+  int compilations() const { return compilations_; }
+  // The symbolic dims the step compiled with (empty: static).
+  const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
 
  private:
   TrainStep() = default;
+  // Captures, differentiates, partitions and compiles with `dynamic` dims.
+  absl::Status Compile(const DynamicDims& dynamic);
+  // The step's dynamic dims plus the dims of `batch` whose sizes differ
+  // from the compiled ones; nullopt when every size fits.
+  std::optional<DynamicDims> NewDynamicDims(absl::Span<const Tensor> batch) const;
+
+  TensorTree example_;  // (inputs, targets)
+  TrainStepOptions options_;
+  DynamicDims dynamic_dims_;
+  int compilations_ = 0;
+  std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
+  std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;

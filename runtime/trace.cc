@@ -1,5 +1,6 @@
 #include "runtime/trace.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 
@@ -20,6 +21,16 @@ thread_local std::vector<std::string> scopes;
 // The scope an exception unwound through first (the innermost one open when
 // it was thrown), kept for Trace's error message.
 thread_local std::string failed_scope;
+
+// Whether a call's tensor fits a placeholder: its dtype and rank, and every
+// dim that is a number (symbolic ones are bound afterwards).
+bool Fits(const TensorType& got, const TensorType& want) {
+  if (got.dtype != want.dtype || got.rank() != want.rank()) return false;
+  for (int64_t d = 0; d < got.rank(); ++d) {
+    if (!IsSymbolic(want.shape[d]) && want.shape[d] != got.shape[d]) return false;
+  }
+  return true;
+}
 
 uint64_t NextTracerId() {
   static std::atomic<uint64_t> next{1};
@@ -50,6 +61,52 @@ void NameLeaves(const Tree<Tensor>& tree, std::vector<std::string>& parts, std::
                out);
     parts.pop_back();
   }
+}
+
+// The user inputs' placeholder types: the examples', with the dims `dynamic`
+// names made symbols, one per distinct example size.
+absl::StatusOr<std::vector<TensorType>> InputTypes(const std::vector<InputLeaf>& leaves,
+                                                   const std::vector<Tensor>& examples,
+                                                   const DynamicDims& dynamic) {
+  std::vector<TensorType> types;
+  for (const Tensor& t : examples) types.push_back(t.type());
+  for (const auto& [name, dims] : dynamic) {
+    auto leaf = std::find_if(leaves.begin(), leaves.end(),
+                             [&](const InputLeaf& l) { return l.name == name; });
+    if (leaf == leaves.end()) {
+      std::vector<std::string> names;
+      for (const InputLeaf& l : leaves) names.push_back(l.name);
+      return absl::InvalidArgumentError(absl::StrCat("dynamic dims of \"", name,
+                                                     "\": no such input; the inputs are ",
+                                                     absl::StrJoin(names, ", ")));
+    }
+  }
+  // In input order, so that symbols are numbered as the inputs are.
+  absl::flat_hash_map<int64_t, int64_t> symbol_of_size;
+  for (auto leaf = leaves.begin(); leaf != leaves.end(); ++leaf) {
+    auto marked = dynamic.find(leaf->name);
+    if (marked == dynamic.end()) continue;
+    const std::vector<int64_t>& dims = marked->second;
+    TensorType& type = types[leaf - leaves.begin()];
+    for (int64_t dim : dims) {
+      absl::StatusOr<int64_t> d = WrapDim(dim, type.rank());
+      if (!d.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dynamic dims of ", leaf->path, " ", type.ToString(), ": ", d.status().message()));
+      }
+      const int64_t size = type.shape[*d];
+      if (IsSymbolic(size)) continue;
+      if (size < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("dynamic dims of ", leaf->path, " ",
+                                                       type.ToString(), ": dim ", *d, " has size ",
+                                                       size, "; a symbol is >= 1"));
+      }
+      auto [it, made] = symbol_of_size.try_emplace(size, 0);
+      if (made) it->second = NewSymbol(size);
+      type.shape[*d] = it->second;
+    }
+  }
+  return types;
 }
 
 std::string PlaceholderName(absl::string_view prefix, absl::string_view fqn) {
@@ -172,7 +229,8 @@ void RandomInputs::Draw(absl::Span<Tensor> args, const SymbolValues& sizes) cons
 absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,
                                     const Tree<Tensor>& example_inputs,
                                     const std::vector<std::pair<std::string, Tensor>>& params,
-                                    const std::vector<std::pair<std::string, Tensor>>& buffers) {
+                                    const std::vector<std::pair<std::string, Tensor>>& buffers,
+                                    const DynamicDims& dynamic) {
   using Kind = InputDescriptor::Kind;
   TracedProgram program;
   // The forward graph is what is traced; gradients come from autodiff/.
@@ -191,12 +249,16 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
   std::vector<std::string> parts;
   NameLeaves(example_inputs, parts, "inputs", leaves);
   auto [example_leaves, in_spec] = Flatten(example_inputs);
-  std::vector<Tensor> traced_inputs;
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!example_leaves[i].defined()) {
       return absl::InvalidArgumentError(absl::StrCat(leaves[i].path, ": undefined tensor"));
     }
-    traced_inputs.push_back(tracer.AddInput(leaves[i].name, example_leaves[i].type()));
+  }
+  TC_ASSIGN_OR_RETURN(std::vector<TensorType> input_types,
+                      InputTypes(leaves, example_leaves, dynamic));
+  std::vector<Tensor> traced_inputs;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    traced_inputs.push_back(tracer.AddInput(leaves[i].name, input_types[i]));
     program.inputs.push_back({Kind::kUserInput, leaves[i].path});
   }
   program.in_spec = std::move(in_spec);
@@ -249,7 +311,7 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
 absl::StatusOr<std::vector<Tensor>> GraphArguments(
     const TracedProgram& program, const Tree<Tensor>& inputs,
     const std::vector<std::pair<std::string, Tensor>>& params,
-    const std::vector<std::pair<std::string, Tensor>>& buffers) {
+    const std::vector<std::pair<std::string, Tensor>>& buffers, SymbolValues* sizes) {
   using Kind = InputDescriptor::Kind;
   std::vector<Tensor> args;
   size_t next_param = 0, next_buffer = 0;
@@ -273,6 +335,7 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
   }
   const std::vector<Value*>& placeholders = program.graph.placeholders();
   const size_t first_input = args.size();
+  bool symbolic = false;
   absl::Status s = CheckStructure<Tensor>(
       inputs, program.in_spec, "inputs", [&](const Tensor& t, int i) -> absl::Status {
         const TensorType& want = placeholders[first_input + i]->type();
@@ -280,7 +343,8 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
           return absl::InvalidArgumentError(
               absl::StrCat("expected tensor ", want.ToString(), ", got an undefined tensor"));
         }
-        if (t.type() != want) {
+        symbolic = symbolic || HasSymbolic(want.shape);
+        if (!Fits(t.type(), want)) {
           return absl::InvalidArgumentError(
               absl::StrCat("expected tensor ", want.ToString(), ", got ", t.type().ToString()));
         }
@@ -288,6 +352,14 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
       });
   if (!s.ok()) return s;
   inputs.ForEachLeaf([&](const Tensor& t) { args.push_back(t); });
+  if (sizes != nullptr || symbolic) {
+    std::vector<ShapeToBind> shapes;
+    for (size_t i = first_input; i < args.size(); ++i) {
+      shapes.push_back({placeholders[i]->type().shape, args[i].shape(), program.inputs[i].name});
+    }
+    TC_ASSIGN_OR_RETURN(SymbolValues values, BindSymbols(shapes));
+    if (sizes != nullptr) *sizes = std::move(values);
+  }
   for (size_t i = args.size(); i < program.inputs.size(); ++i) {
     const InputDescriptor& d = program.inputs[i];
     args.push_back(d.kind == Kind::kConstant ? program.constants[d.constant_index]

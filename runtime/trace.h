@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "graph/ir.h"
+#include "graph/symbolic.h"
 #include "graph/tree.h"
 #include "runtime/dispatch.h"
 #include "runtime/tensor.h"
@@ -172,26 +173,36 @@ struct TracedProgram {
   RandomInputs random;
 };
 
+// Which dims of the user inputs the traced graph makes symbolic
+// (graph/symbolic.h), by the input's placeholder name ("arg0", "arg0_x"):
+// {{"arg0", {0}}} traces any batch size of input 0. Dims may count from the
+// end (-1). Dims whose example sizes are equal share one symbol, so the
+// batch of the inputs and of the targets is one s0.
+using DynamicDims = absl::flat_hash_map<std::string, std::vector<int64_t>>;
+
 // Traces `fn` on `example_inputs` (see the file comment). Parameters and
 // buffers are the tensors `fn` captures, with their FQNs; they become the
 // placeholders "p_<fqn>" and "b_<fqn>" ('.' as '_'), user inputs "arg<path>"
 // ("arg0_x" for inputs[0]["x"]), constants "c_<index>". Autograd does not
 // record while tracing. A tc::Error thrown by `fn` is returned as its status
-// with " (at <scope>)" naming the trace scope it was thrown in.
-absl::StatusOr<TracedProgram> Trace(
-    const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn, const Tree<Tensor>& example_inputs,
-    const std::vector<std::pair<std::string, Tensor>>& params = {},
-    const std::vector<std::pair<std::string, Tensor>>& buffers = {});
+// with " (at <scope>)" naming the trace scope it was thrown in. `dynamic`
+// names an input that does not exist, or a dim out of its range: an error.
+absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,
+                                    const Tree<Tensor>& example_inputs,
+                                    const std::vector<std::pair<std::string, Tensor>>& params = {},
+                                    const std::vector<std::pair<std::string, Tensor>>& buffers = {},
+                                    const DynamicDims& dynamic = {});
 
 // The arguments of one call of `program`'s graph: `params`, `buffers`, the
 // flattened `inputs` (checked against in_spec and the placeholder types),
 // the constants, and new i64 scalars for the random inputs, which
 // program.random.Draw fills. An InvalidArgumentError names the first
-// mismatch.
+// mismatch. Over symbolic dims, the inputs' sizes bind the symbols
+// (BindSymbols), written to `sizes` when given.
 absl::StatusOr<std::vector<Tensor>> GraphArguments(
     const TracedProgram& program, const Tree<Tensor>& inputs,
     const std::vector<std::pair<std::string, Tensor>>& params = {},
-    const std::vector<std::pair<std::string, Tensor>>& buffers = {});
+    const std::vector<std::pair<std::string, Tensor>>& buffers = {}, SymbolValues* sizes = nullptr);
 
 }  // namespace tc
 

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "base/status_macros.h"
 
@@ -77,30 +78,35 @@ absl::StatusOr<Graph> Specialized(const Graph& graph, const SymbolValues& values
   return out;
 }
 
-bool HasSymbolicAttrs(const Attrs& attrs) {
-  for (const auto& [name, value] : attrs.entries()) {
-    if (const auto* i = std::get_if<int64_t>(&value); i != nullptr && IsSymbolic(*i)) return true;
-    if (const auto* v = std::get_if<std::vector<int64_t>>(&value); v && HasSymbolic(*v)) {
-      return true;
+void AddSymbols(int64_t dim, absl::btree_set<int64_t>& symbols) {
+  if (!IsSymbolic(dim)) return;
+  for (int64_t s : SymbolsOf(dim)) symbols.insert(s);
+}
+
+void AddSymbols(const Graph& graph, absl::btree_set<int64_t>& symbols) {
+  for (const Value* p : graph.placeholders()) {
+    for (int64_t d : p->type().shape) AddSymbols(d, symbols);
+  }
+  for (const Node* node : graph.nodes()) {
+    for (const auto& [name, value] : node->attrs().entries()) {
+      if (const auto* i = std::get_if<int64_t>(&value)) AddSymbols(*i, symbols);
+      if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) {
+        for (int64_t d : *v) AddSymbols(d, symbols);
+      }
+    }
+    if (node->body() != nullptr) AddSymbols(*node->body(), symbols);
+    for (const Value* r : node->results()) {
+      for (int64_t d : r->type().shape) AddSymbols(d, symbols);
     }
   }
-  return false;
 }
 
 }  // namespace
 
-bool HasSymbolicDims(const Graph& graph) {
-  for (const Value* p : graph.placeholders()) {
-    if (HasSymbolic(p->type().shape)) return true;
-  }
-  for (const Node* node : graph.nodes()) {
-    if (HasSymbolicAttrs(node->attrs())) return true;
-    if (node->body() != nullptr && HasSymbolicDims(*node->body())) return true;
-    for (const Value* r : node->results()) {
-      if (HasSymbolic(r->type().shape)) return true;
-    }
-  }
-  return false;
+std::vector<int64_t> GraphSymbols(const Graph& graph) {
+  absl::btree_set<int64_t> symbols;
+  AddSymbols(graph, symbols);
+  return {symbols.begin(), symbols.end()};
 }
 
 Pass SpecializeSymbols(SymbolValues values) {

@@ -11,6 +11,9 @@
 #ifndef TENSORCUT_GRAPH_PASSES_SPECIALIZE_SYMBOLS_H_
 #define TENSORCUT_GRAPH_PASSES_SPECIALIZE_SYMBOLS_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "graph/pass.h"
 #include "graph/symbolic.h"
 
@@ -20,8 +23,10 @@ namespace tc {
 // with shape inference's error when a value makes the graph invalid.
 Pass SpecializeSymbols(SymbolValues values);
 
-// Whether any value or attribute of `graph` (bodies included) is symbolic.
-bool HasSymbolicDims(const Graph& graph);
+// The symbols the dims of `graph`'s values and attributes mention (bodies
+// included), ascending; empty for a static graph.
+std::vector<int64_t> GraphSymbols(const Graph& graph);
+inline bool HasSymbolicDims(const Graph& graph) { return !GraphSymbols(graph).empty(); }
 
 }  // namespace tc
 

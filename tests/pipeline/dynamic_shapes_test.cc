@@ -1,0 +1,175 @@
+// Any batch size through one compiled step or function: a TrainStep and a
+// staged training function called with batches of 1, 7, 32 and 128 in turn
+// (the transformer with a new sequence length each time), checked in f64
+// against eager training at every size; the capture, autodiff and partition
+// done once for all sizes, each size planned once.
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
+#include "pipeline/compiler_pipeline.h"
+#include "pipeline/train_step.h"
+#include "runtime/ops.h"
+#include "tests/pipeline_util.h"
+
+namespace tc {
+namespace {
+
+// One size of a model's batch: the batch size, and for the transformer the
+// sequence length.
+struct Size {
+  int64_t batch, length;
+};
+constexpr Size kSizes[] = {{1, 16}, {7, 5}, {32, 8}, {128, 3}};
+
+nn::ModelSpec Model(const std::string& name) {
+  nn::ModelSpec spec = nn::MakeModel(name, 5).value();
+  spec.module->to(DType::kF64);
+  auto cast = [](const Tensor& t) { return IsFloating(t.dtype()) ? t.to(DType::kF64) : t; };
+  spec.inputs = spec.inputs.Map(cast);
+  spec.targets = spec.targets.Map(cast);
+  return spec;
+}
+
+// The example's leaves, resized: dim 0 to the batch, and a transformer's
+// dim 1 to the length; floats drawn from `gen`, labels in [0, 10).
+std::vector<Tensor> Resized(const TensorTree& tree, const std::string& name, Size size,
+                            Generator& gen) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : Flatten(tree).first) {
+    Shape shape = t.shape();
+    shape[0] = size.batch;
+    if (name == "transformer") shape[1] = size.length;
+    if (IsFloating(t.dtype())) {
+      out.push_back(randn(shape, t.dtype(), &gen));
+    } else {
+      std::vector<int64_t> labels(NumElements(shape));
+      for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7 + 3) % 10);
+      out.push_back(from_vector(labels, shape));
+    }
+  }
+  return out;
+}
+
+struct Batch {
+  std::vector<Tensor> inputs, targets;
+  TensorTree input_tree, target_tree;
+};
+
+Batch MakeBatch(const nn::ModelSpec& spec, Size size, Generator& gen) {
+  Batch b;
+  b.inputs = Resized(spec.inputs, spec.name, size, gen);
+  b.targets = Resized(spec.targets, spec.name, size, gen);
+  b.input_tree = *Unflatten(b.inputs, Flatten(spec.inputs).second);
+  b.target_tree = *Unflatten(b.targets, Flatten(spec.targets).second);
+  return b;
+}
+
+TEST_CASE("one TrainStep trains every batch size as eager does, compiled twice") {
+  for (const std::string name : {"mlp", "cnn", "transformer"}) {
+    INFO(name);
+    nn::ModelSpec compiled = Model(name), eager = Model(name);
+    nn::SGD sgd_c(compiled.module->named_parameters(), 0.05, 0.9);
+    nn::SGD sgd_e(eager.module->named_parameters(), 0.05, 0.9);
+    std::unique_ptr<TrainStep> step =
+        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets, sgd_c)
+            .value();
+    CHECK(step->compilations() == 1);
+    Generator gen(11);
+    for (Size size : kSizes) {
+      INFO("batch " << size.batch << ", length " << size.length);
+      const Batch b = MakeBatch(compiled, size, gen);
+      std::vector<Tensor> leaves = b.inputs;
+      leaves.insert(leaves.end(), b.targets.begin(), b.targets.end());
+      const double loss_c = step->Run(leaves).value();
+      sgd_e.zero_grad();
+      const Tensor loss_e = eager.loss((*eager.module)(b.input_tree), b.target_tree);
+      loss_e.backward();
+      sgd_e.step();
+      REQUIRE(loss_c == Approx(loss_e.item<double>()).epsilon(1e-10));
+      testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/false);
+    }
+    // The first batch of a new size made its dims symbols; every later size
+    // was a plan of the same compiled step.
+    CHECK(step->compilations() == 2);
+    const codegen::PlanCacheStats stats = step->forward().plan_cache();
+    CHECK(stats.misses + stats.hits == 4);
+    CHECK(stats.plans == 1 + stats.misses);  // the example's size, planned at compile time
+    CHECK(step->backward().plan_cache().misses == stats.misses);
+  }
+}
+
+TEST_CASE("dims marked dynamic at capture: one compilation, one partition, graphs as text") {
+  nn::ModelSpec compiled = Model("mlp"), eager = Model("mlp");
+  CompilerPipeline pipeline =
+      CompilerPipeline::Create(*compiled.module, compiled.inputs, {.dynamic_dims = {{"arg", {0}}}})
+          .value();
+  const std::string captured = ToString(pipeline.captured().graph);
+  CHECK(captured.find("%arg: f64[s") != std::string::npos);
+  CHECK(ToString(Parse(captured).value()) == captured);
+  REQUIRE(pipeline.generate_ir_for_training().ok());
+  int partitions = 0;
+  const partition::PartitionFn counting = [&](const Graph& joint, const JointLayout& layout) {
+    ++partitions;
+    return partition::DefaultPartition(joint, layout);
+  };
+  const partition::PartitionResult part =
+      pipeline.partition(counting, **pipeline.joint_graph()).value();
+  const Function fn = pipeline.compile_training(codegen::fusing(), part).value();
+  Generator gen(3);
+  for (Size size : kSizes) {
+    INFO("batch " << size.batch);
+    const Batch b = MakeBatch(compiled, size, gen);
+    for (nn::Module* m : {compiled.module.get(), eager.module.get()}) {
+      for (auto& [fqn, p] : m->named_parameters()) p.set_grad(Tensor());
+    }
+    sum(fn(b.input_tree).value().leaf()).backward();
+    sum((*eager.module)(b.input_tree).leaf()).backward();
+    testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/true);
+  }
+  CHECK(partitions == 1);
+}
+
+TEST_CASE("a batch that fits no symbol's size is an error naming the input and dim") {
+  nn::ModelSpec spec = Model("mlp");
+  nn::SGD sgd(spec.module->named_parameters(), 0.05);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                        {.dynamic_dims = {{"arg0", {0}}, {"arg1", {0}}}})
+          .value();
+  Generator gen(1);
+  Batch b = MakeBatch(spec, {7, 0}, gen);
+  const Tensor short_labels = b.targets[0].slice(0, 0, 6);
+  absl::StatusOr<double> loss = step->Run({b.inputs[0], short_labels});
+  REQUIRE_FALSE(loss.ok());
+  CHECK(std::string(loss.status().message()).find("dim 0 is 6, but s") != std::string::npos);
+  CHECK(step->compilations() == 1);
+
+  absl::StatusOr<std::unique_ptr<TrainStep>> bad = TrainStep::Create(
+      *spec.module, spec.loss, spec.inputs, spec.targets, sgd, {.dynamic_dims = {{"images", {0}}}});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()) ==
+        "dynamic dims of \"images\": no such input; the inputs are arg0, arg1");
+}
+
+TEST_CASE("without automatic dynamic, a batch of another size is an error") {
+  nn::ModelSpec spec = Model("mlp");
+  nn::SGD sgd(spec.module->named_parameters(), 0.05);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                        {.automatic_dynamic = false})
+          .value();
+  Generator gen(1);
+  const Batch b = MakeBatch(spec, {7, 0}, gen);
+  absl::StatusOr<double> loss = step->Run({b.inputs[0], b.targets[0]});
+  REQUIRE_FALSE(loss.ok());
+  CHECK(std::string(loss.status().message()).find("expected f64[128,784], got f64[7,784]") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace tc
