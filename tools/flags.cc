@@ -12,6 +12,9 @@ ABSL_FLAG(std::string, checkpoint, "",
 ABSL_FLAG(int, batch, 100,
           "images per training step on Fashion-MNIST (synthetic data keeps the model's example "
           "batch)");
+ABSL_FLAG(bool, drop_last, false,
+          "train: skip each epoch's last batch when it is smaller than --batch (by default it "
+          "trains, through the same compiled step)");
 ABSL_FLAG(double, lr, 2e-3, "learning rate");
 
 ABSL_FLAG(std::string, model, "mlp",

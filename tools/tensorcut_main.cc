@@ -7,6 +7,7 @@
 //   tensorcut --help            # the subcommands
 //   tensorcut partition --help  # one subcommand's flags (or: tensorcut help partition)
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -114,14 +116,27 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(tc::Usage());
   // --help is ours, so that it can describe one subcommand: Abseil's would
   // print every flag of the program and exit before the subcommand is known.
+  // A flag is spelled with dashes or underscores alike: --drop-last is
+  // Abseil's --drop_last.
   bool help = false;
-  std::vector<char*> kept;
+  std::vector<std::string> spelled;
   for (int i = 0; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
+    std::string arg = argv[i];
     const bool is_help = i > 0 && (arg == "--help" || arg == "-help" || arg == "-h");
     help = help || is_help;
-    if (!is_help) kept.push_back(argv[i]);
+    if (is_help) continue;
+    if (i > 0 && arg.size() > 2 && arg[0] == '-') {
+      const size_t name_start = arg.find_first_not_of('-');
+      const size_t name_end = std::min(arg.find('='), arg.size());
+      // A name, not a negative number given as a flag's value.
+      if (name_start < name_end && absl::ascii_isalpha(arg[name_start])) {
+        std::replace(arg.begin() + name_start, arg.begin() + name_end, '-', '_');
+      }
+    }
+    spelled.push_back(std::move(arg));
   }
+  std::vector<char*> kept;
+  for (std::string& arg : spelled) kept.push_back(arg.data());
   std::vector<char*> args = absl::ParseCommandLine(static_cast<int>(kept.size()), kept.data());
   if (args.size() >= 2 && absl::string_view(args[1]) == "help") {
     help = true;

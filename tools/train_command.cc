@@ -26,6 +26,7 @@ absl::Status Run() {
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
   options.data_dir = absl::GetFlag(FLAGS_data);
   options.batch = absl::GetFlag(FLAGS_batch);
+  options.drop_last = absl::GetFlag(FLAGS_drop_last);
   options.epochs = absl::GetFlag(FLAGS_epochs);
   options.steps = absl::GetFlag(FLAGS_steps);
   options.optimizer = absl::GetFlag(FLAGS_optimizer);
@@ -43,10 +44,12 @@ absl::Status Run() {
   const partition::PartitionReport report =
       partition::MakeReport(t.joint().graph, t.joint().layout, t.partition());
   std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
-  std::printf("data: %s, %lld steps per epoch of %lld; %s lr %g\n",
+  const std::string last =
+      t.last_batch() == t.batch() ? "" : absl::StrCat(" (the last of ", t.last_batch(), ")");
+  std::printf("data: %s, %lld steps per epoch of %lld%s; %s lr %g\n",
               t.synthetic() ? "synthetic batches like the model's example inputs" : "Fashion-MNIST",
               static_cast<long long>(t.steps_per_epoch()), static_cast<long long>(t.batch()),
-              options.optimizer.c_str(), options.lr);
+              last.c_str(), options.optimizer.c_str(), options.lr);
   std::printf(
       "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
       "%zu values (%.2f MB) saved for backward\n",
@@ -61,8 +64,10 @@ absl::Status Run() {
   ProgressBar progress(t.step(), t.last_step(), t.batch(), every,
                        t.synthetic() ? "examples/s" : "img/s");
   const Clock::time_point start = Clock::now();
+  int64_t examples = 0;
   while (t.step() < t.last_step()) {
     TC_ASSIGN_OR_RETURN(StepStats stats, t.Step());
+    examples += stats.examples;
     progress.Update(t.step(), stats.loss, stats.accuracy);
     if (t.step() % t.steps_per_epoch() == 0 || t.step() == t.last_step()) {
       TC_RETURN_IF_ERROR(t.Save(checkpoint));
@@ -75,7 +80,7 @@ absl::Status Run() {
   }
   const double seconds = Seconds(start);
   std::printf("trained %lld steps in %.1fs (%.0f %s)\n", static_cast<long long>(steps), seconds,
-              steps * t.batch() / seconds, t.synthetic() ? "examples/s" : "img/s");
+              examples / seconds, t.synthetic() ? "examples/s" : "img/s");
   std::printf("checkpoint: %s (step %lld, epoch %.2f)\n", checkpoint.c_str(),
               static_cast<long long>(t.step()), Epochs(t));
   return absl::OkStatus();

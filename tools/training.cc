@@ -24,6 +24,9 @@ class TrainingData {
   virtual ~TrainingData() = default;
   virtual absl::string_view name() const = 0;  // saved in checkpoints
   virtual int64_t steps_per_epoch() const = 0;
+  // The size of each epoch's last batch, when smaller than the others; 0
+  // when every batch is full.
+  virtual int64_t partial_batch() const { return 0; }
   // The inputs and targets of step `step`, 0 being the first of training.
   virtual void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) = 0;
 };
@@ -31,24 +34,39 @@ class TrainingData {
 namespace {
 
 // Fashion-MNIST images flattened to the model's input shape, shuffled per
-// epoch by the counter RNG from (seed, epoch).
+// epoch by the counter RNG from (seed, epoch). Each epoch ends with the
+// images that fill no whole batch, as a smaller batch, unless `drop_last`.
 class FashionData : public TrainingData {
  public:
-  FashionData(nn::Dataset data, Shape input_shape, uint64_t seed)
+  FashionData(nn::Dataset data, Shape input_shape, uint64_t seed, bool drop_last)
       : data_(std::move(data)),
         x_(tc::empty(input_shape)),
         y_(tc::empty({input_shape[0]}, DType::kI64)),
-        seed_(seed) {}
+        seed_(seed) {
+    const int64_t images = data_.labels.numel(), batch = input_shape[0];
+    full_batches_ = images / batch;
+    if (!drop_last && images % batch != 0) {
+      input_shape[0] = images % batch;
+      x_partial_ = tc::empty(input_shape);
+      y_partial_ = tc::empty({input_shape[0]}, DType::kI64);
+    }
+  }
 
   absl::string_view name() const override { return "fashion-mnist"; }
-  int64_t steps_per_epoch() const override { return data_.labels.numel() / x_.size(0); }
+  int64_t steps_per_epoch() const override {
+    return full_batches_ + (x_partial_.defined() ? 1 : 0);
+  }
+  int64_t partial_batch() const override { return x_partial_.defined() ? x_partial_.size(0) : 0; }
 
   void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
-    const int64_t epoch = step / steps_per_epoch();
+    const int64_t epoch = step / steps_per_epoch(), index = step % steps_per_epoch();
     if (epoch != order_epoch_) Shuffle(epoch);
-    Gather(data_, order_, (step % steps_per_epoch()) * x_.size(0), x_, y_);
-    inputs = TensorTree::MakeLeaf(x_);
-    targets = TensorTree::MakeLeaf(y_);
+    const bool partial = index == full_batches_;
+    const Tensor& x = partial ? x_partial_ : x_;
+    const Tensor& y = partial ? y_partial_ : y_;
+    Gather(data_, order_, index * x_.size(0), x, y);
+    inputs = TensorTree::MakeLeaf(x);
+    targets = TensorTree::MakeLeaf(y);
   }
 
  private:
@@ -58,7 +76,9 @@ class FashionData : public TrainingData {
   }
 
   nn::Dataset data_;
-  Tensor x_, y_;  // refilled each step: the previous step's backward has run
+  Tensor x_, y_;                  // refilled each step: the previous step's backward has run
+  Tensor x_partial_, y_partial_;  // the last batch, when partial
+  int64_t full_batches_ = 0;
   uint64_t seed_;
   std::vector<int64_t> order_;
   int64_t order_epoch_ = -1;
@@ -148,8 +168,9 @@ absl::Status CheckMetadata(const nn::Metadata& metadata, const char* key,
 }  // namespace
 
 absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorTree& inputs,
-                                               const DecompositionTable* decompositions) {
-  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(module, inputs);
+                                               const DecompositionTable* decompositions,
+                                               const CaptureOptions& capture) {
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(module, inputs, capture);
   if (!pipeline.ok()) return pipeline.status();
   IrOptions options;
   options.decompositions = decompositions;
@@ -246,7 +267,7 @@ absl::Status Trainer::MakeData() {
   }
   Shape shape = spec_.inputs.leaf().shape();
   shape[0] = options_.batch;
-  data_ = std::make_unique<FashionData>(std::move(data), shape, options_.seed);
+  data_ = std::make_unique<FashionData>(std::move(data), shape, options_.seed, options_.drop_last);
   batch_ = options_.batch;
   return absl::OkStatus();
 }
@@ -255,8 +276,12 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   const Clock::time_point start = Clock::now();
   TensorTree inputs, targets;
   data_->Batch(0, inputs, targets);
+  // Batches of two sizes: one compiled step for any batch size, planned
+  // for each size on its first call.
+  CaptureOptions capture;
+  if (data_->partial_batch() > 0) capture.dynamic_dims = {{"arg", {0}}};
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
-                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr));
+                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr, capture));
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
   TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->compile_training(codegen::fusing(), partition_));
@@ -290,7 +315,10 @@ absl::StatusOr<StepStats> Trainer::Step() {
     loss.backward();
     optimizer_->step();
     ++step_;
-    StepStats stats{loss.to(DType::kF64).item<double>(), NAN};
+    StepStats stats{loss.to(DType::kF64).item<double>(), NAN, 0};
+    inputs.ForEachLeaf([&](const Tensor& x) {
+      if (stats.examples == 0 && !x.shape().empty()) stats.examples = x.size(0);
+    });
     if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
       stats.accuracy = Accuracy(out.leaf().detach(), targets.leaf());
     }
@@ -317,6 +345,10 @@ absl::Status Trainer::Save(const std::string& path) const {
 }
 
 int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
+
+int64_t Trainer::last_batch() const {
+  return data_->partial_batch() > 0 ? data_->partial_batch() : batch_;
+}
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
 

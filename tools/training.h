@@ -47,9 +47,11 @@ namespace tc {
 // default decompositions: where every partition strategy starts, and what
 // the partition reports describe. Training passes nullptr: the kernels of
 // linear, softmax and the normalisations run faster than their decompositions.
+// `capture` may make dims symbolic (training with a partial last batch).
 absl::StatusOr<CompilerPipeline> JointPipeline(
     nn::Module& module, const TensorTree& inputs,
-    const DecompositionTable* decompositions = &DefaultDecompositions());
+    const DecompositionTable* decompositions = &DefaultDecompositions(),
+    const CaptureOptions& capture = {});
 
 // "sgd" (plain SGD), "adam" or "adamw" over `params`; InvalidArgument
 // naming the known ones otherwise.
@@ -64,7 +66,8 @@ struct TrainOptions {
   std::string model = "mlp";
   uint64_t seed = 0;  // parameters, synthetic data, data order
   std::string data_dir = nn::kFashionMnistDir;
-  int64_t batch = 100;  // Fashion-MNIST only; synthetic data keeps the example batch
+  int64_t batch = 100;     // Fashion-MNIST only; synthetic data keeps the example batch
+  bool drop_last = false;  // skip each epoch's last batch when it is smaller
   int64_t epochs = 1;
   int64_t steps = 0;  // the step to stop at, from the start of training; 0: after `epochs`
   std::string optimizer = "adam";
@@ -76,7 +79,8 @@ struct TrainOptions {
 
 struct StepStats {
   double loss = 0;
-  double accuracy = 0;  // NaN unless the model classifies (i64 class-label targets)
+  double accuracy = 0;   // NaN unless the model classifies (i64 class-label targets)
+  int64_t examples = 0;  // in the step's batch
 };
 
 class Trainer {
@@ -101,6 +105,8 @@ class Trainer {
   int64_t last_step() const { return last_step_; }
   int64_t steps_per_epoch() const;
   int64_t batch() const { return batch_; }
+  // The size of each epoch's last batch: batch() unless it is partial.
+  int64_t last_batch() const;
   bool synthetic() const;
   double compile_seconds() const { return compile_seconds_; }
   const nn::ModelSpec& spec() const { return spec_; }

@@ -117,6 +117,28 @@ TEST_CASE("resuming mlp on Fashion-MNIST mid-epoch is bit for bit exact") {
   RequireResumeIsExact(options, /*n=*/4, /*m=*/4);
 }
 
+TEST_CASE("an epoch ends with its partial batch unless drop_last; resuming across it is exact") {
+  TrainOptions options;
+  options.model = "mlp";
+  options.batch = 128;
+  std::unique_ptr<Trainer> t = Make(options);
+  CHECK(t->steps_per_epoch() == 469);  // 468 batches of 128, then one of 96
+  CHECK(t->last_batch() == 96);
+  options.drop_last = true;
+  t = Make(options);
+  CHECK(t->steps_per_epoch() == 468);
+  CHECK(t->last_batch() == 128);
+
+  // 60,000 images in batches of 9,000: six, then one of 6,000, which the
+  // compiled step trains as any other size; resumed across it, exactly.
+  options.drop_last = false;
+  options.batch = 9000;
+  t = Make(options);
+  REQUIRE(t->steps_per_epoch() == 7);
+  REQUIRE(t->last_batch() == 6000);
+  RequireResumeIsExact(options, /*n=*/6, /*m=*/2);
+}
+
 TEST_CASE("resuming mlp_dropout on Fashion-MNIST mid-epoch is bit for bit exact") {
   // The checkpoint holds the generator's state: the resumed run draws the
   // masks the uninterrupted one drew.
