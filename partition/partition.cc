@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/passes/specialize_symbols.h"
 
 namespace tc::partition {
 namespace {
@@ -32,6 +33,40 @@ NodeSet Ancestors(absl::Span<Value* const> roots, const ValueSet& stop, ValueSet
     for (const Value* in : v->producer()->inputs()) stack.push_back(in);
   }
   return nodes;
+}
+
+bool HasWholeDim(const Value* v, int64_t symbol) {
+  for (int64_t d : v->type().shape) {
+    if (SymbolIndex(d) == symbol) return true;
+  }
+  return false;
+}
+
+// For each symbol the backward needs that none of its placeholders has as a
+// whole dim: a primal (else a forward value) of `joint` that has it, to save.
+std::vector<Value*> SizeCarriers(const Graph& joint, absl::Span<Value* const> primals,
+                                 const ValueSet& from_tangent, const PartitionResult& part) {
+  std::vector<Value*> carriers;
+  for (int64_t symbol : part.symbols_for_bw) {
+    const std::vector<Value*>& taken = part.backward.placeholders();
+    if (std::any_of(taken.begin(), taken.end(),
+                    [&](const Value* v) { return HasWholeDim(v, symbol); })) {
+      continue;
+    }
+    Value* carrier = nullptr;
+    for (Value* p : primals) {
+      if (carrier == nullptr && HasWholeDim(p, symbol)) carrier = p;
+    }
+    for (const Node* node : joint.nodes()) {
+      for (Value* r : node->results()) {
+        if (carrier == nullptr && !from_tangent.contains(r) && HasWholeDim(r, symbol)) {
+          carrier = r;
+        }
+      }
+    }
+    if (carrier != nullptr) carriers.push_back(carrier);
+  }
+  return carriers;
 }
 
 }  // namespace
@@ -132,6 +167,12 @@ absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const Join
   std::vector<Value*> bw_inputs(saved_values.begin(), saved_values.end());
   bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
   TC_ASSIGN_OR_RETURN(result.backward, ExtractSubgraph(joint, bw_inputs, gradients));
+  result.symbols_for_bw = GraphSymbols(result.backward);
+  if (std::vector<Value*> carriers = SizeCarriers(joint, primals, from_tangent, result);
+      !carriers.empty()) {
+    carriers.insert(carriers.begin(), saved_values.begin(), saved_values.end());
+    return AssemblePartition(joint, layout, carriers);
+  }
   return result;
 }
 

@@ -41,6 +41,12 @@ struct PartitionResult {
   Graph backward;
   std::vector<SavedValue> saved;
   int num_fw_outs_saved_for_bw = 0;
+  // The symbols (graph/symbolic.h) the backward's dims mention, ascending.
+  // It reads their sizes from the dims of what it takes; where the seed
+  // hands such sizes over as values (num_symints_saved_for_bw), a size no
+  // saved value carries travels here in one more saved value that has it
+  // as a dim (a user input, a view of no cost).
+  std::vector<int64_t> symbols_for_bw;
   // Primal indices whose gradient does not depend on any tangent (no gradient
   // reaches them): the runtime need not connect them to autograd.
   std::vector<int> indices_of_inputs_to_detach;
@@ -72,8 +78,10 @@ JointParts SplitJoint(const Graph& joint, const JointLayout& layout);
 // from the forward to the backward: forward = ExtractSubgraph(primals ->
 // forward outputs + saved), backward = ExtractSubgraph(saved + tangents ->
 // gradients), which recomputes every other value the gradients need from the
-// saved ones. Every partitioner chooses the saved values and ends here. An
-// InvalidArgumentError when the saved values do not suffice.
+// saved ones, and saves one more value for each symbol the backward needs
+// but would not see (PartitionResult::symbols_for_bw). Every partitioner
+// chooses the saved values and ends here. An InvalidArgumentError when the
+// saved values do not suffice.
 absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const JointLayout& layout,
                                                   absl::Span<Value* const> saved_values);
 

@@ -100,12 +100,19 @@ std::string JsonString(absl::string_view s) {
   return out + "\"";
 }
 
+// A dim in JSON: a number, or a symbolic one as its text ("s0").
+void JsonDim(std::string* out, int64_t dim) {
+  absl::StrAppend(out, IsSymbolic(dim) ? JsonString(DimToString(dim)) : absl::StrCat(dim));
+}
+
 }  // namespace
 
 PartitionReport MakeReport(const Graph& joint, const JointLayout& /*layout*/,
                            const PartitionResult& part) {
   PartitionReport report;
+  int64_t formula = 0;
   for (const SavedValue& s : part.saved) {
+    formula = DimAdd(formula, DimMul(NumElements(s.type.shape), ItemSize(s.type.dtype)));
     const Value* v = joint.FindValue(s.name);
     SavedValueReport saved;
     saved.name = s.name;
@@ -118,6 +125,7 @@ PartitionReport MakeReport(const Graph& joint, const JointLayout& /*layout*/,
     if (saved.is_activation) report.saved_activation_bytes += s.bytes;
     report.saved.push_back(std::move(saved));
   }
+  report.saved_bytes_formula = DimToString(formula);
   const RecomputeStats recomputed = Recomputed(part);
   report.recomputed_nodes = recomputed.nodes;
   report.recompute_flops = recomputed.flops;
@@ -143,9 +151,13 @@ std::string ReportText(const PartitionReport& report) {
                           ShapeToString(s.type.shape), DTypeName(s.type.dtype),
                           WithPrefix(s.bytes, "B"), s.is_activation ? "yes" : "no");
   }
-  absl::StrAppendFormat(&out, "saved: %d values, %s (activations %s)\n", report.saved.size(),
+  absl::StrAppendFormat(&out, "saved: %d values, %s (activations %s)", report.saved.size(),
                         WithPrefix(report.saved_bytes, "B"),
                         WithPrefix(report.saved_activation_bytes, "B"));
+  if (report.saved_bytes_formula != absl::StrCat(report.saved_bytes)) {
+    absl::StrAppendFormat(&out, "; %s bytes, at the example size", report.saved_bytes_formula);
+  }
+  out += "\n";
   absl::StrAppendFormat(&out, "recomputed in the backward: %d nodes, %s\n", report.recomputed_nodes,
                         WithPrefix(report.recompute_flops, "FLOP"));
   absl::StrAppendFormat(&out, "forward %d nodes, backward %d nodes, backward peak %s\n",
@@ -156,12 +168,14 @@ std::string ReportText(const PartitionReport& report) {
 std::string ReportJson(const PartitionReport& report) {
   std::vector<std::string> saved;
   for (const SavedValueReport& s : report.saved) {
-    saved.push_back(absl::StrCat(
-        "{\"name\":", JsonString(s.name), ",\"op\":", JsonString(s.op), ",\"shape\":[",
-        absl::StrJoin(s.type.shape, ","), "],\"dtype\":", JsonString(DTypeName(s.type.dtype)),
-        ",\"bytes\":", s.bytes, ",\"activation\":", s.is_activation ? "true" : "false", "}"));
+    saved.push_back(absl::StrCat("{\"name\":", JsonString(s.name), ",\"op\":", JsonString(s.op),
+                                 ",\"shape\":[", absl::StrJoin(s.type.shape, ",", JsonDim),
+                                 "],\"dtype\":", JsonString(DTypeName(s.type.dtype)),
+                                 ",\"bytes\":", s.bytes,
+                                 ",\"activation\":", s.is_activation ? "true" : "false", "}"));
   }
   return absl::StrCat("{\"saved_bytes\":", report.saved_bytes,
+                      ",\"saved_bytes_formula\":", JsonString(report.saved_bytes_formula),
                       ",\"saved_activation_bytes\":", report.saved_activation_bytes,
                       ",\"saved_values\":[", absl::StrJoin(saved, ","),
                       "],\"recomputed_nodes\":", report.recomputed_nodes,

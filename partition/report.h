@@ -30,7 +30,11 @@ struct SavedValueReport {
 
 struct PartitionReport {
   std::vector<SavedValueReport> saved;
+  // Byte figures are at the example size (the symbols' hints) of a symbolic
+  // graph; saved_bytes_formula gives the saved bytes in the symbols
+  // ("1585152*s0"), the number itself for a static graph.
   int64_t saved_bytes = 0;
+  std::string saved_bytes_formula;
   int64_t saved_activation_bytes = 0;
   int recomputed_nodes = 0;    // forward nodes the backward graph runs again
   double recompute_flops = 0;  // their FLOPs, by the op table's cost model

@@ -151,7 +151,8 @@ TEST_CASE("report of a partition that recomputes a view and a relu") {
         "recomputed in the backward: 2 nodes, 32 FLOP\n"
         "forward 4 nodes, backward 13 nodes, backward peak 1.31 kB\n");
   CHECK(partition::ReportJson(r) ==
-        "{\"saved_bytes\":544,\"saved_activation_bytes\":128,\"saved_values\":["
+        "{\"saved_bytes\":544,\"saved_bytes_formula\":\"544\",\"saved_activation_bytes\":128,"
+        "\"saved_values\":["
         "{\"name\":\"x\",\"op\":\"input\",\"shape\":[4,8],\"dtype\":\"f32\",\"bytes\":128,"
         "\"activation\":false},"
         "{\"name\":\"a\",\"op\":\"input\",\"shape\":[8,8],\"dtype\":\"f32\",\"bytes\":256,"
@@ -181,7 +182,8 @@ TEST_CASE("ReportJson escapes quotes, backslashes and control characters") {
   r.saved.push_back({"a\"b\\c\nd\x01", "input", {DType::kBool, {}}, 1, false});
   r.recompute_flops = 1.5;
   CHECK(partition::ReportJson(r) ==
-        "{\"saved_bytes\":0,\"saved_activation_bytes\":0,\"saved_values\":["
+        "{\"saved_bytes\":0,\"saved_bytes_formula\":\"\",\"saved_activation_bytes\":0,\"saved_"
+        "values\":["
         "{\"name\":\"a\\\"b\\\\c\\nd\\u0001\",\"op\":\"input\",\"shape\":[],\"dtype\":\"bool\","
         "\"bytes\":1,\"activation\":false}],"
         "\"recomputed_nodes\":0,\"recompute_flops\":1.5,\"fw_nodes\":0,\"bw_nodes\":0,"
