@@ -1,6 +1,7 @@
 #include "pipeline/compiler_pipeline.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
 #include "graph/pass.h"
@@ -196,9 +197,16 @@ absl::StatusOr<Function> CompilerPipeline::make_inference_function(
   return MakeInferenceFunction(model_, forward);
 }
 
-absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
-                                 const CompileOptions& options) {
-  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, CompilerPipeline::Create(model, example_inputs));
+namespace {
+
+// A compiled function and the placeholders of its user inputs.
+struct Compiled {
+  Function fn;
+  std::vector<std::string> names;
+  std::vector<TensorType> types;
+};
+
+absl::StatusOr<Function> CompileStages(CompilerPipeline& pipeline, const CompileOptions& options) {
   const IrOptions ir{options.decompositions};
   if (!options.training) {
     TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));
@@ -211,6 +219,78 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
                       pipeline.partition(options.partition_fn, **pipeline.joint_graph()));
   return pipeline.compile_training(options.compiler, part);
+}
+
+absl::StatusOr<Compiled> CompileFor(nn::Module& model, const TensorTree& example_inputs,
+                                    const CompileOptions& options, const DynamicDims& dynamic) {
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(
+                          model, example_inputs,
+                          {.dynamic_dims = dynamic, .plan_cache_size = options.plan_cache_size}));
+  Compiled compiled;
+  const TracedProgram& captured = pipeline.captured();
+  for (size_t i = 0; i < captured.inputs.size(); ++i) {
+    if (captured.inputs[i].kind != InputDescriptor::Kind::kUserInput) continue;
+    compiled.names.push_back(captured.graph.placeholders()[i]->name());
+    compiled.types.push_back(captured.graph.placeholders()[i]->type());
+  }
+  TC_ASSIGN_OR_RETURN(compiled.fn, CompileStages(pipeline, options));
+  if (options.stats != nullptr) ++options.stats->compilations;
+  return compiled;
+}
+
+}  // namespace
+
+std::optional<DynamicDims> WidenedDynamicDims(const DynamicDims& dynamic,
+                                              absl::Span<const std::string> names,
+                                              absl::Span<const TensorType> types,
+                                              absl::Span<const Tensor> leaves) {
+  DynamicDims dims = dynamic;
+  bool changed = false;
+  for (size_t i = 0; i < leaves.size() && i < types.size(); ++i) {
+    const TensorType& want = types[i];
+    const Tensor& t = leaves[i];
+    if (!t.defined() || t.dtype() != want.dtype || t.dim() != want.rank()) continue;
+    for (int64_t d = 0; d < want.rank(); ++d) {
+      if (IsSymbolic(want.shape[d]) || t.size(d) == want.shape[d]) continue;
+      dims[names[i]].push_back(d);
+      changed = true;
+    }
+  }
+  if (!changed) return std::nullopt;
+  return dims;
+}
+
+absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
+                                 const CompileOptions& options) {
+  TC_ASSIGN_OR_RETURN(Compiled first,
+                      CompileFor(model, example_inputs, options, options.dynamic_dims));
+  if (!options.automatic_dynamic) return std::move(first.fn);
+  // The function in use, replaced once by one over symbols; calls share it.
+  struct State {
+    absl::Mutex mu;
+    std::shared_ptr<const Compiled> compiled ABSL_GUARDED_BY(mu);
+    DynamicDims dims ABSL_GUARDED_BY(mu);
+  };
+  auto state = std::make_shared<State>();
+  state->compiled = std::make_shared<const Compiled>(std::move(first));
+  state->dims = options.dynamic_dims;
+  return [state, &model, example_inputs,
+          options](const TensorTree& inputs) -> absl::StatusOr<TensorTree> {
+    std::shared_ptr<const Compiled> compiled;
+    {
+      absl::MutexLock lock(&state->mu);
+      compiled = state->compiled;
+      const std::vector<Tensor> leaves = Flatten(inputs).first;
+      if (std::optional<DynamicDims> dims =
+              WidenedDynamicDims(state->dims, compiled->names, compiled->types, leaves)) {
+        TC_ASSIGN_OR_RETURN(Compiled widened, CompileFor(model, example_inputs, options, *dims));
+        state->compiled = compiled = std::make_shared<const Compiled>(std::move(widened));
+        state->dims = *std::move(dims);
+      }
+    }
+    return compiled->fn(inputs);
+  };
 }
 
 }  // namespace tc

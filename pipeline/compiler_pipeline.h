@@ -17,8 +17,11 @@
 #ifndef TENSORCUT_PIPELINE_COMPILER_PIPELINE_H_
 #define TENSORCUT_PIPELINE_COMPILER_PIPELINE_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "autodiff/joint_graph.h"
@@ -121,14 +124,36 @@ class CompilerPipeline {
 // kernels of linear, softmax and the normalisations beat the primitive ops
 // they decompose into: the transformer's step runs 3x slower decomposed), the
 // default partition, the fusing compiler.
+//
+// Sizes: dims named in dynamic_dims are symbols from the start; with
+// automatic_dynamic, a call whose sizes differ from the examples' captures
+// and compiles once more, with the dims that differed made symbols, and the
+// function then serves every size (as torch.compile's automatic dynamic).
+// `stats`, when given, counts those compilations.
+struct CompileStats {
+  std::atomic<int> compilations{0};
+};
 struct CompileOptions {
   bool training = true;
   const DecompositionTable* decompositions = nullptr;
   partition::PartitionFn partition_fn = partition::DefaultPartition;
   codegen::Compiler compiler = codegen::fusing();
+  DynamicDims dynamic_dims;
+  bool automatic_dynamic = true;
+  int plan_cache_size = 8;
+  std::shared_ptr<CompileStats> stats;
 };
 absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
                                  const CompileOptions& options = {});
+
+// `dynamic` plus the dims of `leaves` (a call's user inputs) whose sizes
+// differ from `types` (the compiled placeholders'), under their placeholder
+// `names`; nullopt when every size fits. A leaf of another dtype or rank
+// adds nothing: the call's own check reports it.
+std::optional<DynamicDims> WidenedDynamicDims(const DynamicDims& dynamic,
+                                              absl::Span<const std::string> names,
+                                              absl::Span<const TensorType> types,
+                                              absl::Span<const Tensor> leaves);
 
 }  // namespace tc
 

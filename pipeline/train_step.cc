@@ -135,24 +135,6 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   return absl::OkStatus();
 }
 
-std::optional<DynamicDims> TrainStep::NewDynamicDims(absl::Span<const Tensor> batch) const {
-  DynamicDims dims = dynamic_dims_;
-  bool changed = false;
-  for (size_t i = 0; i < batch.size() && i < batch_types_.size(); ++i) {
-    const TensorType& want = batch_types_[i];
-    if (!batch[i].defined() || batch[i].dtype() != want.dtype || batch[i].dim() != want.rank()) {
-      continue;  // not a size: the forward's own check reports it
-    }
-    for (int64_t d = 0; d < want.rank(); ++d) {
-      if (IsSymbolic(want.shape[d]) || batch[i].size(d) == want.shape[d]) continue;
-      dims[batch_names_[i]].push_back(d);
-      changed = true;
-    }
-  }
-  if (!changed) return std::nullopt;
-  return dims;
-}
-
 absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   if (batch.size() != batch_args_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("TrainStep: expected ", batch_args_.size(),
@@ -160,7 +142,8 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
                                                    batch.size()));
   }
   if (options_.automatic_dynamic) {
-    if (std::optional<DynamicDims> dims = NewDynamicDims(batch)) {
+    if (std::optional<DynamicDims> dims =
+            WidenedDynamicDims(dynamic_dims_, batch_names_, batch_types_, batch)) {
       if (absl::Status s = Compile(*dims); !s.ok()) {
         return absl::Status(s.code(),
                             absl::StrCat("TrainStep: the batch's sizes ", BatchTypes(batch),

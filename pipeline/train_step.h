@@ -83,9 +83,6 @@ class TrainStep {
   TrainStep() = default;
   // Captures, differentiates, partitions and compiles with `dynamic` dims.
   absl::Status Compile(const DynamicDims& dynamic);
-  // The step's dynamic dims plus the dims of `batch` whose sizes differ
-  // from the compiled ones; nullopt when every size fits.
-  std::optional<DynamicDims> NewDynamicDims(absl::Span<const Tensor> batch) const;
 
   TensorTree example_;  // (inputs, targets)
   TrainStepOptions options_;

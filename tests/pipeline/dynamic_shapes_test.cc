@@ -15,6 +15,7 @@
 #include "pipeline/train_step.h"
 #include "runtime/ops.h"
 #include "tests/pipeline_util.h"
+#include "tests/test_util.h"
 
 namespace tc {
 namespace {
@@ -132,6 +133,38 @@ TEST_CASE("dims marked dynamic at capture: one compilation, one partition, graph
     testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/true);
   }
   CHECK(partitions == 1);
+}
+
+TEST_CASE("tc::compile serves every size after one more compilation, training and inference") {
+  for (const bool training : {true, false}) {
+    for (const std::string name : {"cnn", "transformer"}) {
+      INFO(name << (training ? " training" : " inference"));
+      nn::ModelSpec compiled = Model(name), eager = Model(name);
+      auto stats = std::make_shared<CompileStats>();
+      const Function fn =
+          compile(*compiled.module, compiled.inputs, {.training = training, .stats = stats})
+              .value();
+      CHECK(stats->compilations == 1);
+      Generator gen(7);
+      for (Size size : kSizes) {
+        INFO("batch " << size.batch << ", length " << size.length);
+        const Batch b = MakeBatch(compiled, size, gen);
+        for (nn::Module* m : {compiled.module.get(), eager.module.get()}) {
+          for (auto& [fqn, p] : m->named_parameters()) p.set_grad(Tensor());
+        }
+        const Tensor out_c = fn(b.input_tree).value().leaf();
+        const Tensor out_e = (*eager.module)(b.input_tree).leaf();
+        REQUIRE(out_c.shape() == out_e.shape());
+        REQUIRE(testing::CompareTensors(out_c, out_e, 1e-10, 1e-10).empty());
+        if (training) {
+          sum(out_c * out_c).backward();
+          sum(out_e * out_e).backward();
+        }
+        testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/training);
+      }
+      CHECK(stats->compilations == 2);
+    }
+  }
 }
 
 TEST_CASE("a batch that fits no symbol's size is an error naming the input and dim") {
