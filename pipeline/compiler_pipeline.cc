@@ -284,8 +284,19 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
       const std::vector<Tensor> leaves = Flatten(inputs).first;
       if (std::optional<DynamicDims> dims =
               WidenedDynamicDims(state->dims, compiled->names, compiled->types, leaves)) {
-        TC_ASSIGN_OR_RETURN(Compiled widened, CompileFor(model, example_inputs, options, *dims));
-        state->compiled = compiled = std::make_shared<const Compiled>(std::move(widened));
+        absl::StatusOr<Compiled> widened = CompileFor(model, example_inputs, options, *dims);
+        if (!widened.ok()) {
+          // The call's own error says what did not fit; the widened
+          // compilation's, why no function serves both sizes.
+          absl::StatusOr<TensorTree> out = compiled->fn(inputs);
+          if (out.ok()) return out;
+          return absl::Status(out.status().code(),
+                              absl::StrCat(out.status().message(),
+                                           "; compiled for any size of the dims that differ, it "
+                                           "fails: ",
+                                           widened.status().message()));
+        }
+        state->compiled = compiled = std::make_shared<const Compiled>(*std::move(widened));
         state->dims = *std::move(dims);
       }
     }
