@@ -47,10 +47,11 @@ struct CompileOptions {
 // What an executable over symbolic dims (codegen/per_size.h) keeps: how many
 // per-size plans it holds, and how its calls found them.
 struct PlanCacheStats {
-  int64_t plans = 0;      // held now, at most the cache's capacity
-  int64_t hits = 0;       // calls of a size already planned
-  int64_t misses = 0;     // calls that planned their size
-  int64_t evictions = 0;  // plans dropped, least recently used first
+  int64_t plans = 0;        // held now, at most the cache's capacity
+  int64_t hits = 0;         // calls of a size already planned
+  int64_t misses = 0;       // calls that planned their size
+  int64_t evictions = 0;    // plans dropped, least recently used first
+  double plan_seconds = 0;  // spent specializing and compiling sizes, the first included
 };
 
 class Executable {

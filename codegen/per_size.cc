@@ -10,6 +10,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "graph/passes/specialize_symbols.h"
 
@@ -41,9 +42,11 @@ class PerSizeExecutable : public Executable::Impl {
       hints[s.symbol] = hint;
       key.push_back(hint);
     }
+    const absl::Time start = absl::Now();
     TC_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> first, exe->Plan(hints));
     exe->first_ = first;
     absl::MutexLock lock(&exe->mu_);
+    exe->stats_.plan_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     exe->Insert(key, std::move(first));
     return exe;
   }
@@ -152,7 +155,9 @@ class PerSizeExecutable : public Executable::Impl {
     // A new size: bound in full (the error names a dim that disagrees),
     // planned, kept. Calls wait for it: plans are made rarely.
     TC_ASSIGN_OR_RETURN(const SymbolValues values, BindSymbols(ToBind(args)));
+    const absl::Time start = absl::Now();
     TC_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> plan, Plan(values));
+    stats_.plan_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     ++stats_.misses;
     Insert(key, plan);
     return plan;
