@@ -14,6 +14,7 @@
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
 #include "runtime/ops.h"
+#include "runtime/random.h"
 #include "tests/pipeline_util.h"
 #include "tests/test_util.h"
 
@@ -101,6 +102,44 @@ TEST_CASE("one TrainStep trains every batch size as eager does, compiled twice")
     CHECK(stats.misses + stats.hits == 4);
     CHECK(stats.plans == 1 + stats.misses);  // the example's size, planned at compile time
     CHECK(step->backward().plan_cache().misses == stats.misses);
+  }
+}
+
+TEST_CASE("dropout over a symbolic batch draws as many numbers as eager, at every size") {
+  for (const std::string name : {"mlp_dropout", "transformer_dropout"}) {
+    INFO(name);
+    nn::ModelSpec compiled = Model(name), eager = Model(name);
+    nn::SGD sgd_c(compiled.module->named_parameters(), 0.05);
+    nn::SGD sgd_e(eager.module->named_parameters(), 0.05);
+    manual_seed(9);
+    std::unique_ptr<TrainStep> step =
+        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets,
+                          sgd_c)
+            .value();
+    Generator eager_gen = DefaultGenerator();
+    Generator data(5);
+    const std::string model = name == "mlp_dropout" ? "mlp" : "transformer";
+    for (Size size : kSizes) {
+      INFO("batch " << size.batch << ", length " << size.length);
+      nn::ModelSpec shaped = compiled;
+      shaped.name = model;  // Resized reads the sequence dim by model name
+      const Batch b = MakeBatch(shaped, size, data);
+      std::vector<Tensor> leaves = b.inputs;
+      leaves.insert(leaves.end(), b.targets.begin(), b.targets.end());
+      const double loss_c = step->Run(leaves).value();
+      const Generator compiled_gen = DefaultGenerator();
+      DefaultGenerator() = eager_gen;
+      sgd_e.zero_grad();
+      const Tensor loss_e = eager.loss((*eager.module)(b.input_tree), b.target_tree);
+      loss_e.backward();
+      sgd_e.step();
+      eager_gen = DefaultGenerator();
+      DefaultGenerator() = compiled_gen;
+      CHECK(compiled_gen.offset() == eager_gen.offset());
+      REQUIRE(loss_c == Approx(loss_e.item<double>()).epsilon(1e-10));
+      testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/false);
+    }
+    CHECK(step->compilations() == 2);
   }
 }
 
