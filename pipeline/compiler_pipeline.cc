@@ -245,19 +245,18 @@ std::optional<DynamicDims> WidenedDynamicDims(const DynamicDims& dynamic,
                                               absl::Span<const std::string> names,
                                               absl::Span<const TensorType> types,
                                               absl::Span<const Tensor> leaves) {
-  DynamicDims dims = dynamic;
-  bool changed = false;
+  // Called on every step: nothing is allocated unless a size differs.
+  std::optional<DynamicDims> dims;
   for (size_t i = 0; i < leaves.size() && i < types.size(); ++i) {
     const TensorType& want = types[i];
     const Tensor& t = leaves[i];
     if (!t.defined() || t.dtype() != want.dtype || t.dim() != want.rank()) continue;
     for (int64_t d = 0; d < want.rank(); ++d) {
       if (IsSymbolic(want.shape[d]) || t.size(d) == want.shape[d]) continue;
-      dims[names[i]].push_back(d);
-      changed = true;
+      if (!dims) dims = dynamic;
+      (*dims)[names[i]].push_back(d);
     }
   }
-  if (!changed) return std::nullopt;
   return dims;
 }
 

@@ -51,6 +51,18 @@ absl::Status Run() {
                       nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
                       CompilerPipeline::Create(*spec.module, spec.inputs));
+  if (absl::GetFlag(FLAGS_dynamic_batch)) {
+    // Captured again, dim 0 of each input (found by its placeholder) a symbol.
+    CaptureOptions dynamic;
+    const TracedProgram& captured = pipeline.captured();
+    for (size_t i = 0; i < captured.inputs.size(); ++i) {
+      const Value* p = captured.graph.placeholders()[i];
+      if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput && p->type().rank() > 0) {
+        dynamic.dynamic_dims[p->name()] = {0};
+      }
+    }
+    TC_ASSIGN_OR_RETURN(pipeline, CompilerPipeline::Create(*spec.module, spec.inputs, dynamic));
+  }
   const bool decompose = absl::GetFlag(FLAGS_decompose);
 
   std::string text;

@@ -47,13 +47,14 @@ constexpr Subcommand kSubcommands[] = {
      "runs threads"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
-     "model epochs steps batch lr optimizer partition budget checkpoint resume seed data threads"},
+     "model epochs steps batch drop_last lr optimizer partition budget checkpoint resume seed data "
+     "threads"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget json dot seed"},
     {"compare", "every partition strategy on one model in a table; --sweep: the budget curve",
      CompareCommand, "model steps budget sweep csv plot seed threads"},
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
-     GraphCommand, "model stage decompose strategy budget dot seed"},
+     GraphCommand, "model stage decompose dynamic_batch strategy budget dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
      BenchCommand, "model runs threads json seed"},
 };

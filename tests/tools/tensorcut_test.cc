@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
+#include "graph/parser.h"
 #include "graph/printer.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
@@ -92,12 +93,14 @@ TEST_CASE("--help lists the subcommands; SUB --help and help SUB list SUB's flag
   }
   const std::vector<std::pair<std::string, std::vector<std::string>>> flags = {
       {"train",
-       {"--model=mlp", "--epochs=1", "--steps=0", "--batch=100", "--lr=", "--optimizer=adam",
-        "--partition=min_cut", "--budget=", "--checkpoint=", "--resume=", "--threads=0"}},
+       {"--model=mlp", "--epochs=1", "--steps=0", "--batch=100", "--drop_last=false",
+        "--lr=", "--optimizer=adam", "--partition=min_cut",
+        "--budget=", "--checkpoint=", "--resume=", "--threads=0"}},
       {"partition",
        {"--model=mlp", "--strategy=min_cut", "--budget=0.5", "--json=false", "--dot="}},
       {"compare", {"--model=mlp", "--sweep=false", "--csv=", "--plot=", "--steps=0"}},
-      {"graph", {"--model=mlp", "--stage=joint", "--decompose=false", "--dot="}},
+      {"graph",
+       {"--model=mlp", "--stage=joint", "--decompose=false", "--dynamic_batch=false", "--dot="}},
   };
   for (const auto& [sub, names] : flags) {
     const Result r = Tensorcut(absl::StrCat(sub, " --help"));
@@ -253,6 +256,11 @@ TEST_CASE("graph prints each stage's IR as the library does") {
   for (const Node* n : part.backward.nodes()) {
     REQUIRE(Contains(text, absl::StrCat(OpName(n->op()), " %", n->result(0)->name())));
   }
+  // The batch a symbol: its text parses back to the same graph.
+  r = Tensorcut("graph --model mlp --stage backward --dynamic-batch");
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, "%arg: f32[s0,784]"));
+  REQUIRE(ToString(Parse(r.out).value()) == r.out);
 }
 
 TEST_CASE("bench --json prints one object with the step times and GFLOP/s") {
