@@ -16,6 +16,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "base/status_macros.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
 #include "pipeline/train_step.h"
@@ -56,6 +57,12 @@ std::vector<Tensor> Resized(const nn::ModelSpec& spec, int64_t rows, int64_t len
   return out;
 }
 
+int Failed(const std::string& model, const absl::Status& status) {
+  std::fprintf(stderr, "plan_bench: %s: %s\n", model.c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
 // Dim 0 of every batch leaf, and the transformer's sequence, symbolic.
 DynamicDims BatchDims(const nn::ModelSpec& spec) {
   DynamicDims dims;
@@ -84,11 +91,7 @@ int Run() {
           TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
                             {.dynamic_dims = BatchDims(spec)});
       compile.push_back(Ms(start));
-      if (!made.ok()) {
-        std::fprintf(stderr, "plan_bench: %s: %s\n", name.c_str(),
-                     std::string(made.status().message()).c_str());
-        return 1;
-      }
+      if (!made.ok()) return Failed(name, made.status());
       TrainStep& s = **made;
       // Milliseconds the two halves spent specializing and compiling sizes.
       auto plans_ms = [&] {
@@ -98,29 +101,32 @@ int Run() {
       compile_plans.push_back(plans_ms());
       // The first call of a size plans it (and makes its oneDNN primitives),
       // then runs a step: what it costs over a planned call is its planning.
-      auto planning = [&](const std::vector<Tensor>& batch) -> double {
+      // Returns the first call's time and the median of three planned ones.
+      auto planning =
+          [&](const std::vector<Tensor>& batch) -> absl::StatusOr<std::pair<double, double>> {
         Clock::time_point t = Clock::now();
-        if (!s.Run(batch).ok()) return -1;
+        TC_RETURN_IF_ERROR(s.Run(batch).status());
         const double first = Ms(t);
         std::vector<double> again;
         for (int i = 0; i < 3; ++i) {
           t = Clock::now();
-          if (!s.Run(batch).ok()) return -1;
+          TC_RETURN_IF_ERROR(s.Run(batch).status());
           again.push_back(Ms(t));
         }
-        step.push_back(Median(again));
-        return first - step.back();
+        return std::make_pair(first, Median(again));
       };
-      const double example = planning(
+      const absl::StatusOr<std::pair<double, double>> example = planning(
           Resized(spec, Flatten(spec.inputs).first[0].size(0), name == "transformer" ? 128 : 0));
+      if (!example.ok()) return Failed(name, example.status());
       // A size the step has not seen.
       const int64_t rows = name == "mlp" ? 96 : name == "cnn" ? 24 : 6;
       const double before = plans_ms();
-      const double other = planning(Resized(spec, rows, 100));
+      const absl::StatusOr<std::pair<double, double>> other = planning(Resized(spec, rows, 100));
+      if (!other.ok()) return Failed(name, other.status());
       new_plans.push_back(plans_ms() - before);
-      if (example < 0 || other < 0) return 1;
-      compile.back() += example;
-      plan.push_back(other);
+      compile.back() += example->first - example->second;
+      plan.push_back(other->first - other->second);
+      step.push_back(other->second);
     }
     const double c = Median(compile), p = Median(plan);
     std::printf("%-12s %13.1f %13.1f %13.1f %13.1f %11.1f %6.1fx\n", name.c_str(), c,
@@ -129,7 +135,8 @@ int Run() {
   std::printf(
       "compile: TrainStep::Create and its first call's extra time; new size: a first call's extra\n"
       "time over a planned call; its plans: of that, specializing and compiling (the rest is\n"
-      "oneDNN primitives and first-touch memory); ratio: compile over new size\n");
+      "oneDNN primitives and first-touch memory); step: a planned call of the new size; ratio:\n"
+      "compile over new size\n");
   return 0;
 }
 

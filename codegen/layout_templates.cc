@@ -14,7 +14,10 @@ LayoutTemplates::LayoutTemplates(const Graph& graph) {
   for (const Node* node : graph.nodes()) {
     for (const Value* r : node->results()) bytes = std::max(bytes, r->type().bytes());
   }
-  scratch_ = std::make_shared<Storage>(bytes);
+  // Not zeroed: views only compute strides and offsets over it, and the
+  // memset of a batch's largest activation cost compiles more than all
+  // their layout decisions.
+  scratch_ = std::make_shared<Storage>(bytes, /*zeroed=*/false);
 }
 
 Tensor LayoutTemplates::Dense(const Value* v, absl::Span<const int> order) const {

@@ -60,9 +60,7 @@ class PerSizeExecutable : public Executable::Impl {
     SizeKey key;
     for (const SymbolSource& s : sources_) {
       const Tensor& t = args[s.arg];
-      if (!t.defined() || t.dim() != static_cast<int64_t>(placeholders[s.arg]->type().rank())) {
-        return BindError(args);
-      }
+      if (!t.defined() || t.dim() != placeholders[s.arg]->type().rank()) return NoSize(args, s.arg);
       key.push_back(t.size(s.dim));
     }
     TC_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> plan, Find(key, args));
@@ -121,10 +119,12 @@ class PerSizeExecutable : public Executable::Impl {
     return shapes;
   }
 
-  absl::Status BindError(absl::Span<const Tensor> args) const {
-    absl::StatusOr<SymbolValues> values = BindSymbols(ToBind(args));
-    if (!values.ok()) return values.status();
-    return absl::InvalidArgumentError("arguments do not fit the graph's placeholders");
+  // Why argument `arg` gives no size: undefined, or of another rank.
+  absl::Status NoSize(absl::Span<const Tensor> args, int arg) const {
+    const Value* p = graph_.placeholders()[arg];
+    return absl::InvalidArgumentError(absl::StrCat(
+        "argument ", arg, " (%", p->name(), "): expected ", p->type().ToString(), ", got ",
+        args[arg].defined() ? args[arg].type().ToString() : "an undefined tensor"));
   }
 
   absl::StatusOr<std::shared_ptr<const Executable>> Plan(const SymbolValues& values) const {

@@ -136,7 +136,8 @@ Result Var(Graph& g, const Node& node, Inputs in) {
                       NormalizeDims(node.attrs().Ints("dims"), x->type().rank()));
   Emitter e(g);
   const int64_t n = ReducedCount(x->type().shape, dims);
-  // A symbolic count is at least its batch of one: taken as >= correction.
+  // A symbolic count is not clamped at 0 as a number is: a batch that makes
+  // it smaller than the correction divides by a negative count.
   const int64_t correction = node.attrs().Int("correction");
   const int64_t divisor =
       IsSymbolic(n) ? DimSub(n, correction) : std::max<int64_t>(n - correction, 0);

@@ -247,7 +247,11 @@ class Parser {
     const bool integral = word.find_first_not_of("-0123456789") == std::string::npos;
     int64_t i;
     double f;
-    if (integral && absl::SimpleAtoi(word, &i)) return AttrValue(i);
+    if (integral && absl::SimpleAtoi(word, &i)) {
+      // Numbers that low are symbolic dims' handles (graph/symbolic.h).
+      if (IsSymbolic(i)) return ErrorAt(start, "number '", word, "' out of range");
+      return AttrValue(i);
+    }
     // A symbolic size ("s0", "784*s0"); no float spells an 's' or a '*'.
     if (word.find_first_of("s*") != std::string::npos) {
       absl::StatusOr<int64_t> dim = ParseDim(word);

@@ -1,6 +1,8 @@
 #include "graph/symbolic.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 
@@ -55,7 +57,15 @@ class SymbolTable {
   Polynomial Lookup(int64_t dim) {
     if (!IsSymbolic(dim)) return dim == 0 ? Polynomial{} : Polynomial{{{}, dim}};
     absl::ReaderMutexLock lock(&mu_);
-    return polynomials_[kSymbolicBase - dim];
+    // Every handle comes from Intern: numbers that low are refused where
+    // they enter (the parser, DimAdd's saturation).
+    const uint64_t index = static_cast<uint64_t>(kSymbolicBase) - static_cast<uint64_t>(dim);
+    if (index >= polynomials_.size()) {
+      std::fprintf(stderr, "tensorcut internal error: dim %lld is no symbolic dim\n",
+                   static_cast<long long>(dim));
+      std::abort();
+    }
+    return polynomials_[index];
   }
 
  private:
@@ -77,13 +87,13 @@ int64_t Intern(const Polynomial& p) { return SymbolTable::Get().Intern(p); }
 
 void AddTerm(Polynomial& p, const Monomial& m, int64_t coefficient) {
   int64_t& c = p[m];
-  c += coefficient;
+  c = DimAdd(c, coefficient);
   if (c == 0) p.erase(m);
 }
 
 Polynomial Scaled(const Polynomial& p, int64_t k) {
   Polynomial out;
-  for (const auto& [m, c] : p) AddTerm(out, m, c * k);
+  for (const auto& [m, c] : p) AddTerm(out, m, DimMul(c, k));
   return out;
 }
 
@@ -137,7 +147,7 @@ class DimParser {
       sum = negate ? DimSub(sum, *product) : DimAdd(sum, *product);
       if (pos_ == text_.size()) return sum;
       if (text_[pos_] != '+' && text_[pos_] != '-') {
-        return Error(absl::StrCat("'", text_.substr(pos_, 1), "' at offset ", pos_));
+        return Error(absl::StrCat("unexpected '", text_.substr(pos_, 1), "' at offset ", pos_));
       }
       negate = text_[pos_++] == '-';
     }
@@ -156,11 +166,11 @@ class DimParser {
         return Error(absl::StrCat("expected ", symbol ? "a symbol number" : "a number or s<k>",
                                   " at offset ", start));
       }
-      // A lone number may be any int64 (the shape check then judges it); in
-      // an expression, numbers stay small enough that products are exact.
+      // A lone number may be any valid size or more (the shape check then
+      // judges it); symbol numbers and factors of expressions stay below
+      // kMaxFactor, and products saturate (DimMul).
       const bool alone = start == 0 && pos_ == text_.size();
-      if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), &n) ||
-          ((!alone || symbol) && n > kMaxFactor)) {
+      if (!absl::SimpleAtoi(text_.substr(start, pos_ - start), &n) || (!alone && n > kMaxFactor)) {
         return Error(absl::StrCat("number out of range at offset ", start));
       }
       product = DimMul(product, symbol ? SymbolDim(n) : n);
@@ -220,7 +230,7 @@ int64_t Mul(int64_t a, int64_t b) {
   if (!IsSymbolic(a)) return Intern(Scaled(Lookup(b), a));
   Polynomial p;
   for (const auto& [ma, ca] : Lookup(a)) {
-    for (const auto& [mb, cb] : Lookup(b)) AddTerm(p, Times(ma, mb), ca * cb);
+    for (const auto& [mb, cb] : Lookup(b)) AddTerm(p, Times(ma, mb), DimMul(ca, cb));
   }
   return Intern(p);
 }
@@ -257,7 +267,7 @@ std::optional<int64_t> DimMinimum(int64_t dim) {
   int64_t least = 0;
   for (const auto& [m, c] : Lookup(dim)) {
     if (!m.empty() && c < 0) return std::nullopt;
-    least += c;
+    least = DimAdd(least, c);
   }
   return least;
 }
@@ -267,8 +277,8 @@ int64_t DimHint(int64_t dim) {
   int64_t value = 0;
   for (const auto& [m, c] : Lookup(dim)) {
     int64_t term = c;
-    for (int64_t s : m) term *= SymbolTable::Get().Hint(s);
-    value += term;
+    for (int64_t s : m) term = DimMul(term, SymbolTable::Get().Hint(s));
+    value = DimAdd(value, term);
   }
   return value;
 }
@@ -284,9 +294,9 @@ absl::StatusOr<int64_t> EvaluateDim(int64_t dim, const SymbolValues& values) {
         return absl::InvalidArgumentError(
             absl::StrCat("no size for symbol s", s, " of dimension ", DimToString(dim)));
       }
-      term *= it->second;
+      term = DimMul(term, it->second);
     }
-    value += term;
+    value = DimAdd(value, term);
   }
   return value;
 }

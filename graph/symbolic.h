@@ -14,7 +14,7 @@
 //   int64_t n = DimMul(b, 784);               // 784*s0
 //   DimToString(n);                           // "784*s0"
 //   DimDivide(n, b);                          // 784
-//   EvaluateDim(n, {{SymbolIndex(b), 96}});   // 75264
+//   EvaluateDim(n, {{*SymbolIndex(b), 96}});  // 75264
 //
 // Each symbol carries a hint, the size it had when it was made: costs and
 // byte figures of a symbolic graph are evaluated there (DimHint). A symbol is
@@ -54,17 +54,35 @@ namespace symbolic_internal {
 int64_t Add(int64_t a, int64_t b);
 int64_t Sub(int64_t a, int64_t b);
 int64_t Mul(int64_t a, int64_t b);
+
+// Numbers out of any valid size's range saturate to kOutOfRange (or its
+// negation) instead of overflowing: never a handle, and always rejected by
+// CheckShapeSize, so a huge size from a file stays an error.
+inline constexpr int64_t kOutOfRange = int64_t{1} << 61;
+inline int64_t Saturated(bool overflow, int64_t v, bool negative) {
+  if (overflow) return negative ? -kOutOfRange : kOutOfRange;
+  return v < -kOutOfRange ? -kOutOfRange : v;
+}
 }  // namespace symbolic_internal
 
 // Inline for numbers, which kernels compute with on every call.
 inline int64_t DimAdd(int64_t a, int64_t b) {
-  return IsSymbolic(a) || IsSymbolic(b) ? symbolic_internal::Add(a, b) : a + b;
+  if (IsSymbolic(a) || IsSymbolic(b)) return symbolic_internal::Add(a, b);
+  int64_t v;
+  const bool overflow = __builtin_add_overflow(a, b, &v);
+  return symbolic_internal::Saturated(overflow, v, a < 0);
 }
 inline int64_t DimSub(int64_t a, int64_t b) {
-  return IsSymbolic(a) || IsSymbolic(b) ? symbolic_internal::Sub(a, b) : a - b;
+  if (IsSymbolic(a) || IsSymbolic(b)) return symbolic_internal::Sub(a, b);
+  int64_t v;
+  const bool overflow = __builtin_sub_overflow(a, b, &v);
+  return symbolic_internal::Saturated(overflow, v, a < 0);
 }
 inline int64_t DimMul(int64_t a, int64_t b) {
-  return IsSymbolic(a) || IsSymbolic(b) ? symbolic_internal::Mul(a, b) : a * b;
+  if (IsSymbolic(a) || IsSymbolic(b)) return symbolic_internal::Mul(a, b);
+  int64_t v;
+  const bool overflow = __builtin_mul_overflow(a, b, &v);
+  return symbolic_internal::Saturated(overflow, v, (a < 0) != (b < 0));
 }
 // a / b when b divides a exactly for every value of the symbols (784*s0 / s0
 // is 784; s0 / 2 is not provable), nullopt otherwise; b must not be 0.

@@ -57,9 +57,9 @@ Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const 
     }
   }
   if (causal_ && query.size(1) != key.size(1)) {
-    ThrowInvalid(
-        absl::StrCat("MultiheadAttention: a causal mask needs as many keys as queries, got ",
-                     query.size(1), " queries and ", key.size(1), " keys"));
+    ThrowInvalid(absl::StrCat(
+        "MultiheadAttention: a causal mask needs as many keys as queries, got ",
+        DimToString(query.size(1)), " queries and ", DimToString(key.size(1)), " keys"));
   }
   auto project = [&](const Tensor& x, int64_t part) {
     return linear(x, slice(in_proj_weight_, 0, part * e, (part + 1) * e),

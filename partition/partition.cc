@@ -64,7 +64,11 @@ std::vector<Value*> SizeCarriers(const Graph& joint, absl::Span<Value* const> pr
         }
       }
     }
-    if (carrier != nullptr) carriers.push_back(carrier);
+    // One value may carry several symbols ([s0,s1,256]): saved once.
+    if (carrier != nullptr &&
+        std::find(carriers.begin(), carriers.end(), carrier) == carriers.end()) {
+      carriers.push_back(carrier);
+    }
   }
   return carriers;
 }

@@ -42,10 +42,10 @@ struct PartitionResult {
   std::vector<SavedValue> saved;
   int num_fw_outs_saved_for_bw = 0;
   // The symbols (graph/symbolic.h) the backward's dims mention, ascending.
-  // It reads their sizes from the dims of what it takes; where the seed
-  // hands such sizes over as values (num_symints_saved_for_bw), a size no
-  // saved value carries travels here in one more saved value that has it
-  // as a dim (a user input, a view of no cost).
+  // It reads their sizes from the dims of what it takes (where PyTorch's
+  // partitioner hands such sizes over as values, num_symints_saved_for_bw):
+  // a size no saved value carries travels in one more saved value that has
+  // it as a dim (a user input: no bytes of its own).
   std::vector<int64_t> symbols_for_bw;
   // Primal indices whose gradient does not depend on any tangent (no gradient
   // reaches them): the runtime need not connect them to autograd.

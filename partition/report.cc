@@ -155,7 +155,8 @@ std::string ReportText(const PartitionReport& report) {
                         WithPrefix(report.saved_bytes, "B"),
                         WithPrefix(report.saved_activation_bytes, "B"));
   if (report.saved_bytes_formula != absl::StrCat(report.saved_bytes)) {
-    absl::StrAppendFormat(&out, "; %s bytes, at the example size", report.saved_bytes_formula);
+    absl::StrAppendFormat(&out, "; %s bytes in the symbols (figures at the example size)",
+                          report.saved_bytes_formula);
   }
   out += "\n";
   absl::StrAppendFormat(&out, "recomputed in the backward: %d nodes, %s\n", report.recomputed_nodes,

@@ -23,7 +23,7 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
   const bool symbolic_draw = IsSymbolic(model.program.random.numbers);
   TC_ASSIGN_OR_RETURN(run.primals, GraphArguments(model.program, inputs, model.parameters,
                                                   model.buffers, symbolic_draw ? &sizes : nullptr));
-  model.program.random.Draw(absl::MakeSpan(run.primals), sizes);
+  TC_RETURN_IF_ERROR(model.program.random.Draw(absl::MakeSpan(run.primals), sizes));
   NoGradGuard no_grad;
   TC_ASSIGN_OR_RETURN(run.outputs, forward(run.primals));
   for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {

@@ -265,42 +265,58 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
   TC_ASSIGN_OR_RETURN(Compiled first,
                       CompileFor(model, example_inputs, options, options.dynamic_dims));
   if (!options.automatic_dynamic) return std::move(first.fn);
-  // The function in use, replaced once by one over symbols; calls share it.
+  // The function in use, replaced by one over symbols when a call's sizes
+  // differ. Calls run under the reader lock, so several run at once; a
+  // recompilation takes the writer lock, as capture swaps the module's
+  // buffers for a moment. A widening that failed is not tried again.
   struct State {
     absl::Mutex mu;
     std::shared_ptr<const Compiled> compiled ABSL_GUARDED_BY(mu);
     DynamicDims dims ABSL_GUARDED_BY(mu);
+    std::optional<DynamicDims> failed_dims ABSL_GUARDED_BY(mu);
+    absl::Status failure ABSL_GUARDED_BY(mu);
   };
   auto state = std::make_shared<State>();
   state->compiled = std::make_shared<const Compiled>(std::move(first));
   state->dims = options.dynamic_dims;
   return [state, &model, example_inputs,
           options](const TensorTree& inputs) -> absl::StatusOr<TensorTree> {
-    std::shared_ptr<const Compiled> compiled;
-    {
-      absl::MutexLock lock(&state->mu);
-      compiled = state->compiled;
-      const std::vector<Tensor> leaves = Flatten(inputs).first;
-      if (std::optional<DynamicDims> dims =
-              WidenedDynamicDims(state->dims, compiled->names, compiled->types, leaves)) {
-        absl::StatusOr<Compiled> widened = CompileFor(model, example_inputs, options, *dims);
-        if (!widened.ok()) {
-          // The call's own error says what did not fit; the widened
-          // compilation's, why no function serves both sizes.
-          absl::StatusOr<TensorTree> out = compiled->fn(inputs);
-          if (out.ok()) return out;
-          return absl::Status(out.status().code(),
-                              absl::StrCat(out.status().message(),
-                                           "; compiled for any size of the dims that differ, it "
-                                           "fails: ",
-                                           widened.status().message()));
+    const std::vector<Tensor> leaves = Flatten(inputs).first;
+    while (true) {
+      {
+        absl::ReaderMutexLock lock(&state->mu);
+        const Compiled& compiled = *state->compiled;
+        const std::optional<DynamicDims> widened =
+            WidenedDynamicDims(state->dims, compiled.names, compiled.types, leaves);
+        if (!widened) return compiled.fn(inputs);
+        if (widened == state->failed_dims) {
+          return WithWideningFailure(compiled.fn(inputs), state->failure);
         }
-        state->compiled = compiled = std::make_shared<const Compiled>(*std::move(widened));
-        state->dims = *std::move(dims);
+      }
+      // Decided again under the writer lock: another call may have widened.
+      absl::MutexLock lock(&state->mu);
+      const Compiled& compiled = *state->compiled;
+      std::optional<DynamicDims> widened =
+          WidenedDynamicDims(state->dims, compiled.names, compiled.types, leaves);
+      if (!widened || widened == state->failed_dims) continue;
+      absl::StatusOr<Compiled> recompiled = CompileFor(model, example_inputs, options, *widened);
+      if (recompiled.ok()) {
+        state->compiled = std::make_shared<const Compiled>(*std::move(recompiled));
+        state->dims = *std::move(widened);
+      } else {
+        state->failed_dims = std::move(widened);
+        state->failure = recompiled.status();
       }
     }
-    return compiled->fn(inputs);
   };
+}
+
+absl::Status WithWideningFailure(absl::Status call, const absl::Status& failure) {
+  if (call.ok() || failure.ok()) return call;
+  return absl::Status(call.code(), absl::StrCat(call.message(),
+                                                "; compiled for any size of the dims that "
+                                                "differ, it fails: ",
+                                                failure.message()));
 }
 
 }  // namespace tc

@@ -128,8 +128,10 @@ class CompilerPipeline {
 // Sizes: dims named in dynamic_dims are symbols from the start; with
 // automatic_dynamic, a call whose sizes differ from the examples' captures
 // and compiles once more, with the dims that differed made symbols, and the
-// function then serves every size (as torch.compile's automatic dynamic).
-// `stats`, when given, counts those compilations.
+// function then serves every size of them (as torch.compile's automatic
+// dynamic). A widening that fails is not tried again: such calls return
+// their own error and why. `stats`, when given, counts every compilation,
+// the first included. Calls may come from several threads.
 struct CompileStats {
   std::atomic<int> compilations{0};
 };
@@ -150,6 +152,16 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
 // differ from `types` (the compiled placeholders'), under their placeholder
 // `names`; nullopt when every size fits. A leaf of another dtype or rank
 // adds nothing: the call's own check reports it.
+// The error of a call whose sizes no compilation over symbols could serve:
+// `call`'s own (what did not fit), then `failure`'s (why no function serves
+// both sizes). OK stays OK.
+absl::Status WithWideningFailure(absl::Status call, const absl::Status& failure);
+template <typename T>
+absl::StatusOr<T> WithWideningFailure(absl::StatusOr<T> call, const absl::Status& failure) {
+  if (call.ok()) return call;
+  return WithWideningFailure(call.status(), failure);
+}
+
 std::optional<DynamicDims> WidenedDynamicDims(const DynamicDims& dynamic,
                                               absl::Span<const std::string> names,
                                               absl::Span<const TensorType> types,

@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
@@ -30,18 +29,6 @@ class WithLoss : public nn::Module {
   std::shared_ptr<nn::Module> model_;
   nn::LossFn loss_;
 };
-
-std::string BatchTypes(absl::Span<const Tensor> batch) {
-  return absl::StrJoin(batch, ", ", [](std::string* out, const Tensor& t) {
-    absl::StrAppend(out, t.defined() ? t.type().ToString() : "undefined");
-  });
-}
-
-std::string BatchTypes(absl::Span<const TensorType> types) {
-  return absl::StrJoin(types, ", ", [](std::string* out, const TensorType& t) {
-    absl::StrAppend(out, t.ToString());
-  });
-}
 
 }  // namespace
 
@@ -141,16 +128,19 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
                                                    " batch tensors (inputs, then targets), got ",
                                                    batch.size()));
   }
+  // A widening that failed is not tried again: the forward's own error
+  // then says what did not fit, and the failure why.
+  absl::Status widening = absl::OkStatus();
   if (options_.automatic_dynamic) {
-    if (std::optional<DynamicDims> dims =
-            WidenedDynamicDims(dynamic_dims_, batch_names_, batch_types_, batch)) {
+    std::optional<DynamicDims> dims =
+        WidenedDynamicDims(dynamic_dims_, batch_names_, batch_types_, batch);
+    if (dims && dims != failed_dims_) {
       if (absl::Status s = Compile(*dims); !s.ok()) {
-        return absl::Status(s.code(),
-                            absl::StrCat("TrainStep: the batch's sizes ", BatchTypes(batch),
-                                         " differ from the step's ", BatchTypes(batch_types_),
-                                         ", and compiling for any size failed: ", s.message()));
+        failed_dims_ = dims;
+        failure_ = s;
       }
     }
+    if (dims && dims == failed_dims_) widening = failure_;
   }
   // A symbolic count of random numbers takes its value from the batch.
   SymbolValues sizes;
@@ -163,10 +153,13 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
     TC_ASSIGN_OR_RETURN(sizes, BindSymbols(shapes));
   }
   for (size_t i = 0; i < batch.size(); ++i) forward_args_[batch_args_[i]] = batch[i];
-  random_.Draw(absl::MakeSpan(forward_args_), sizes);
+  if (absl::Status s = random_.Draw(absl::MakeSpan(forward_args_), sizes); !s.ok()) {
+    for (int i : batch_args_) forward_args_[i] = Tensor();
+    return s;
+  }
   absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
-  if (!s.ok()) return s;
+  if (!s.ok()) return WithWideningFailure(s, widening);
   // Copied through strides: a compiler may return them in any layout.
   for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
     kernels::CopyStrided(forward_outputs_[1 + i], mutated_buffers_[i]);

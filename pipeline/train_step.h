@@ -1,5 +1,5 @@
-// TrainStep: a whole training step compiled once and run without the eager
-// tape: the model and its loss traced as one forward, the joint graph split
+// TrainStep: a whole training step compiled ahead of its runs and run
+// without the eager tape: the model and its loss traced as one forward, the joint graph split
 // by a partitioner, both halves compiled by the staged pipeline's fw_compile
 // and bw_compile (by default to planned programs, codegen/program.h), and the
 // optimizer (nn/optim.h) updating the parameters in place from the gradients
@@ -13,10 +13,12 @@
 //     double loss = step->Run({images, labels}).value();
 //   }
 //
-// A run takes the leaves of (inputs, targets) in tree order, shaped like the
-// examples, and returns the loss. After the first run, a step allocates no
-// tensor memory and creates no oneDNN primitive: every value lives in memory
-// the programs planned at compile time. Mutated buffers (BatchNorm's running
+// A run takes the leaves of (inputs, targets) in tree order, of the examples'
+// dtypes and ranks, and returns the loss. Sizes other than the examples'
+// compile the step once more over symbols (TrainStepOptions), and each size
+// is planned on its first run. After that, a run of a planned size
+// allocates no tensor memory and creates no oneDNN primitive: every value
+// lives in memory the programs planned. Mutated buffers (BatchNorm's running
 // statistics) are copied back into the module's buffers; each parameter's
 // .grad is left undefined after a run. Random ops (dropout) draw from the
 // default generator at every run, as many numbers as eager training would,
@@ -74,7 +76,7 @@ class TrainStep {
   const codegen::Executable& forward() const { return forward_; }
   const codegen::Executable& backward() const { return backward_; }
   // How many times the step was captured, differentiated, partitioned and
-  // compiled: 1, and 2 once a batch of a new size made dims symbolic.
+  // compiled: 1, one more each time a batch of new sizes made dims symbols.
   int compilations() const { return compilations_; }
   // The symbolic dims the step compiled with (empty: static).
   const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
@@ -87,6 +89,8 @@ class TrainStep {
   TensorTree example_;  // (inputs, targets)
   TrainStepOptions options_;
   DynamicDims dynamic_dims_;
+  std::optional<DynamicDims> failed_dims_;  // a widening that did not compile, and why
+  absl::Status failure_;
   int compilations_ = 0;
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic

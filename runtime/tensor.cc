@@ -85,6 +85,13 @@ Storage::~Storage() {
 namespace {
 
 Tensor NewContiguous(absl::Span<const int64_t> shape, DType dtype, bool zeroed) {
+  // A symbolic size (a traced batch) has no value to allocate: random
+  // tensors and other data made inside traced code need numbers.
+  if (HasSymbolic(shape)) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("a tensor of symbolic shape ", ShapeToString(shape),
+                     " has no data: traced code creates data of number sizes only")));
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->shape.assign(shape.begin(), shape.end());

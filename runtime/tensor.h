@@ -75,7 +75,7 @@ class Tensor {
   const std::vector<int64_t>& strides() const { return impl_->strides; }
   int64_t offset() const { return impl_->offset; }
   int64_t numel() const { return NumElements(impl_->shape); }
-  int64_t bytes() const { return numel() * ItemSize(dtype()); }
+  int64_t bytes() const { return DimMul(numel(), ItemSize(dtype())); }
   TensorType type() const { return {dtype(), shape()}; }
   bool is_contiguous() const;
   // Dense NHWC strides on a rank-4 [N, C, H, W] (graph/shape.h's IsChannelsLast).

@@ -217,13 +217,13 @@ std::optional<RandomState> Tracer::RandomStateFor(Generator& gen, int64_t n) {
   return state;
 }
 
-void RandomInputs::Draw(absl::Span<Tensor> args, const SymbolValues& sizes) const {
-  if (seed < 0) return;
-  // The sizes were bound from this call's inputs, so every symbol has one.
-  const int64_t n = EvaluateDim(numbers, sizes).value();
+absl::Status RandomInputs::Draw(absl::Span<Tensor> args, const SymbolValues& sizes) const {
+  if (seed < 0) return absl::OkStatus();
+  TC_ASSIGN_OR_RETURN(const int64_t n, EvaluateDim(numbers, sizes));
   Generator& gen = DefaultGenerator();
   *args[seed].data<int64_t>() = static_cast<int64_t>(gen.seed());
   *args[offset].data<int64_t>() = static_cast<int64_t>(gen.Advance(static_cast<uint64_t>(n)));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<Tensor>&)>& fn,

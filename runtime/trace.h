@@ -156,8 +156,8 @@ struct RandomInputs {
 
   // Writes the generator's seed and offset into the call's `args` (i64
   // scalars at the two indices) and advances it by `numbers`, its symbols
-  // taking `sizes`.
-  void Draw(absl::Span<Tensor> args, const SymbolValues& sizes = {}) const;
+  // taking `sizes`; an error names a symbol without one.
+  absl::Status Draw(absl::Span<Tensor> args, const SymbolValues& sizes = {}) const;
 };
 
 struct TracedProgram {

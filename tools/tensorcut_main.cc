@@ -121,12 +121,14 @@ int main(int argc, char** argv) {
   // Abseil's --drop_last.
   bool help = false;
   std::vector<std::string> spelled;
+  bool flags_end = false;  // after "--", arguments are not flags
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
+    flags_end = flags_end || arg == "--";
     const bool is_help = i > 0 && (arg == "--help" || arg == "-help" || arg == "-h");
     help = help || is_help;
     if (is_help) continue;
-    if (i > 0 && arg.size() > 2 && arg[0] == '-') {
+    if (i > 0 && !flags_end && arg.size() > 2 && arg[0] == '-') {
       const size_t name_start = arg.find_first_not_of('-');
       const size_t name_end = std::min(arg.find('='), arg.size());
       // A name, not a negative number given as a flag's value.

@@ -130,6 +130,7 @@ constexpr char kEpochKey[] = "tensorcut.epoch";
 constexpr char kSeedKey[] = "tensorcut.seed";
 constexpr char kBatchKey[] = "tensorcut.batch";
 constexpr char kDataKey[] = "tensorcut.data";
+constexpr char kDropLastKey[] = "tensorcut.drop_last";
 constexpr char kRngSeedKey[] = "tensorcut.rng_seed";  // the default generator's
 constexpr char kRngOffsetKey[] = "tensorcut.rng_offset";
 
@@ -219,6 +220,16 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   if (!options.resume.empty()) {
     const std::string batch = absl::StrCat(t->batch_);
     TC_RETURN_IF_ERROR(CheckMetadata(metadata, kBatchKey, batch, "--batch", options.resume));
+    // Whether epochs end with their partial batch decides where they end.
+    // Checkpoints from before partial batches were trained have no key:
+    // their epochs dropped it.
+    if (t->data_->partial_batch() > 0 || options.drop_last) {
+      nn::Metadata with_default = metadata;
+      with_default.try_emplace(kDropLastKey, "true");
+      TC_RETURN_IF_ERROR(CheckMetadata(with_default, kDropLastKey,
+                                       options.drop_last ? "true" : "false", "--drop-last",
+                                       options.resume));
+    }
   }
   TC_RETURN_IF_ERROR(t->Compile(partition_fn));
 
@@ -277,7 +288,8 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   TensorTree inputs, targets;
   data_->Batch(0, inputs, targets);
   // Batches of two sizes: one compiled step for any batch size, planned
-  // for each size on its first call.
+  // for each size on its first call. Fashion-MNIST's input is one tensor,
+  // the placeholder "arg".
   CaptureOptions capture;
   if (data_->partial_batch() > 0) capture.dynamic_dims = {{"arg", {0}}};
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
@@ -338,6 +350,7 @@ absl::Status Trainer::Save(const std::string& path) const {
       {kSeedKey, absl::StrCat(options_.seed)},
       {kBatchKey, absl::StrCat(batch_)},
       {kDataKey, std::string(data_->name())},
+      {kDropLastKey, options_.drop_last ? "true" : "false"},
       {kRngSeedKey, absl::StrCat(DefaultGenerator().seed())},
       {kRngOffsetKey, absl::StrCat(DefaultGenerator().offset())},
   };

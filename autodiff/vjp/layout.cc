@@ -44,11 +44,11 @@ TensorList Slice(const VjpContext& c) {
 TensorList Concat(const VjpContext& c) {
   const int64_t dim = ValueOrThrow(WrapDim(c.attrs.Int("dim"), G(c).dim()));
   TensorList grads;
-  int64_t start = 0;
+  int64_t start = 0;  // dims, symbolic when concatenated along a symbolic dim
   for (const Tensor& in : c.inputs) {
-    const int64_t len = in.size(dim);
-    grads.push_back(slice(G(c), dim, start, start + len));
-    start += len;
+    const int64_t end = DimAdd(start, in.size(dim));
+    grads.push_back(slice(G(c), dim, start, end));
+    start = end;
   }
   return grads;
 }
@@ -58,7 +58,7 @@ TensorList Pad(const VjpContext& c) {
   Tensor g = G(c);
   for (int64_t d = 0; d < g.dim(); ++d) {
     if (pads[2 * d] != 0 || pads[2 * d + 1] != 0) {
-      g = slice(g, d, pads[2 * d], pads[2 * d] + c.inputs[0].size(d));
+      g = slice(g, d, pads[2 * d], DimAdd(pads[2 * d], c.inputs[0].size(d)));
     }
   }
   return {g};

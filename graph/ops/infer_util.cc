@@ -30,8 +30,12 @@ absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view wh
 absl::Status RequireStatic(const TensorType& t, int64_t first, absl::string_view what) {
   for (int64_t d = first; d < t.rank(); ++d) {
     if (IsSymbolic(t.shape[d])) {
+      const std::string may = first == 0 ? "no dim may be symbolic"
+                              : first == 1
+                                  ? "only dim 0 may be symbolic"
+                                  : absl::StrCat("only dims 0 to ", first - 1, " may be symbolic");
       return Invalid(what, " ", t.ToString(), " has symbolic dim ", d, " (",
-                     DimToString(t.shape[d]), "); only dims before ", first, " may be symbolic");
+                     DimToString(t.shape[d]), ") where a number is needed: ", may);
     }
   }
   return absl::OkStatus();

@@ -30,6 +30,8 @@ absl::Status RequireStatic(const TensorType& t, int64_t first, absl::string_view
 
 // A slice's bounds resolved as Python does: negative start/end count from the
 // end, both clamped to [0, size]; step must be positive. Kernels use the same.
+// Over a symbolic size (or bounds) nothing is clamped: step must be 1 and
+// 0 <= start <= end <= size provable for every value of the symbols.
 struct SliceBounds {
   int64_t start, step, length;
 };

@@ -88,8 +88,8 @@ TEST_CASE("what inference cannot prove is an error naming the dim") {
                        "padding=[1,1], stride=[1,1]}\n"
                        "  return (%0)\n"
                        "}\n")
-            .find("conv2d: input f32[2,3,s1,s1] has symbolic dim 2 (s1); only dims before 1 may "
-                  "be symbolic") != std::string::npos);
+            .find("conv2d: input f32[2,3,s1,s1] has symbolic dim 2 (s1) where a number is "
+                  "needed: only dim 0 may be symbolic") != std::string::npos);
 }
 
 TEST_CASE("a symbolic batch passes through convolution, pooling and batch norm") {

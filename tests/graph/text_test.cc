@@ -242,6 +242,16 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
         "line 2, column 35: bad number '1.2.3'");
   CHECK(ParseError(WithNode("  %0: f32[4,3] = softmax(%x) {dim=99999999999999999999}")) ==
         "line 2, column 35: bad number '99999999999999999999'");
+  // numbers as low as a symbolic dim's handle, and sizes whose product
+  // overflows: refused, never read as a symbol
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = softmax(%x) {dim=-4611686018427387905}")) ==
+        "line 2, column 35: number '-4611686018427387905' out of range");
+  CHECK(ParseError(WithNode("  %0: f32[4,3] = reshape(%x) {shape=[-4611686018427387904]}")) ==
+        "line 2, column 38: number '-4611686018427387904' out of range");
+  CHECK(ParseError("graph(%x: f32[1099511627776*8388608]) {\n  return (%x)\n}") ==
+        "line 1, column 11: shape [2305843009213693952] has more than 2^60 elements");
+  CHECK(ParseError("graph(%x: f32[-1099511627776*4194304]) {\n  return (%x)\n}") ==
+        "line 1, column 11: shape [-2305843009213693952] has a negative dimension");
   // other attribute syntax
   CHECK(ParseError(WithNode("  %0: f32[4,3] = gelu(%x) {approximate=\"tanh}")) ==
         "line 2, column 40: unterminated string");

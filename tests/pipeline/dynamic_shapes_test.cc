@@ -113,8 +113,7 @@ TEST_CASE("dropout over a symbolic batch draws as many numbers as eager, at ever
     nn::SGD sgd_e(eager.module->named_parameters(), 0.05);
     manual_seed(9);
     std::unique_ptr<TrainStep> step =
-        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets,
-                          sgd_c)
+        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets, sgd_c)
             .value();
     Generator eager_gen = DefaultGenerator();
     Generator data(5);
@@ -226,6 +225,25 @@ TEST_CASE("a batch that fits no symbol's size is an error naming the input and d
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()) ==
         "dynamic dims of \"images\": no such input; the inputs are arg0, arg1");
+}
+
+// Draws a tensor shaped by its input's batch: data of a symbolic size.
+class NoiseModel : public nn::Module {
+ public:
+  TensorTree forward(const TensorTree& in) override {
+    const Tensor& x = in.leaf();
+    return TensorTree::MakeLeaf(x + randn({x.size(0), x.size(1)}, x.dtype()));
+  }
+};
+
+TEST_CASE("data of a symbolic size inside traced code is an error, not a crash") {
+  NoiseModel model;
+  absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(
+      model, TensorTree::MakeLeaf(zeros({4, 3})), {.dynamic_dims = {{"arg", {0}}}});
+  REQUIRE_FALSE(pipeline.ok());
+  CHECK_THAT(std::string(pipeline.status().message()),
+             Catch::StartsWith("a tensor of symbolic shape [s") &&
+                 Catch::Contains(",3] has no data: traced code creates data of number sizes only"));
 }
 
 TEST_CASE("without automatic dynamic, a batch of another size is an error") {

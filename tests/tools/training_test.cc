@@ -137,6 +137,16 @@ TEST_CASE("an epoch ends with its partial batch unless drop_last; resuming acros
   REQUIRE(t->steps_per_epoch() == 7);
   REQUIRE(t->last_batch() == 6000);
   RequireResumeIsExact(options, /*n=*/6, /*m=*/2);
+
+  // Epochs of 7 steps cannot continue as epochs of 6.
+  const std::string path = TempPath("mlp_partial.safetensors");
+  REQUIRE(Make(options)->Save(path).ok());
+  options.resume = path;
+  options.drop_last = true;
+  absl::StatusOr<std::unique_ptr<Trainer>> dropped = Trainer::Create(options);
+  REQUIRE_FALSE(dropped.ok());
+  CHECK(dropped.status().message() ==
+        "checkpoint " + path + " was written with --drop-last false, not true");
 }
 
 TEST_CASE("resuming mlp_dropout on Fashion-MNIST mid-epoch is bit for bit exact") {
