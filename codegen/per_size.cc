@@ -2,6 +2,7 @@
 
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,7 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "graph/passes/specialize_symbols.h"
@@ -45,7 +45,7 @@ class PerSizeExecutable : public Executable::Impl {
     const absl::Time start = absl::Now();
     TC_ASSIGN_OR_RETURN(std::shared_ptr<const Executable> first, exe->Plan(hints));
     exe->first_ = first;
-    absl::MutexLock lock(&exe->mu_);
+    std::lock_guard<std::mutex> lock(exe->mu_);
     exe->stats_.plan_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     exe->Insert(key, std::move(first));
     return exe;
@@ -71,7 +71,7 @@ class PerSizeExecutable : public Executable::Impl {
   DimOrder output_order(int i) const override { return first_->output_order(i); }
   int64_t arena_bytes() const override { return first_->arena_bytes(); }
   PlanCacheStats plan_cache() const override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     PlanCacheStats stats = stats_;
     stats.plans = static_cast<int64_t>(lru_.size());
     return stats;
@@ -144,7 +144,7 @@ class PerSizeExecutable : public Executable::Impl {
 
   absl::StatusOr<std::shared_ptr<const Executable>> Find(const SizeKey& key,
                                                          absl::Span<const Tensor> args) const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {
       if (it->first == key) {
         ++stats_.hits;
@@ -163,8 +163,8 @@ class PerSizeExecutable : public Executable::Impl {
     return plan;
   }
 
-  void Insert(const SizeKey& key, std::shared_ptr<const Executable> plan) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // With mu_ held.
+  void Insert(const SizeKey& key, std::shared_ptr<const Executable> plan) const {
     lru_.emplace_front(key, std::move(plan));
     while (static_cast<int>(lru_.size()) > capacity_) {
       lru_.pop_back();
@@ -178,9 +178,12 @@ class PerSizeExecutable : public Executable::Impl {
   const int capacity_;
   std::vector<SymbolSource> sources_;
   std::shared_ptr<const Executable> first_;  // the hints' plan: fixes output layouts
-  mutable absl::Mutex mu_;
-  mutable Lru lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
-  mutable PlanCacheStats stats_ ABSL_GUARDED_BY(mu_);
+  // Guards lru_ and stats_. A std::mutex rather than absl::Mutex, as
+  // codegen/program.h's pool: ThreadSanitizer sees Debian's uninstrumented
+  // Abseil locks as no synchronization at all.
+  mutable std::mutex mu_;
+  mutable Lru lru_;  // most recently used first
+  mutable PlanCacheStats stats_;
 };
 
 }  // namespace

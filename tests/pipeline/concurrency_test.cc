@@ -3,6 +3,7 @@
 // equals, bit for bit, what a single-threaded call on the same input gives.
 // Also run under ThreadSanitizer: tools/test.sh runs it with --config=tsan.
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <set>
 #include <thread>
@@ -11,6 +12,8 @@
 #include "catch2/catch.hpp"
 #include "nn/layers.h"
 #include "pipeline/compiler_pipeline.h"
+#include "runtime/autograd_meta.h"
+#include "runtime/ops.h"
 #include "runtime/random.h"
 
 namespace tc {
@@ -50,6 +53,47 @@ std::vector<Tensor> RandomInputs(const Shape& shape) {
   std::vector<Tensor> inputs;
   for (int k = 0; k < 5; ++k) inputs.push_back(randn(shape));
   return inputs;
+}
+
+TEST_CASE("calls of new sizes from 4 threads at once: one recompilation, every result right") {
+  manual_seed(2);
+  nn::Sequential model({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(32, 8)});
+  auto stats = std::make_shared<CompileStats>();
+  const Function fn =
+      compile(model, TensorTree::MakeLeaf(randn({6, 16})), {.training = false, .stats = stats})
+          .value();
+  const std::vector<Tensor> inputs = {randn({6, 16}), randn({3, 16}), randn({9, 16}),
+                                      randn({1, 16})};
+  std::vector<std::vector<float>> expected;
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& x : inputs) {
+      expected.push_back(model(TensorTree::MakeLeaf(x)).leaf().to_vector<float>());
+    }
+  }
+  std::atomic<int> failed{0}, differed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const size_t k = (t + i) % inputs.size();
+        const absl::StatusOr<TensorTree> out = fn(TensorTree::MakeLeaf(inputs[k]));
+        if (!out.ok()) {
+          ++failed;
+          continue;
+        }
+        const std::vector<float> got = out->leaf().to_vector<float>();
+        for (size_t j = 0; j < got.size(); ++j) {
+          if (std::abs(got[j] - expected[k][j]) > 1e-5f) ++differed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  REQUIRE(failed == 0);
+  REQUIRE(differed == 0);
+  CHECK(stats->compilations == 2);
 }
 
 TEST_CASE("an mlp's compiled inference function called from 4 threads") {
