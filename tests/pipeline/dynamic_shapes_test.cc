@@ -11,6 +11,7 @@
 #include "graph/printer.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
+#include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
 #include "runtime/ops.h"
@@ -143,88 +144,43 @@ TEST_CASE("dropout over a symbolic batch draws as many numbers as eager, at ever
 }
 
 TEST_CASE("dims marked dynamic at capture: one compilation, one partition, graphs as text") {
-  nn::ModelSpec compiled = Model("mlp"), eager = Model("mlp");
-  CompilerPipeline pipeline =
-      CompilerPipeline::Create(*compiled.module, compiled.inputs, {.dynamic_dims = {{"arg", {0}}}})
-          .value();
-  const std::string captured = ToString(pipeline.captured().graph);
-  CHECK(captured.find("%arg: f64[s") != std::string::npos);
-  CHECK(ToString(Parse(captured).value()) == captured);
-  REQUIRE(pipeline.generate_ir_for_training().ok());
-  int partitions = 0;
-  const partition::PartitionFn counting = [&](const Graph& joint, const JointLayout& layout) {
-    ++partitions;
-    return partition::DefaultPartition(joint, layout);
-  };
-  const partition::PartitionResult part =
-      pipeline.partition(counting, **pipeline.joint_graph()).value();
-  const Function fn = pipeline.compile_training(codegen::fusing(), part).value();
-  Generator gen(3);
-  for (Size size : kSizes) {
-    INFO("batch " << size.batch);
-    const Batch b = MakeBatch(compiled, size, gen);
-    for (nn::Module* m : {compiled.module.get(), eager.module.get()}) {
-      for (auto& [fqn, p] : m->named_parameters()) p.set_grad(Tensor());
-    }
-    sum(fn(b.input_tree).value().leaf()).backward();
-    sum((*eager.module)(b.input_tree).leaf()).backward();
-    testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/true);
-  }
-  CHECK(partitions == 1);
-}
-
-TEST_CASE("tc::compile serves every size after one more compilation, training and inference") {
-  for (const bool training : {true, false}) {
-    for (const std::string name : {"cnn", "transformer"}) {
-      INFO(name << (training ? " training" : " inference"));
-      nn::ModelSpec compiled = Model(name), eager = Model(name);
-      auto stats = std::make_shared<CompileStats>();
-      const Function fn =
-          compile(*compiled.module, compiled.inputs, {.training = training, .stats = stats})
-              .value();
-      CHECK(stats->compilations == 1);
-      Generator gen(7);
-      for (Size size : kSizes) {
-        INFO("batch " << size.batch << ", length " << size.length);
-        const Batch b = MakeBatch(compiled, size, gen);
-        for (nn::Module* m : {compiled.module.get(), eager.module.get()}) {
-          for (auto& [fqn, p] : m->named_parameters()) p.set_grad(Tensor());
-        }
-        const Tensor out_c = fn(b.input_tree).value().leaf();
-        const Tensor out_e = (*eager.module)(b.input_tree).leaf();
-        REQUIRE(out_c.shape() == out_e.shape());
-        REQUIRE(testing::CompareTensors(out_c, out_e, 1e-10, 1e-10).empty());
-        if (training) {
-          sum(out_c * out_c).backward();
-          sum(out_e * out_e).backward();
-        }
-        testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/training);
+  for (const std::string name : {"mlp", "cnn", "transformer"}) {
+    INFO(name);
+    nn::ModelSpec compiled = Model(name), eager = Model(name);
+    const std::vector<int64_t> dims =
+        name == "transformer" ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+    CompilerPipeline pipeline = CompilerPipeline::Create(*compiled.module, compiled.inputs,
+                                                         {.dynamic_dims = {{"arg", dims}}})
+                                    .value();
+    const std::string captured = ToString(pipeline.captured().graph);
+    CHECK(captured.find("%arg: f64[s") != std::string::npos);
+    CHECK(ToString(Parse(captured).value()) == captured);
+    REQUIRE(pipeline.generate_ir_for_training().ok());
+    int partitions = 0;
+    const partition::PartitionFn counting = [&](const Graph& joint, const JointLayout& layout) {
+      ++partitions;
+      return partition::MinCutPartition(joint, layout);
+    };
+    const partition::PartitionResult part =
+        pipeline.partition(counting, **pipeline.joint_graph()).value();
+    CHECK(!part.symbols_for_bw.empty());
+    const Function fn = pipeline.compile_training(codegen::fusing(), part).value();
+    Generator gen(3);
+    for (Size size : kSizes) {
+      INFO("batch " << size.batch << ", length " << size.length);
+      const Batch b = MakeBatch(compiled, size, gen);
+      for (nn::Module* m : {compiled.module.get(), eager.module.get()}) {
+        for (auto& [fqn, p] : m->named_parameters()) p.set_grad(Tensor());
       }
-      CHECK(stats->compilations == 2);
+      const Tensor out_c = fn(b.input_tree).value().leaf();
+      const Tensor out_e = (*eager.module)(b.input_tree).leaf();
+      REQUIRE(testing::CompareTensors(out_c, out_e, 1e-10, 1e-10).empty());
+      sum(out_c * out_c).backward();
+      sum(out_e * out_e).backward();
+      testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/true);
     }
+    CHECK(partitions == 1);
   }
-}
-
-TEST_CASE("a batch that fits no symbol's size is an error naming the input and dim") {
-  nn::ModelSpec spec = Model("mlp");
-  nn::SGD sgd(spec.module->named_parameters(), 0.05);
-  std::unique_ptr<TrainStep> step =
-      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
-                        {.dynamic_dims = {{"arg0", {0}}, {"arg1", {0}}}})
-          .value();
-  Generator gen(1);
-  Batch b = MakeBatch(spec, {7, 0}, gen);
-  const Tensor short_labels = b.targets[0].slice(0, 0, 6);
-  absl::StatusOr<double> loss = step->Run({b.inputs[0], short_labels});
-  REQUIRE_FALSE(loss.ok());
-  CHECK(std::string(loss.status().message()).find("dim 0 is 6, but s") != std::string::npos);
-  CHECK(step->compilations() == 1);
-
-  absl::StatusOr<std::unique_ptr<TrainStep>> bad = TrainStep::Create(
-      *spec.module, spec.loss, spec.inputs, spec.targets, sgd, {.dynamic_dims = {{"images", {0}}}});
-  REQUIRE_FALSE(bad.ok());
-  CHECK(std::string(bad.status().message()) ==
-        "dynamic dims of \"images\": no such input; the inputs are arg0, arg1");
 }
 
 // Draws a tensor shaped by its input's batch: data of a symbolic size.
