@@ -18,8 +18,10 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "runtime/error.h"
 #include "runtime/threads.h"
@@ -91,6 +93,30 @@ std::string Usage(const Subcommand& s) {
   return usage;
 }
 
+// A flag of another subcommand given to `s` would be ignored without a
+// word: an error naming it, and s's flags. `given`: the flag names on the
+// command line ("batch", or "nodecompose" for --nodecompose).
+int IgnoredFlag(const Subcommand& s, const std::vector<std::string>& given) {
+  const std::vector<absl::string_view> own = absl::StrSplit(s.flags, ' ', absl::SkipEmpty());
+  for (const std::string& g : given) {
+    const absl::string_view name =
+        absl::FindCommandLineFlag(g) == nullptr && absl::StartsWith(g, "no")
+            ? absl::string_view(g).substr(2)
+            : absl::string_view(g);
+    bool anyones = false;
+    for (const Subcommand& other : kSubcommands) {
+      const std::vector<absl::string_view> theirs =
+          absl::StrSplit(other.flags, ' ', absl::SkipEmpty());
+      anyones = anyones || std::find(theirs.begin(), theirs.end(), name) != theirs.end();
+    }
+    if (!anyones || std::find(own.begin(), own.end(), name) != own.end()) continue;
+    std::fprintf(stderr, "tensorcut %s: --%s is not a flag of %s (its flags: --%s)\n", s.name,
+                 std::string(name).c_str(), s.name, absl::StrJoin(own, " --").c_str());
+    return 2;
+  }
+  return 0;
+}
+
 int UnknownSubcommand(absl::string_view name) {
   std::fprintf(stderr, "tensorcut: unknown subcommand '%s'\n\n%s", std::string(name).c_str(),
                Usage().c_str());
@@ -120,8 +146,8 @@ int main(int argc, char** argv) {
   // A flag is spelled with dashes or underscores alike: --drop-last is
   // Abseil's --drop_last.
   bool help = false;
-  std::vector<std::string> spelled;
-  bool flags_end = false;  // after "--", arguments are not flags
+  std::vector<std::string> spelled, given;  // the arguments; the flag names among them
+  bool flags_end = false;                   // after "--", arguments are not flags
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     flags_end = flags_end || arg == "--";
@@ -134,6 +160,7 @@ int main(int argc, char** argv) {
       // A name, not a negative number given as a flag's value.
       if (name_start < name_end && absl::ascii_isalpha(arg[name_start])) {
         std::replace(arg.begin() + name_start, arg.begin() + name_end, '-', '_');
+        given.push_back(arg.substr(name_start, name_end - name_start));
       }
     }
     spelled.push_back(std::move(arg));
@@ -155,6 +182,7 @@ int main(int argc, char** argv) {
   const absl::string_view name = args.size() == 2 ? args[1] : "demo";
   const tc::Subcommand* s = tc::Find(name);
   if (s == nullptr) return tc::UnknownSubcommand(name);
+  if (const int code = tc::IgnoredFlag(*s, given); code != 0) return code;
   try {
     return s->run();
   } catch (const tc::Error& e) {

@@ -144,6 +144,16 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.err == absl::StrCat("tensorcut train: cannot open checkpoint ",
                                 TempPath("none.safetensors"), ": No such file or directory\n"));
   REQUIRE(Tensorcut("train --no_such_flag").code != 0);
+  // A flag of another subcommand would be ignored: refused before any work.
+  r = Tensorcut("train --model linear --strategy budget");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err ==
+          "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
+          "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
+          "--resume --seed --data --threads)\n");
+  r = Tensorcut("partition --model linear --threads 2");
+  REQUIRE(r.code == 2);
+  REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
 }
 
 TEST_CASE("train writes a checkpoint that --resume continues from") {
