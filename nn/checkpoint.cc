@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -525,6 +526,19 @@ NamedTensors CheckpointTensors(const Module& module, const Optimizer* optimizer)
   return out;
 }
 
+// Removes what saves of `path` killed mid-write left (`path`.tmp-XXXXXX).
+// Failing to remove one costs only its disk space.
+void RemoveStaleTemporaries(const std::string& path) {
+  const std::string prefix = absl::StrCat(std::filesystem::path(path).filename().string(), ".tmp-");
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(DirName(path), error)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, prefix) && name.size() == prefix.size() + 6) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
@@ -548,6 +562,7 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
     ::unlink(temp.c_str());
     return status;
   }
+  RemoveStaleTemporaries(path);
   // Persist the rename itself; the data is already on disk, so a failure here
   // only risks the old file reappearing after a crash.
   const int dir = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY);

@@ -31,6 +31,16 @@ double Seconds(Clock::time_point since);
 // "tensorcut <subcommand>: <message>" to stderr and returns 1.
 int ExitCode(absl::string_view subcommand, const absl::Status& status);
 
+// The flags given on the command line, by name ("batch"), as main() found
+// them: what a subcommand checks when a flag does not apply to its input.
+void SetGivenFlags(std::vector<std::string> names);
+bool FlagGiven(absl::string_view name);
+
+// OK when a file can be written at `path`: a temporary file is made beside
+// it and removed. The error names `flag` and the folder ("--checkpoint
+// /nonexistent/x: cannot write in /nonexistent: No such file or directory").
+absl::Status CheckWritable(const std::string& path, absl::string_view flag);
+
 // The median wall time of `fn` in milliseconds over `runs` runs (at least
 // one), after one untimed warm-up run (oneDNN primitive creation, allocations).
 double MedianMs(int runs, const std::function<void()>& fn);

@@ -15,6 +15,9 @@ ABSL_FLAG(int, batch, 100,
 ABSL_FLAG(bool, drop_last, false,
           "train: skip each epoch's last batch when it is smaller than --batch (by default it "
           "trains, through the same compiled step)");
+ABSL_FLAG(int, save_every, 0,
+          "train: also write the checkpoint every N steps (0: at each epoch's end and the last "
+          "step only)");
 ABSL_FLAG(bool, dynamic_batch, false,
           "graph: dim 0 of every model input a symbol (s0), as any batch size compiles");
 ABSL_FLAG(double, lr, 2e-3, "learning rate");

@@ -17,6 +17,7 @@ ABSL_DECLARE_FLAG(std::string, checkpoint);
 ABSL_DECLARE_FLAG(int, batch);
 ABSL_DECLARE_FLAG(bool, drop_last);
 ABSL_DECLARE_FLAG(bool, dynamic_batch);
+ABSL_DECLARE_FLAG(int, save_every);
 ABSL_DECLARE_FLAG(double, lr);
 
 // every subcommand that runs a reference model

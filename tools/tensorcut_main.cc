@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "runtime/error.h"
 #include "runtime/threads.h"
+#include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
 
@@ -49,7 +50,9 @@ constexpr Subcommand kSubcommands[] = {
      "runs threads"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
-     "model epochs steps batch drop_last lr optimizer partition budget checkpoint resume seed data "
+     "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
+     "resume "
+     "seed data "
      "threads"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget json dot seed"},
@@ -112,7 +115,7 @@ int IgnoredFlag(const Subcommand& s, const std::vector<std::string>& given) {
     if (!anyones || std::find(own.begin(), own.end(), name) != own.end()) continue;
     std::fprintf(stderr, "tensorcut %s: --%s is not a flag of %s (its flags: --%s)\n", s.name,
                  std::string(name).c_str(), s.name, absl::StrJoin(own, " --").c_str());
-    return 2;
+    return 1;
   }
   return 0;
 }
@@ -183,6 +186,7 @@ int main(int argc, char** argv) {
   const tc::Subcommand* s = tc::Find(name);
   if (s == nullptr) return tc::UnknownSubcommand(name);
   if (const int code = tc::IgnoredFlag(*s, given); code != 0) return code;
+  tc::SetGivenFlags(std::move(given));
   try {
     return s->run();
   } catch (const tc::Error& e) {

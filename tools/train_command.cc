@@ -2,6 +2,8 @@
 // (tools/training.h) with a progress line, writing a resumable checkpoint at
 // every epoch's end and at the last step.
 #include <algorithm>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -16,6 +18,29 @@
 
 namespace tc {
 namespace {
+
+// The signal that asked training to stop (SIGINT, SIGTERM), or 0: the loop
+// saves and returns at the end of the current step.
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void AskToStop(int signal) { stop_signal = signal; }
+
+// Installs AskToStop for SIGINT and SIGTERM while alive.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    stop_signal = 0;
+    previous_int_ = std::signal(SIGINT, AskToStop);
+    previous_term_ = std::signal(SIGTERM, AskToStop);
+  }
+  ~StopOnSignals() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
 
 // Training done so far in epochs: 2.50 is halfway through the third.
 double Epochs(const Trainer& t) { return static_cast<double>(t.step()) / t.steps_per_epoch(); }
@@ -38,9 +63,26 @@ absl::Status Run() {
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string checkpoint =
       OutputPath(flag.empty() ? absl::StrCat("tensorcut_", options.model, ".safetensors") : flag);
+  const int save_every = absl::GetFlag(FLAGS_save_every);
+  if (save_every < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--save-every must be 0 or more steps, got ", save_every));
+  }
+  // Checked before anything is trained: a run must not be lost at its end.
+  TC_RETURN_IF_ERROR(CheckWritable(checkpoint, "checkpoint"));
+  StopOnSignals stop_on_signals;
 
   TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
   Trainer& t = *trainer;
+  if (t.synthetic()) {
+    for (const char* name : {"batch", "data", "drop_last"}) {
+      if (FlagGiven(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", name, " applies to the models trained on Fashion-MNIST (mlp, mlp_dropout); ",
+            options.model, " trains on synthetic batches of its example inputs' size"));
+      }
+    }
+  }
   const partition::PartitionReport report =
       partition::MakeReport(t.joint().graph, t.joint().layout, t.partition());
   std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
@@ -65,13 +107,30 @@ absl::Status Run() {
                        t.synthetic() ? "examples/s" : "img/s");
   const Clock::time_point start = Clock::now();
   int64_t examples = 0;
-  while (t.step() < t.last_step()) {
+  int64_t saved_step = -1;  // the step of the last checkpoint this run wrote
+  while (t.step() < t.last_step() && stop_signal == 0) {
     TC_ASSIGN_OR_RETURN(StepStats stats, t.Step());
     examples += stats.examples;
-    progress.Update(t.step(), stats.loss, stats.accuracy);
-    if (t.step() % t.steps_per_epoch() == 0 || t.step() == t.last_step()) {
-      TC_RETURN_IF_ERROR(t.Save(checkpoint));
+    if (!std::isfinite(stats.loss)) {
+      // The update it made is not saved: the last checkpoint stays as it was.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "step ", t.step(), ": the loss is ", stats.loss, "; training stopped without saving (",
+          saved_step >= 0 ? absl::StrCat(checkpoint, " holds step ", saved_step)
+                          : absl::StrCat(checkpoint, " is as it was before this run"),
+          ")"));
     }
+    progress.Update(t.step(), stats.loss, stats.accuracy);
+    if (t.step() % t.steps_per_epoch() == 0 || t.step() == t.last_step() ||
+        (save_every > 0 && t.step() % save_every == 0)) {
+      TC_RETURN_IF_ERROR(t.Save(checkpoint));
+      saved_step = t.step();
+    }
+  }
+  if (stop_signal != 0) {
+    if (saved_step != t.step()) TC_RETURN_IF_ERROR(t.Save(checkpoint));
+    return absl::CancelledError(absl::StrCat(
+        stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", " at step ",
+        t.step(), ": checkpoint ", checkpoint, " saved; --resume ", checkpoint, " continues"));
   }
   const int64_t steps = t.step() - t.first_step();
   if (steps == 0) {

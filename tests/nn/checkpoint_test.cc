@@ -171,6 +171,21 @@ TEST_CASE("SaveTensors and LoadTensors keep names, order, dtypes, metadata") {
         "checkpoint " + path + ": cannot save two tensors named a");
 }
 
+TEST_CASE("a save removes the temporary files saves of the same path left when killed") {
+  const std::string path = TempPath("stale.safetensors");
+  for (const char* leftover : {".tmp-a1B2c3", ".tmp-XyZ789"}) {
+    std::ofstream(path + leftover) << "half a checkpoint";
+  }
+  std::ofstream(path + ".tmp-keep") << "not a save's temporary";
+  std::ofstream(TempPath("other.safetensors.tmp-a1B2c3")) << "another path's";
+  REQUIRE(SaveTensors({{"a", zeros({1})}}, path).ok());
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp-a1B2c3"));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp-XyZ789"));
+  CHECK(std::filesystem::exists(path + ".tmp-keep"));
+  CHECK(std::filesystem::exists(TempPath("other.safetensors.tmp-a1B2c3")));
+  CHECK(LoadTensors(path).ok());
+}
+
 // Loads `bytes` as a checkpoint into a fresh module and returns the status,
 // checking that the module did not change.
 std::string LoadCorrupted(const std::string& bytes) {

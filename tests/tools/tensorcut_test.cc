@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "catch2/catch.hpp"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "nn/checkpoint.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
@@ -45,12 +47,17 @@ struct Result {
   std::string out, err;
 };
 
-// Runs `tensorcut <args>` from the runfiles.
-Result Tensorcut(const std::string& args) {
+// Runs `tensorcut <args>` from the runfiles; with `interrupt_after` > 0,
+// sends it SIGINT after that many seconds.
+Result Tensorcut(const std::string& args, int interrupt_after = 0) {
   const std::string binary =
       absl::StrCat(Env("TEST_SRCDIR"), "/", Env("TEST_WORKSPACE"), "/tools/tensorcut");
   const std::string out = TempPath("stdout"), err = TempPath("stderr");
-  const int status = std::system(absl::StrCat(binary, " ", args, " >", out, " 2>", err).c_str());
+  std::string command = absl::StrCat(binary, " ", args, " >", out, " 2>", err);
+  if (interrupt_after > 0) {
+    command = absl::StrCat(command, " & sleep ", interrupt_after, "; kill -INT $!; wait $!");
+  }
+  const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
   Result r{WEXITSTATUS(status), ReadFile(out), ReadFile(err)};
   UNSCOPED_INFO("tensorcut " << args << "\nexit " << r.code << "\nstdout:\n"
@@ -144,15 +151,31 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.err == absl::StrCat("tensorcut train: cannot open checkpoint ",
                                 TempPath("none.safetensors"), ": No such file or directory\n"));
   REQUIRE(Tensorcut("train --no_such_flag").code != 0);
+  // A flag that does not apply to the model's data, and an unwritable
+  // checkpoint: refused before the first step.
+  r = Tensorcut("train --model linear --batch 64");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err ==
+          "tensorcut train: --batch applies to the models trained on Fashion-MNIST (mlp, "
+          "mlp_dropout); linear trains on synthetic batches of its example inputs' size\n");
+  r = Tensorcut("train --model cnn --data /tmp");
+  REQUIRE(r.code == 1);
+  REQUIRE(Contains(r.err, "tensorcut train: --data applies to the models trained on"));
+  r = Tensorcut("train --model linear --checkpoint /nonexistent/x");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err ==
+          "tensorcut train: --checkpoint /nonexistent/x: cannot write in /nonexistent: No such "
+          "file or directory\n");
   // A flag of another subcommand would be ignored: refused before any work.
   r = Tensorcut("train --model linear --strategy budget");
-  REQUIRE(r.code == 2);
+  REQUIRE(r.code == 1);
   REQUIRE(r.err ==
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
           "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
-          "--resume --seed --data --threads)\n");
+          "--save_every --resume --seed --data --threads)\n");
   r = Tensorcut("partition --model linear --threads 2");
-  REQUIRE(r.code == 2);
+  REQUIRE(r.code == 1);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
 }
 
@@ -181,6 +204,41 @@ TEST_CASE("train writes a checkpoint that --resume continues from") {
   REQUIRE(r.code == 1);
   REQUIRE(r.err == absl::StrCat("tensorcut train: checkpoint ", ckpt,
                                 " was written with --model linear, not convbn\n"));
+}
+
+// The step a checkpoint holds, from its metadata.
+std::string SavedStep(const std::string& path) {
+  nn::Metadata metadata;
+  REQUIRE(nn::LoadTensors(path, &metadata).ok());
+  return metadata["tensorcut.step"];
+}
+
+TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --save-every saves") {
+  const std::string ckpt = TempPath("diverging.safetensors");
+  REQUIRE(
+      Tensorcut(absl::StrCat("train --model linear --steps 5 --optimizer sgd --checkpoint ", ckpt))
+          .code == 0);
+  // lr 1e30: the loss overflows within a few steps. Saved every step until
+  // then; the step that overflowed is not saved.
+  Result r = Tensorcut(absl::StrCat("train --model linear --steps 30 --optimizer sgd --lr 1e30 ",
+                                    "--save-every 1 --checkpoint ", ckpt, " --resume ", ckpt));
+  REQUIRE(r.code == 1);
+  REQUIRE(Contains(r.err, ": the loss is "));
+  REQUIRE(
+      Contains(r.err, absl::StrCat("; training stopped without saving (", ckpt, " holds step ")));
+  const std::string kept = SavedStep(ckpt);
+  REQUIRE(Contains(r.err, absl::StrCat("holds step ", kept, ")")));
+  REQUIRE(std::stoi(kept) > 5);
+  REQUIRE(std::isfinite(nn::LoadTensors(ckpt).value()[0].second.to_vector<float>()[0]));
+
+  // SIGINT mid-run: the current step ends, the checkpoint is written.
+  const std::string interrupted = TempPath("interrupted.safetensors");
+  r = Tensorcut(absl::StrCat("train --model transformer --steps 100000 --checkpoint ", interrupted),
+                /*interrupt_after=*/3);
+  REQUIRE(r.code == 1);
+  REQUIRE(Contains(r.err, "tensorcut train: interrupted (SIGINT) at step "));
+  REQUIRE(Contains(r.err, absl::StrCat(": checkpoint ", interrupted, " saved; --resume ")));
+  REQUIRE(Contains(r.err, absl::StrCat("at step ", SavedStep(interrupted), ":")));
 }
 
 TEST_CASE("partition --json reports the library's numbers; --dot writes the joint graph") {
