@@ -158,6 +158,41 @@ absl::Status CheckSavable(const NamedTensors& tensors) {
 
 // A strict reader for the JSON subset of a safetensors header: objects,
 // strings, arrays of non-negative integers, non-negative integers.
+// Whether `s` is well-formed UTF-8: no stray continuation bytes, no
+// overlong forms, no surrogates, nothing past U+10FFFF.
+bool IsValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int extra;
+    uint32_t code;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1, code = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2, code = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3, code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= s.size()) return false;  // truncated
+    for (int k = 1; k <= extra; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      code = code << 6 | (d & 0x3F);
+    }
+    constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kLeast[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
 class JsonReader {
  public:
   explicit JsonReader(absl::string_view text) : text_(text) {}
@@ -192,7 +227,12 @@ class JsonReader {
     std::string out;
     while (pos_ < text_.size()) {
       const char c = text_[pos_++];
-      if (c == '"') return out;
+      if (c == '"') {
+        // The format's header is UTF-8 JSON; a name or value that is not
+        // would come back from a save as other text than was written.
+        if (!IsValidUtf8(out)) return Error("a string is not valid UTF-8");
+        return out;
+      }
       if (static_cast<unsigned char>(c) < 0x20) return Error("control character in a string");
       if (c != '\\') {
         out += c;
@@ -389,6 +429,7 @@ absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry
 
 // Parses the header into its entries (in header order) and metadata.
 absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata& metadata) {
+  metadata.clear();
   JsonReader json(text);
   std::vector<Entry> entries;
   absl::flat_hash_set<std::string> names;
@@ -398,6 +439,7 @@ absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata&
     if (name == "__metadata__") {
       has_metadata = true;
       return json.Object([&](const std::string& key) -> absl::Status {
+        if (metadata.count(key) != 0) return json.Error(absl::StrCat("duplicate metadata ", key));
         TC_ASSIGN_OR_RETURN(metadata[key], json.String());
         return absl::OkStatus();
       });

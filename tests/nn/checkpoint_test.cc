@@ -260,6 +260,16 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(Replace(good, "[40,56]", "[40,5.]")) ==
         ": invalid header JSON at byte 237: expected an integer");
   CHECK(LoadCorrupted("") == ": truncated: 0 bytes, too short for the 8-byte header length");
+  // Names and values are UTF-8 (a save writes them so; once, any bytes
+  // loaded): a stray continuation byte, a truncated sequence, an overlong
+  // form, a surrogate.
+  for (const std::string bad :
+       {std::string("sc\x80") + "le", std::string("sca\xe2\x82"), std::string("sc\xc0\xaf") + "e",
+        std::string("s\xed\xa0\x80") + "e"}) {
+    REQUIRE(bad.size() == 5);
+    CHECK_THAT(LoadCorrupted(Replace(good, "\"scale\"", "\"" + bad + "\"")),
+               Catch::EndsWith(": a string is not valid UTF-8"));
+  }
 
   Net net(DType::kF32, 7);
   const absl::Status missing = load(net, TempPath("no_such.safetensors"));
@@ -273,6 +283,21 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(load(net, fifo).message() == "checkpoint " + fifo + " is not a regular file");
   CHECK(load(net, TempPath("")).message() ==
         "checkpoint " + TempPath("") + " is not a regular file");
+}
+
+TEST_CASE("metadata keys are unique and strings UTF-8: a duplicate is an error, not last-wins") {
+  const std::string path = TempPath("metadata.safetensors");
+  REQUIRE(SaveTensors({{"a", zeros({1})}}, path, {{"ab", "1"}, {"cd", "é"}}).ok());
+  const std::string good = ReadFile(path);
+  std::ofstream(path, std::ios::binary) << Replace(good, "\"cd\"", "\"ab\"");
+  Metadata metadata;
+  const absl::StatusOr<NamedTensors> loaded = LoadTensors(path, &metadata);
+  REQUIRE_FALSE(loaded.ok());
+  CHECK_THAT(std::string(loaded.status().message()), Catch::EndsWith(": duplicate metadata ab"));
+  // Valid multi-byte UTF-8 loads as it was written.
+  std::ofstream(path, std::ios::binary) << good;
+  REQUIRE(LoadTensors(path, &metadata).ok());
+  CHECK(metadata["cd"] == "é");
 }
 
 TEST_CASE("a checkpoint that does not match the module is rejected whole") {
