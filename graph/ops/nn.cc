@@ -12,23 +12,27 @@
 namespace tc::ops_internal {
 namespace {
 
-// Each named attribute is a 2-element int list with entries at least its
-// minimum, so that the typed decoders (graph/op_attrs.h) may read it.
+// Each named attribute is a 2-element int list with entries in [its
+// minimum, kMaxWindowAttr], so that the typed decoders (graph/op_attrs.h)
+// may read it and window arithmetic stays far from overflow.
+constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
 absl::Status CheckPairs(const Attrs& attrs,
                         std::initializer_list<std::pair<absl::string_view, int64_t>> mins) {
   for (const auto& [name, min] : mins) {
     const std::vector<int64_t>& v = attrs.Ints(name);
-    if (v.size() != 2 || v[0] < min || v[1] < min) {
-      return Invalid(name, " must be 2 values >= ", min, ", got ", ShapeToString(v));
+    if (v.size() != 2 || v[0] < min || v[1] < min || v[0] > kMaxWindowAttr ||
+        v[1] > kMaxWindowAttr) {
+      return Invalid(name, " must be 2 values in [", min, ", 2^31], got ", ShapeToString(v));
     }
   }
   return absl::OkStatus();
 }
 
-// Output extent of a window op along one spatial dim.
+// Output extent of a window op along one spatial dim (numbers: callers
+// check for symbols first); saturating, as a kernel dim may be near 2^60.
 int64_t WindowOut(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-  const int64_t span = dilation * (kernel - 1) + 1;
-  const int64_t padded = in + 2 * pad;
+  const int64_t span = DimAdd(DimMul(dilation, kernel - 1), 1);
+  const int64_t padded = DimAdd(in, DimMul(2, pad));
   return padded < span ? 0 : (padded - span) / stride + 1;
 }
 

@@ -515,11 +515,14 @@ TEST_CASE("conv2d shape errors") {
   CHECK(ErrorOf(op, {T({1, 3, 5, 5}, DType::kI64), T({4, 3, 3, 3}, DType::kI64)}, ConvAttrs()) ==
         "conv2d: input must be floating point, got i64[1,3,5,5]");
   CHECK(ErrorOf(op, {T({1, 3, 5, 5}), w}, ConvAttrs({0, 1})) ==
-        "conv2d: stride must be 2 values >= 1, got [0,1]");
+        "conv2d: stride must be 2 values in [1, 2^31], got [0,1]");
   CHECK(ErrorOf(op, {T({1, 3, 5, 5}), w}, ConvAttrs({1, 1}, {-1, 0})) ==
-        "conv2d: padding must be 2 values >= 0, got [-1,0]");
+        "conv2d: padding must be 2 values in [0, 2^31], got [-1,0]");
   CHECK(ErrorOf(op, {T({1, 3, 5, 5}), w}, ConvAttrs({1, 1}, {0, 0}, {2})) ==
-        "conv2d: dilation must be 2 values >= 1, got [2]");
+        "conv2d: dilation must be 2 values in [1, 2^31], got [2]");
+  // Sizes from graph text once overflowed the window arithmetic.
+  CHECK(ErrorOf(op, {T({1, 3, 5, 5}), w}, ConvAttrs({1, 1}, {int64_t{1} << 62, 0})) ==
+        "conv2d: padding must be 2 values in [0, 2^31], got [4611686018427387904,0]");
   CHECK(ErrorOf(op, {T({1, 3, 5, 5}), T({4, 1, 3, 3})}, ConvAttrs({1, 1}, {0, 0}, {1, 1}, 2)) ==
         "conv2d: groups 2 must divide input channels 3 and output channels 4");
   CHECK(ErrorOf(op, {T({1, 4, 5, 5}), T({3, 2, 3, 3})}, ConvAttrs({1, 1}, {0, 0}, {1, 1}, 2)) ==
@@ -581,9 +584,9 @@ void CheckPoolErrors(OpKind op, absl::string_view name) {
   CHECK(ErrorOf(op, {T({1, 2, 4, 4}, DType::kI64)}, PoolAttrs()) ==
         prefix + "input must be floating point, got i64[1,2,4,4]");
   CHECK(ErrorOf(op, {T({1, 2, 4, 4})}, PoolAttrs({0, 2})) ==
-        prefix + "kernel must be 2 values >= 1, got [0,2]");
+        prefix + "kernel must be 2 values in [1, 2^31], got [0,2]");
   CHECK(ErrorOf(op, {T({1, 2, 4, 4})}, PoolAttrs({2, 2}, {2, 2, 2})) ==
-        prefix + "stride must be 2 values >= 1, got [2,2,2]");
+        prefix + "stride must be 2 values in [1, 2^31], got [2,2,2]");
   CHECK(ErrorOf(op, {T({1, 2, 4, 4})}, PoolAttrs({3, 3}, {1, 1}, {1, 2})) ==
         prefix + "padding 2 exceeds half the kernel 3");
   CHECK(ErrorOf(op, {T({1, 2, 4, 4})}, PoolAttrs({2, 2}, {1, 1}, {1, 1})) == "ok");
