@@ -140,6 +140,8 @@ absl::Status Run() {
   const double seconds = Seconds(start);
   std::printf("trained %lld steps in %.1fs (%.0f %s)\n", static_cast<long long>(steps), seconds,
               examples / seconds, t.synthetic() ? "examples/s" : "img/s");
+  TC_ASSIGN_OR_RETURN(const std::optional<double> accuracy, t.TestAccuracy());
+  if (accuracy) std::printf("test accuracy %.2f%% on Fashion-MNIST's test set\n", 100 * *accuracy);
   std::printf("checkpoint: %s (step %lld, epoch %.2f)\n", checkpoint.c_str(),
               static_cast<long long>(t.step()), Epochs(t));
   return absl::OkStatus();

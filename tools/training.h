@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -108,6 +109,11 @@ class Trainer {
   // The size of each epoch's last batch: batch() unless it is partial.
   int64_t last_batch() const;
   bool synthetic() const;
+  // The accuracy on the data's test set (Fashion-MNIST's 10,000 images),
+  // through a compiled inference function in eval mode (BatchNorm on its
+  // running statistics); nullopt for synthetic data, which has none. The
+  // module is back in training mode after.
+  absl::StatusOr<std::optional<double>> TestAccuracy();
   double compile_seconds() const { return compile_seconds_; }
   const nn::ModelSpec& spec() const { return spec_; }
   const JointGraph& joint() const { return **pipeline_->joint_graph(); }

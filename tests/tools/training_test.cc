@@ -149,6 +149,24 @@ TEST_CASE("an epoch ends with its partial batch unless drop_last; resuming acros
         "checkpoint " + path + " was written with --drop-last false, not true");
 }
 
+TEST_CASE("after training, the test set's accuracy; synthetic data has none") {
+  TrainOptions options;
+  options.model = "mlp";
+  options.steps = 30;
+  std::unique_ptr<Trainer> t = Make(options);
+  RunToEnd(*t);
+  const absl::StatusOr<std::optional<double>> accuracy = t->TestAccuracy();
+  REQUIRE(accuracy.ok());
+  REQUIRE(accuracy->has_value());
+  CHECK(**accuracy > 0.5);  // ten classes: chance is 0.1
+  CHECK(**accuracy <= 1);
+  CHECK(t->spec().module->is_training());
+
+  options.model = "linear";
+  t = Make(options);
+  CHECK_FALSE(t->TestAccuracy().value().has_value());
+}
+
 TEST_CASE("resuming mlp_dropout on Fashion-MNIST mid-epoch is bit for bit exact") {
   // The checkpoint holds the generator's state: the resumed run draws the
   // masks the uninterrupted one drew.
