@@ -17,7 +17,10 @@
 //   EvaluateDim(n, {{*SymbolIndex(b), 96}});  // 75264
 //
 // Each symbol carries a hint, the size it had when it was made: costs and
-// byte figures of a symbolic graph are evaluated there (DimHint). A symbol is
+// byte figures of a symbolic graph are evaluated there (DimHint). Symbols
+// are process-wide: a capture makes fresh ones, and text's s<k> names this
+// process's k-th (made with hint 1 when the text names it first), so a
+// printed graph parses back to itself in the process that printed it. A symbol is
 // assumed to be at least 1, and nothing else: a rule that needs more (a
 // symbolic dim broadcast against 5) is rejected with an error naming the dim.
 #ifndef TENSORCUT_GRAPH_SYMBOLIC_H_
