@@ -18,6 +18,8 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
                                       const codegen::Executable& forward,
                                       const TensorTree& inputs) {
   ForwardRun run;
+  std::unique_lock<std::mutex> updating(model.buffer_update, std::defer_lock);
+  if (!model.mutated_buffer_tensors.empty()) updating.lock();
   // A symbolic count of random numbers takes its value from the inputs' sizes.
   SymbolValues sizes;
   const bool symbolic_draw = IsSymbolic(model.program.random.numbers);

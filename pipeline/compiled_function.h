@@ -10,6 +10,7 @@
 #define TENSORCUT_PIPELINE_COMPILED_FUNCTION_H_
 
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct CompiledModel {
   // that in-place updates (optimizers, loads, to(dtype)) keep valid.
   nn::NamedTensors parameters, buffers;
   std::vector<Tensor> mutated_buffer_tensors;  // one per mutated_buffers entry
+  // Held by a call whose forward updates buffers (BatchNorm's running
+  // statistics), from reading them to writing them back: concurrent
+  // training calls of such a model run one at a time, losing no update.
+  mutable std::mutex buffer_update;
 };
 
 // The forward's outputs are the user outputs, the updated buffers, then the

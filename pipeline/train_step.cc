@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "partition/min_cut.h"
@@ -123,6 +124,12 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
 }
 
 absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
+  if (running_.exchange(true)) {
+    return absl::FailedPreconditionError(
+        "TrainStep: Run while another Run of this step is in progress; a step runs one batch at "
+        "a time (one TrainStep per thread, each with its own module, trains concurrently)");
+  }
+  absl::Cleanup done = [this] { running_ = false; };
   if (batch.size() != batch_args_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("TrainStep: expected ", batch_args_.size(),
                                                    " batch tensors (inputs, then targets), got ",

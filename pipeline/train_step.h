@@ -26,6 +26,7 @@
 #ifndef TENSORCUT_PIPELINE_TRAIN_STEP_H_
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,7 +68,9 @@ class TrainStep {
                                                            const TrainStepOptions& options = {});
   ~TrainStep();
 
-  // One step on `batch`: the leaves of (inputs, targets). Returns the loss
+  // One step on `batch`: the leaves of (inputs, targets). A step runs one
+  // batch at a time: a Run while another Run of this step is in progress
+  // (from another thread) is a FailedPreconditionError. Returns the loss
   // before the update. A batch of other dtypes or ranks than the examples is
   // an InvalidArgumentError naming the argument; one of other sizes is
   // taken as automatic_dynamic says.
@@ -92,6 +95,7 @@ class TrainStep {
   std::optional<DynamicDims> failed_dims_;  // a widening that did not compile, and why
   absl::Status failure_;
   int compilations_ = 0;
+  std::atomic<bool> running_{false};
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
 

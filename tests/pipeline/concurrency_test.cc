@@ -11,7 +11,10 @@
 
 #include "catch2/catch.hpp"
 #include "nn/layers.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
 #include "pipeline/compiler_pipeline.h"
+#include "pipeline/train_step.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
@@ -94,6 +97,63 @@ TEST_CASE("calls of new sizes from 4 threads at once: one recompilation, every r
   REQUIRE(failed == 0);
   REQUIRE(differed == 0);
   CHECK(stats->compilations == 2);
+}
+
+TEST_CASE("training calls that update BatchNorm's statistics from 4 threads lose no update") {
+  manual_seed(3);
+  nn::Sequential model({std::make_shared<nn::Conv2d>(1, 2, 3, 1, 1),
+                        std::make_shared<nn::BatchNorm2d>(2), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Flatten>()});
+  const Tensor x = randn({2, 1, 4, 4});
+  const Function fn = compile(model, TensorTree::MakeLeaf(x)).value();
+  const Tensor& tracked =
+      std::static_pointer_cast<nn::BatchNorm2d>(model.named_children()[1].second)
+          ->num_batches_tracked();
+  const int64_t before = tracked.item<int64_t>();
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        if (!fn(TensorTree::MakeLeaf(x)).ok()) ++failed;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  REQUIRE(failed == 0);
+  // Read, add one, write back: serialised, every call's update counts.
+  CHECK(tracked.item<int64_t>() == before + kThreads * 50);
+}
+
+TEST_CASE("a TrainStep run from two threads at once refuses the second, never races") {
+  manual_seed(4);
+  nn::Sequential model({std::make_shared<nn::Linear>(8, 4)});
+  nn::SGD sgd(model.named_parameters(), 0.01);
+  const Tensor x = randn({3, 8}), y = randn({3, 4});
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(model, nn::MeanSquareLoss, TensorTree::MakeLeaf(x), TensorTree::MakeLeaf(y),
+                        sgd)
+          .value();
+  std::atomic<int> ran{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        const absl::StatusOr<double> loss = step->Run({x, y});
+        if (loss.ok()) {
+          ++ran;
+        } else if (loss.status().code() == absl::StatusCode::kFailedPrecondition) {
+          ++refused;
+        } else {
+          ++other;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(other == 0);
+  CHECK(ran + refused == 400);
+  CHECK(ran > 0);
 }
 
 TEST_CASE("an mlp's compiled inference function called from 4 threads") {
