@@ -7,12 +7,13 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "graph/passes/specialize_symbols.h"
+#include "graph/verifier.h"
 
 namespace tc::codegen {
 namespace {
@@ -88,13 +89,13 @@ class PerSizeExecutable : public Executable::Impl {
 
   // Each symbol's first place as a whole dim of a placeholder.
   absl::Status FindSources() {
-    absl::flat_hash_map<int64_t, bool> found;
+    absl::flat_hash_set<int64_t> found;
     const std::vector<Value*>& placeholders = graph_.placeholders();
     for (int a = 0; a < static_cast<int>(placeholders.size()); ++a) {
       const Shape& shape = placeholders[a]->type().shape;
       for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
         std::optional<int64_t> symbol = SymbolIndex(shape[d]);
-        if (symbol && found.try_emplace(*symbol, true).second) sources_.push_back({*symbol, a, d});
+        if (symbol && found.insert(*symbol).second) sources_.push_back({*symbol, a, d});
       }
     }
     for (int64_t symbol : GraphSymbols(graph_)) {
@@ -128,8 +129,8 @@ class PerSizeExecutable : public Executable::Impl {
   }
 
   absl::StatusOr<std::shared_ptr<const Executable>> Plan(const SymbolValues& values) const {
-    Graph graph = graph_.Clone();
-    TC_RETURN_IF_ERROR(RunPasses(graph, {SpecializeSymbols(values)}).status());
+    TC_ASSIGN_OR_RETURN(const Graph graph, Specialized(graph_, values));
+    TC_RETURN_IF_ERROR(Verify(graph));
     TC_ASSIGN_OR_RETURN(Executable exe, inner_(graph, options_));
     if (first_ != nullptr) {
       for (int i = 0; i < exe.num_outputs(); ++i) {

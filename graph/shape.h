@@ -71,7 +71,11 @@ struct TensorType {
 
   // Element and byte counts, for costs and reports: at the symbols' hints
   // when the shape is symbolic (NumElements(shape) is the exact count).
-  int64_t numel() const { return DimHint(NumElements(shape)); }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n = DimMul(n, DimHint(d));  // interns nothing
+    return n;
+  }
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   int64_t bytes() const { return numel() * ItemSize(dtype); }
   std::string ToString() const;

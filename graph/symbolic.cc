@@ -260,12 +260,6 @@ std::optional<int64_t> DimDivide(int64_t a, int64_t b) {
   return Intern(q);
 }
 
-int64_t DimProduct(absl::Span<const int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n = DimMul(n, d);
-  return n;
-}
-
 std::optional<int64_t> DimMinimum(int64_t dim) {
   if (!IsSymbolic(dim)) return dim;
   int64_t least = 0;

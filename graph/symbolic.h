@@ -90,8 +90,6 @@ inline int64_t DimMul(int64_t a, int64_t b) {
 // a / b when b divides a exactly for every value of the symbols (784*s0 / s0
 // is 784; s0 / 2 is not provable), nullopt otherwise; b must not be 0.
 std::optional<int64_t> DimDivide(int64_t a, int64_t b);
-// The product of `dims` (1 for none), symbolic when any is.
-int64_t DimProduct(absl::Span<const int64_t> dims);
 
 // The least value `dim` takes over symbols >= 1 when that is provable
 // (every term but the constant has a non-negative coefficient, so the least

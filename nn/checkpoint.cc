@@ -156,8 +156,6 @@ absl::Status CheckSavable(const NamedTensors& tensors) {
 
 // ---- Reading ----------------------------------------------------------------
 
-// A strict reader for the JSON subset of a safetensors header: objects,
-// strings, arrays of non-negative integers, non-negative integers.
 // Whether `s` is well-formed UTF-8: no stray continuation bytes, no
 // overlong forms, no surrogates, nothing past U+10FFFF.
 bool IsValidUtf8(absl::string_view s) {
@@ -193,6 +191,8 @@ bool IsValidUtf8(absl::string_view s) {
   return true;
 }
 
+// A strict reader for the JSON subset of a safetensors header: objects,
+// strings, arrays of non-negative integers, non-negative integers.
 class JsonReader {
  public:
   explicit JsonReader(absl::string_view text) : text_(text) {}

@@ -7,7 +7,6 @@
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
 #include "graph/pass.h"
-#include "graph/passes/specialize_symbols.h"
 
 namespace tc {
 namespace {
@@ -44,7 +43,7 @@ absl::StatusOr<CompilerPipeline> CompilerPipeline::Create(nn::Module& model,
       if (fqn == name) compiled->mutated_buffer_tensors.push_back(buffer);
     }
   }
-  CompilerPipeline pipeline(std::move(compiled), options);
+  CompilerPipeline pipeline(std::move(compiled), options.plan_cache_size);
   // The user inputs' requires_grad, by placeholder (the tree flattens in
   // placeholder order).
   const std::vector<Tensor> leaves = Flatten(example_inputs).first;
@@ -117,10 +116,8 @@ absl::StatusOr<partition::PartitionResult> CompilerPipeline::partition(
   return partition_fn(joint.graph, joint.layout);
 }
 
-codegen::Compiler CompilerPipeline::ForGraph(const codegen::Compiler& compiler,
-                                             const Graph& graph) const {
-  if (!HasSymbolicDims(graph)) return compiler;
-  return codegen::PerSize(compiler, {.capacity = capture_.plan_cache_size});
+codegen::Compiler CompilerPipeline::PerSize(const codegen::Compiler& compiler) const {
+  return codegen::PerSize(compiler, {.capacity = plan_cache_size_});
 }
 
 absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
@@ -130,9 +127,9 @@ absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
   // computes them in (channels-last activations): no reorder between.
   TC_ASSIGN_OR_RETURN(
       codegen::Executable run,
-      ForGraph(compiler, partition.forward)(
-          partition.forward, {.free_outputs_from = joint_->layout.num_forward_outputs,
-                              .saved_outputs_from = joint_->layout.num_forward_outputs}));
+      PerSize(compiler)(partition.forward,
+                        {.free_outputs_from = joint_->layout.num_forward_outputs,
+                         .saved_outputs_from = joint_->layout.num_forward_outputs}));
   return CompiledForward{std::move(run)};
 }
 
@@ -156,15 +153,14 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
   for (int i = 0; i < saved; ++i) {
     options.argument_orders[i] = forward.run.output_order(joint_->layout.num_forward_outputs + i);
   }
-  TC_ASSIGN_OR_RETURN(codegen::Executable run,
-                      ForGraph(compiler, partition.backward)(partition.backward, options));
+  TC_ASSIGN_OR_RETURN(codegen::Executable run, PerSize(compiler)(partition.backward, options));
   return CompiledBackward{std::move(run)};
 }
 
 absl::StatusOr<codegen::Executable> CompilerPipeline::inference_compile(
     const codegen::Compiler& compiler, const Graph& graph) const {
   if (inference_ == nullptr) return MustCallFirst("inference_compile", "generate_ir_for_inference");
-  return ForGraph(compiler, graph)(graph);
+  return PerSize(compiler)(graph);
 }
 
 absl::StatusOr<Function> CompilerPipeline::make_autograd_function(
@@ -285,17 +281,20 @@ absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_in
   state->dims = options.dynamic_dims;
   return [state, &model, example_inputs,
           options](const TensorTree& inputs) -> absl::StatusOr<TensorTree> {
-    const std::vector<Tensor> leaves = Flatten(inputs).first;
+    std::vector<Tensor> leaves;  // flattened only when a call fails
     while (true) {
       {
+        // A call whose sizes differ fails in its argument check, before any
+        // side effect: only then are its sizes looked at.
         std::shared_lock<std::shared_mutex> lock(state->mu);
         const Compiled& compiled = *state->compiled;
+        absl::StatusOr<TensorTree> out = compiled.fn(inputs);
+        if (out.ok()) return out;
+        if (leaves.empty()) leaves = Flatten(inputs).first;
         const std::optional<DynamicDims> widened =
             WidenedDynamicDims(state->dims, compiled.names, compiled.types, leaves);
-        if (!widened) return compiled.fn(inputs);
-        if (widened == state->failed_dims) {
-          return WithWideningFailure(compiled.fn(inputs), state->failure);
-        }
+        if (!widened) return out;
+        if (widened == state->failed_dims) return WithWideningFailure(out, state->failure);
       }
       // Decided again under the writer lock: another call may have widened.
       std::unique_lock<std::shared_mutex> lock(state->mu);

@@ -106,14 +106,15 @@ class CompilerPipeline {
   absl::StatusOr<const InferenceGraph*> inference_graph() const;
 
  private:
-  CompilerPipeline(std::shared_ptr<CompiledModel> model, CaptureOptions options)
-      : model_(std::move(model)), capture_(std::move(options)) {}
-  // `compiler`, planning per size when `graph` is symbolic.
-  codegen::Compiler ForGraph(const codegen::Compiler& compiler, const Graph& graph) const;
+  CompilerPipeline(std::shared_ptr<CompiledModel> model, int plan_cache_size)
+      : model_(std::move(model)), plan_cache_size_(plan_cache_size) {}
+  // `compiler`, planning per size when a graph is symbolic (static graphs
+  // go to `compiler` as they are).
+  codegen::Compiler PerSize(const codegen::Compiler& compiler) const;
   absl::StatusOr<TracedProgram> PreparedForward(const IrOptions& options) const;
 
   std::shared_ptr<CompiledModel> model_;
-  CaptureOptions capture_;
+  int plan_cache_size_;
   // Per placeholder: whether the example input there required grad.
   std::vector<bool> example_requires_grad_;
   std::shared_ptr<JointGraph> joint_;
@@ -148,10 +149,6 @@ struct CompileOptions {
 absl::StatusOr<Function> compile(nn::Module& model, const TensorTree& example_inputs,
                                  const CompileOptions& options = {});
 
-// `dynamic` plus the dims of `leaves` (a call's user inputs) whose sizes
-// differ from `types` (the compiled placeholders'), under their placeholder
-// `names`; nullopt when every size fits. A leaf of another dtype or rank
-// adds nothing: the call's own check reports it.
 // The error of a call whose sizes no compilation over symbols could serve:
 // `call`'s own (what did not fit), then `failure`'s (why no function serves
 // both sizes). OK stays OK.
@@ -162,6 +159,10 @@ absl::StatusOr<T> WithWideningFailure(absl::StatusOr<T> call, const absl::Status
   return WithWideningFailure(call.status(), failure);
 }
 
+// `dynamic` plus the dims of `leaves` (a call's user inputs) whose sizes
+// differ from `types` (the compiled placeholders'), under their placeholder
+// `names`; nullopt when every size fits. A leaf of another dtype or rank
+// adds nothing: the call's own check reports it.
 std::optional<DynamicDims> WidenedDynamicDims(const DynamicDims& dynamic,
                                               absl::Span<const std::string> names,
                                               absl::Span<const TensorType> types,

@@ -48,7 +48,7 @@ absl::StatusOr<SliceBounds> NormalizeSlice(int64_t size, int64_t start, int64_t 
     // start <= end <= size, for every value of the symbols (>= 1).
     auto resolve = [size](int64_t i) {
       if (IsSymbolic(i)) return i;
-      return i < 0 ? DimAdd(size, i) : std::min(i, kMaxElements) == kMaxElements ? size : i;
+      return i < 0 ? DimAdd(size, i) : i >= kMaxElements ? size : i;
     };
     const int64_t s = resolve(start), e = resolve(end);
     auto provable = [](int64_t d) { return DimMinimum(d).value_or(-1) >= 0; };

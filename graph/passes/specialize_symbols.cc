@@ -37,6 +37,8 @@ absl::StatusOr<Attrs> SpecializeAttrs(const Attrs& attrs, const SymbolValues& va
   return out;
 }
 
+}  // namespace
+
 absl::StatusOr<Graph> Specialized(const Graph& graph, const SymbolValues& values) {
   Graph out;
   absl::flat_hash_map<const Value*, Value*> map;
@@ -78,6 +80,8 @@ absl::StatusOr<Graph> Specialized(const Graph& graph, const SymbolValues& values
   return out;
 }
 
+namespace {
+
 void AddSymbols(int64_t dim, absl::btree_set<int64_t>& symbols) {
   if (!IsSymbolic(dim)) return;
   for (int64_t s : SymbolsOf(dim)) symbols.insert(s);
@@ -101,7 +105,30 @@ void AddSymbols(const Graph& graph, absl::btree_set<int64_t>& symbols) {
   }
 }
 
+// Whether an attribute holds a symbolic dim.
+bool SymbolicAttr(const AttrValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) return IsSymbolic(*i);
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&value)) return HasSymbolic(*v);
+  return false;
+}
+
 }  // namespace
+
+bool HasSymbolicDims(const Graph& graph) {
+  for (const Value* p : graph.placeholders()) {
+    if (HasSymbolic(p->type().shape)) return true;
+  }
+  for (const Node* node : graph.nodes()) {
+    for (const auto& [name, value] : node->attrs().entries()) {
+      if (SymbolicAttr(value)) return true;
+    }
+    if (node->body() != nullptr && HasSymbolicDims(*node->body())) return true;
+    for (const Value* r : node->results()) {
+      if (HasSymbolic(r->type().shape)) return true;
+    }
+  }
+  return false;
+}
 
 std::vector<int64_t> GraphSymbols(const Graph& graph) {
   absl::btree_set<int64_t> symbols;

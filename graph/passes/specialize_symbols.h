@@ -26,7 +26,13 @@ Pass SpecializeSymbols(SymbolValues values);
 // The symbols the dims of `graph`'s values and attributes mention (bodies
 // included), ascending; empty for a static graph.
 std::vector<int64_t> GraphSymbols(const Graph& graph);
-inline bool HasSymbolicDims(const Graph& graph) { return !GraphSymbols(graph).empty(); }
+// Whether any of those dims is symbolic: GraphSymbols non-empty, found
+// without reading the table.
+bool HasSymbolicDims(const Graph& graph);
+
+// `graph` with every symbolic dim at its value (what SpecializeSymbols runs),
+// for a caller that keeps the symbolic graph.
+absl::StatusOr<Graph> Specialized(const Graph& graph, const SymbolValues& values);
 
 }  // namespace tc
 

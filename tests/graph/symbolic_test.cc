@@ -38,8 +38,8 @@ TEST_CASE("exact division is proved for every value of the symbols or refused") 
   CHECK_FALSE(DimDivide(DimAdd(a, 1), a).has_value());
   CHECK_FALSE(DimDivide(784, a).has_value());
   CHECK_FALSE(DimDivide(7, 2).has_value());
-  CHECK(DimProduct({a, 3, b}) == DimMul(ab, 3));
-  CHECK(DimProduct({}) == 1);
+  CHECK(NumElements({a, 3, b}) == DimMul(ab, 3));
+  CHECK(NumElements({}) == 1);
 }
 
 TEST_CASE("least values over symbols of at least 1") {
