@@ -54,6 +54,18 @@ TEST_CASE("each size is planned once, kept least recently used first, and runs a
   }
 }
 
+TEST_CASE("the plan dropped is the least recently used, not the first made") {
+  Executable exe = PerSize(fusing(), {.capacity = 2})(Parse(kRows).value()).value();
+  const Tensor w = testing::Random({3, 2}, DType::kF32, 1);
+  for (int64_t rows : {4, 7, 4, 9, 4}) REQUIRE(exe({zeros({rows, 3}), w}).ok());
+  // [4, hint]; 7 evicts the hint's: [7, 4]; 4 hits: [4, 7]; 9 evicts 7,
+  // the least recently used: [9, 4]; 4 hits. First-made-first-dropped would
+  // have evicted 4 for 9 and missed the last 4.
+  CHECK(exe.plan_cache().hits == 2);
+  CHECK(exe.plan_cache().misses == 3);
+  CHECK(exe.plan_cache().evictions == 2);
+}
+
 TEST_CASE("a call that fits no size names the argument and dim") {
   Executable exe = PerSize(fusing())(Parse(kRows).value()).value();
   const absl::StatusOr<std::vector<Tensor>> out = exe({zeros({4, 3}), zeros({4, 2})});

@@ -48,6 +48,14 @@ TEST_CASE("a batch dim flows through an mlp, its flattening and its mean") {
 }
 
 TEST_CASE("products of two symbols: a batch times a sequence length") {
+  const std::string flattened =
+      "graph(%x: f32[s0,s1,64], %w: f32[32,64], %b: f32[32]) {\n"
+      "  %0: f32[s0*s1,64] = reshape(%x) {shape=[s0*s1,64]}\n"
+      "  %1: f32[s0*s1,32] = linear(%0, %w, %b)\n"
+      "  %2: f32[s0,s1,32] = reshape(%1) {shape=[s0,s1,32]}\n"
+      "  return (%2)\n"
+      "}\n";
+  CHECK(RoundTrip(flattened) == flattened);
   const std::string text =
       "graph(%x: f32[s0,s1,64], %w: f32[32,64], %b: f32[32]) {\n"
       "  %0: f32[s0*s1,64] = reshape(%x) {shape=[s0*s1,64]}\n"
