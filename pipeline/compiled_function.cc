@@ -28,6 +28,14 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
   TC_RETURN_IF_ERROR(model.program.random.Draw(absl::MakeSpan(run.primals), sizes));
   NoGradGuard no_grad;
   TC_ASSIGN_OR_RETURN(run.outputs, forward(run.primals));
+  // The tape reads the primals after the lock is released, while another
+  // call may be rewriting a mutated buffer's handle: it gets a copy of each
+  // such handle, taken here, as this call's forward saw it.
+  for (Tensor& primal : run.primals) {
+    for (const Tensor& buffer : model.mutated_buffer_tensors) {
+      if (primal.impl() == buffer.impl()) primal = primal.detach();
+    }
+  }
   for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {
     nn::AssignInPlace(model.mutated_buffer_tensors[i],
                       run.outputs[model.num_user_outputs + i].contiguous());
