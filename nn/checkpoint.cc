@@ -9,15 +9,16 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "nn/named_tensors.h"
 
 namespace tc::nn {
@@ -56,49 +57,19 @@ absl::Status ErrnoStatus(int error, absl::string_view what) {
 
 // ---- Writing ----------------------------------------------------------------
 
-void AppendJsonString(absl::string_view s, std::string& out) {
-  out += '"';
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
 // The JSON header, padded with spaces so that the data starts 8-byte aligned.
+// Names and metadata are valid UTF-8 (CheckSavable), so dump() cannot throw.
 std::string MakeHeader(const NamedTensors& tensors, const Metadata& metadata) {
-  std::string json = "{";
-  if (!metadata.empty()) {
-    json += "\"__metadata__\":{";
-    for (const auto& [key, value] : metadata) {
-      if (json.back() != '{') json += ',';
-      AppendJsonString(key, json);
-      json += ':';
-      AppendJsonString(value, json);
-    }
-    json += '}';
-  }
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
   int64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (json.size() > 1) json += ',';
-    AppendJsonString(name, json);
-    absl::StrAppend(&json, ":{\"dtype\":\"", CodeOf(t.dtype()), "\",\"shape\":[");
-    for (size_t d = 0; d < t.shape().size(); ++d) {
-      absl::StrAppend(&json, d == 0 ? "" : ",", t.shape()[d]);
-    }
-    absl::StrAppend(&json, "],\"data_offsets\":[", offset, ",", offset + t.bytes(), "]}");
+    header[name] = {{"dtype", std::string(CodeOf(t.dtype()))},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
-  json += '}';
+  std::string json = header.dump();
   json.resize((json.size() + 7) / 8 * 8, ' ');
   return json;
 }
@@ -138,9 +109,29 @@ absl::Status WriteFile(int fd, const NamedTensors& tensors, const Metadata& meta
   return status;
 }
 
-absl::Status CheckSavable(const NamedTensors& tensors) {
+// Whether `s` is valid UTF-8, which the format requires of every string.
+bool IsUtf8(const std::string& s) {
+  try {
+    nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
+}
+
+absl::Status CheckSavable(const NamedTensors& tensors, const Metadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    if (!IsUtf8(key) || !IsUtf8(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot save metadata ", absl::CHexEscape(key), ": not valid UTF-8"));
+    }
+  }
   absl::flat_hash_set<absl::string_view> seen;
   for (const auto& [name, t] : tensors) {
+    if (!IsUtf8(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot save a tensor named \"", absl::CHexEscape(name), "\": not valid UTF-8"));
+    }
     if (name.empty() || name == "__metadata__") {
       return absl::InvalidArgumentError(absl::StrCat("cannot save a tensor named \"", name, "\""));
     }
@@ -156,227 +147,6 @@ absl::Status CheckSavable(const NamedTensors& tensors) {
 
 // ---- Reading ----------------------------------------------------------------
 
-// Whether `s` is well-formed UTF-8: no stray continuation bytes, no
-// overlong forms, no surrogates, nothing past U+10FFFF.
-bool IsValidUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    int extra;
-    uint32_t code;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1, code = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, code = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, code = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;  // truncated
-    for (int k = 1; k <= extra; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      code = code << 6 | (d & 0x3F);
-    }
-    constexpr uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
-    if (code < kLeast[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
-// A strict reader for the JSON subset of a safetensors header: objects,
-// strings, arrays of non-negative integers, non-negative integers.
-class JsonReader {
- public:
-  explicit JsonReader(absl::string_view text) : text_(text) {}
-
-  absl::Status Error(absl::string_view what) const {
-    return absl::DataLossError(absl::StrCat("invalid header JSON at byte ", pos_, ": ", what));
-  }
-
-  // Skips whitespace; consumes `c` if it comes next.
-  bool Consume(char c) {
-    SkipSpace();
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  absl::Status Expect(char c) {
-    return Consume(c) ? absl::OkStatus()
-                      : Error(absl::StrCat("expected '", std::string(1, c), "'"));
-  }
-
-  // Only whitespace may follow the top-level object.
-  absl::Status End() {
-    SkipSpace();
-    return pos_ == text_.size() ? absl::OkStatus() : Error("unexpected text after the object");
-  }
-
-  absl::StatusOr<std::string> String() {
-    if (!Consume('"')) return Error("expected a string");
-    std::string out;
-    while (pos_ < text_.size()) {
-      const char c = text_[pos_++];
-      if (c == '"') {
-        // The format's header is UTF-8 JSON; a name or value that is not
-        // would come back from a save as other text than was written.
-        if (!IsValidUtf8(out)) return Error("a string is not valid UTF-8");
-        return out;
-      }
-      if (static_cast<unsigned char>(c) < 0x20) return Error("control character in a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ == text_.size()) break;
-      const char e = text_[pos_++];
-      switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out += e;
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          TC_RETURN_IF_ERROR(UnicodeEscape(out));
-          break;
-        }
-        default:
-          return Error(absl::StrCat("invalid escape \\", std::string(1, e)));
-      }
-    }
-    return Error("unterminated string");
-  }
-
-  // A non-negative integer that fits in int64 (no sign, fraction or exponent).
-  absl::StatusOr<int64_t> Integer() {
-    SkipSpace();
-    const size_t start = pos_;
-    uint64_t value = 0;
-    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
-      const uint64_t digit = static_cast<uint64_t>(text_[pos_++] - '0');
-      // Checked before the multiply, which would wrap mod 2^64 first.
-      if (value > (static_cast<uint64_t>(INT64_MAX) - digit) / 10) {
-        return Error("integer out of range");
-      }
-      value = value * 10 + digit;
-    }
-    if (pos_ == start) return Error("expected a non-negative integer");
-    if (text_[start] == '0' && pos_ - start > 1) return Error("integer with a leading zero");
-    if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E')) {
-      return Error("expected an integer");
-    }
-    return static_cast<int64_t>(value);
-  }
-
-  absl::StatusOr<std::vector<int64_t>> IntegerArray() {
-    absl::Status status = Expect('[');
-    if (!status.ok()) return status;
-    std::vector<int64_t> out;
-    if (Consume(']')) return out;
-    do {
-      TC_ASSIGN_OR_RETURN(int64_t value, Integer());
-      out.push_back(value);
-    } while (Consume(','));
-    status = Expect(']');
-    if (!status.ok()) return status;
-    return out;
-  }
-
-  // Parses an object, calling `member(key)` after each key and its ':'; the
-  // callback parses the value.
-  absl::Status Object(const std::function<absl::Status(const std::string&)>& member) {
-    absl::Status status = Expect('{');
-    if (!status.ok() || Consume('}')) return status;
-    do {
-      TC_ASSIGN_OR_RETURN(std::string key, String());
-      status = Expect(':');
-      if (status.ok()) status = member(key);
-      if (!status.ok()) return status;
-    } while (Consume(','));
-    return Expect('}');
-  }
-
- private:
-  void SkipSpace() {
-    while (pos_ < text_.size() &&
-           absl::string_view(" \t\n\r").find(text_[pos_]) != absl::string_view::npos) {
-      ++pos_;
-    }
-  }
-
-  absl::StatusOr<uint32_t> Hex4() {
-    if (text_.size() - pos_ < 4) return Error("truncated \\u escape");
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char c = text_[pos_++];
-      const int digit = c >= '0' && c <= '9'   ? c - '0'
-                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                        : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                               : -1;
-      if (digit < 0) return Error("invalid \\u escape");
-      value = value * 16 + static_cast<uint32_t>(digit);
-    }
-    return value;
-  }
-
-  // After "\u": one code point (a surrogate pair counts as one), as UTF-8.
-  absl::Status UnicodeEscape(std::string& out) {
-    TC_ASSIGN_OR_RETURN(uint32_t code, Hex4());
-    if (code >= 0xDC00 && code <= 0xDFFF) return Error("unpaired surrogate in a \\u escape");
-    if (code >= 0xD800 && code <= 0xDBFF) {
-      if (text_.substr(pos_, 2) != "\\u") return Error("unpaired surrogate in a \\u escape");
-      pos_ += 2;
-      TC_ASSIGN_OR_RETURN(uint32_t low, Hex4());
-      if (low < 0xDC00 || low > 0xDFFF) return Error("unpaired surrogate in a \\u escape");
-      code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-    }
-    if (code < 0x80) {
-      out += static_cast<char>(code);
-    } else if (code < 0x800) {
-      out += static_cast<char>(0xC0 | (code >> 6));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      out += static_cast<char>(0xE0 | (code >> 12));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (code >> 18));
-      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::string_view text_;
-  size_t pos_ = 0;
-};
-
 // One tensor of the header.
 struct Entry {
   std::string name;
@@ -385,70 +155,154 @@ struct Entry {
   int64_t begin = 0, end = 0;
 };
 
-absl::Status ParseTensor(JsonReader& json, const std::string& name, Entry& entry) {
-  entry.name = name;
-  bool has_dtype = false, has_shape = false, has_offsets = false;
-  TC_RETURN_IF_ERROR(json.Object([&](const std::string& key) -> absl::Status {
-    bool* seen = key == "dtype"          ? &has_dtype
-                 : key == "shape"        ? &has_shape
-                 : key == "data_offsets" ? &has_offsets
-                                         : nullptr;
-    if (seen == nullptr) return json.Error(absl::StrCat(name, ": unknown field \"", key, "\""));
-    if (*seen) return json.Error(absl::StrCat(name, ": duplicate field \"", key, "\""));
-    *seen = true;
-    if (key == "dtype") {
-      TC_ASSIGN_OR_RETURN(std::string code, json.String());
-      for (const DTypeCode& c : kDTypeCodes) {
-        if (c.code == code) {
-          entry.dtype = c.dtype;
-          return absl::OkStatus();
-        }
-      }
-      return json.Error(absl::StrCat(name, ": unsupported dtype \"", code, "\""));
+// Reads a header from the JSON parser's events: an object of tensor entries,
+// each {"dtype": code, "shape": [dims], "data_offsets": [begin, end]}, and an
+// optional "__metadata__" object of strings. The parser checks the syntax and
+// that strings are UTF-8; this checks the structure, that keys are unique
+// (JSON allows duplicates, last wins), and that integers fit in int64. The
+// first problem stops the parse; it is in `status`.
+class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::vector<Entry> entries;
+  Metadata metadata;
+  absl::Status status;
+
+  bool start_object(std::size_t) override {
+    if (depth_ == 2 || depth_ == 3) return Unexpected("an object");
+    if (depth_ == 1) {
+      if (!InMetadata()) entries.push_back({.name = name_});
+      fields_.clear();
     }
-    TC_ASSIGN_OR_RETURN(std::vector<int64_t> values, json.IntegerArray());
-    if (key == "shape") {
-      if (absl::Status s = CheckShapeSize(values); !s.ok()) {
-        return json.Error(absl::StrCat(name, ": ", s.message()));
-      }
-      entry.shape = std::move(values);
-      return absl::OkStatus();
-    }
-    if (values.size() != 2) return json.Error(absl::StrCat(name, ": data_offsets needs 2 values"));
-    entry.begin = values[0];
-    entry.end = values[1];
-    return absl::OkStatus();
-  }));
-  for (const auto& [seen, field] : {std::pair<bool, const char*>{has_dtype, "dtype"},
-                                    {has_shape, "shape"},
-                                    {has_offsets, "data_offsets"}}) {
-    if (!seen) return json.Error(absl::StrCat(name, ": missing field \"", field, "\""));
+    ++depth_;
+    return true;
   }
-  return absl::OkStatus();
-}
+  bool key(std::string& key) override {
+    if (depth_ == 1) {
+      name_ = key;
+      return names_.insert(key).second || Fail(absl::StrCat("duplicate entry ", key));
+    }
+    field_ = key;
+    if (!fields_.insert(key).second) {
+      return Fail(InMetadata() ? absl::StrCat("duplicate metadata ", key)
+                               : absl::StrCat(name_, ": duplicate field \"", key, "\""));
+    }
+    if (InMetadata() || key == "dtype" || key == "shape" || key == "data_offsets") return true;
+    return Fail(absl::StrCat(name_, ": unknown field \"", key, "\""));
+  }
+  bool end_object() override {
+    if (--depth_ != 1 || InMetadata()) return true;
+    for (const char* field : {"dtype", "shape", "data_offsets"}) {
+      if (!fields_.contains(field)) {
+        return Fail(absl::StrCat(name_, ": missing field \"", field, "\""));
+      }
+    }
+    return true;
+  }
+  bool string(std::string& value) override {
+    if (depth_ != 2 || (!InMetadata() && field_ != "dtype")) return Unexpected("a string");
+    if (InMetadata()) {
+      metadata[field_] = value;
+      return true;
+    }
+    for (const DTypeCode& c : kDTypeCodes) {
+      if (c.code == value) {
+        entries.back().dtype = c.dtype;
+        return true;
+      }
+    }
+    return Fail(absl::StrCat(name_, ": unsupported dtype \"", value, "\""));
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ != 2 || InMetadata() || field_ == "dtype") return Unexpected("an array");
+    ++depth_;
+    values_.clear();
+    return true;
+  }
+  bool number_unsigned(std::uint64_t value) override {
+    if (depth_ != 3 || value > static_cast<uint64_t>(INT64_MAX)) {
+      return Unexpected(absl::StrCat(value));
+    }
+    values_.push_back(static_cast<int64_t>(value));
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    Entry& entry = entries.back();
+    if (field_ == "data_offsets") {
+      if (values_.size() != 2) return Fail(absl::StrCat(name_, ": data_offsets needs 2 values"));
+      entry.begin = values_[0];
+      entry.end = values_[1];
+      return true;
+    }
+    if (absl::Status s = CheckShapeSize(values_); !s.ok()) {
+      return Fail(absl::StrCat(name_, ": ", s.message()));
+    }
+    entry.shape = values_;
+    return true;
+  }
+  bool number_integer(std::int64_t value) override { return Unexpected(absl::StrCat(value)); }
+  bool number_float(double, const std::string& text) override { return Unexpected(text); }
+  bool null() override { return Unexpected("null"); }
+  bool boolean(bool value) override { return Unexpected(value ? "true" : "false"); }
+  bool binary(binary_t&) override { return Unexpected("binary data"); }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& error) override {
+    // what() starts with the exception's id, "[json.exception.parse_error.101] ".
+    // Its "last read" quotes the input as is; bytes past ASCII are escaped
+    // so that the message is valid text.
+    absl::string_view what = error.what();
+    what.remove_prefix(std::min(what.size(), what.find("] ") + 2));
+    std::string text;
+    for (const char c : what) {
+      if (static_cast<unsigned char>(c) < 0x80) {
+        text += c;
+      } else {
+        absl::StrAppend(&text, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+      }
+    }
+    return Fail(text);
+  }
+
+ private:
+  bool InMetadata() const { return name_ == "__metadata__"; }
+
+  // Where the parser is, for a message: "fc.weight.shape", "__metadata__.step".
+  std::string Place() const {
+    if (depth_ == 0) return "the header";
+    if (depth_ == 1) return name_;
+    return absl::StrCat(name_, ".", field_);
+  }
+
+  // What the format allows where the parser is.
+  std::string Expected() const {
+    if (depth_ <= 1) return "an object";
+    if (InMetadata()) return "a string";
+    if (depth_ == 3) return "a non-negative integer below 2^63";
+    return field_ == "dtype" ? "a string" : "an array";
+  }
+
+  bool Unexpected(absl::string_view got) {
+    return Fail(absl::StrCat(Place(), " must be ", Expected(), ", got ", got));
+  }
+
+  bool Fail(absl::string_view what) {
+    status = absl::DataLossError(absl::StrCat("invalid header: ", what));
+    return false;
+  }
+
+  int depth_ = 0;  // 1 in the header, 2 in an entry, 3 in an entry's array
+  std::string name_, field_;
+  absl::flat_hash_set<std::string> names_, fields_;
+  std::vector<int64_t> values_;
+};
 
 // Parses the header into its entries (in header order) and metadata.
 absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata& metadata) {
-  metadata.clear();
-  JsonReader json(text);
-  std::vector<Entry> entries;
-  absl::flat_hash_set<std::string> names;
-  bool has_metadata = false;
-  absl::Status status = json.Object([&](const std::string& name) -> absl::Status {
-    if (!names.insert(name).second) return json.Error(absl::StrCat("duplicate entry ", name));
-    if (name == "__metadata__") {
-      has_metadata = true;
-      return json.Object([&](const std::string& key) -> absl::Status {
-        if (metadata.count(key) != 0) return json.Error(absl::StrCat("duplicate metadata ", key));
-        TC_ASSIGN_OR_RETURN(metadata[key], json.String());
-        return absl::OkStatus();
-      });
-    }
-    return ParseTensor(json, name, entries.emplace_back());
-  });
-  if (status.ok()) status = json.End();
-  if (!status.ok()) return status;
-  return entries;
+  HeaderReader reader;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
+  if (!reader.status.ok()) return reader.status;
+  metadata = std::move(reader.metadata);
+  return std::move(reader.entries);
 }
 
 // Checks each entry's fields, that its byte range holds exactly its elements,
@@ -585,7 +439,7 @@ void RemoveStaleTemporaries(const std::string& path) {
 
 absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
                          const Metadata& metadata) {
-  absl::Status status = CheckSavable(tensors);
+  absl::Status status = CheckSavable(tensors, metadata);
   if (!status.ok()) return WithPath(status, path);
   std::string temp = absl::StrCat(path, ".tmp-XXXXXX");
   const int fd = ::mkstemp(temp.data());

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "graph/dot.h"
+#include "nlohmann/json.hpp"
 #include "partition/accounting.h"
 
 namespace tc::partition {
@@ -71,38 +72,10 @@ std::string WithPrefix(double amount, absl::string_view unit) {
   return absl::StrFormat("%.2f %s%s", amount, prefixes[p], unit);
 }
 
-// A JSON string literal (RFC 8259): quotes, backslashes and control
-// characters escaped.
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // A dim in JSON: a number, or a symbolic one as its text ("s0").
-void JsonDim(std::string* out, int64_t dim) {
-  absl::StrAppend(out, IsSymbolic(dim) ? JsonString(DimToString(dim)) : absl::StrCat(dim));
+nlohmann::ordered_json JsonDim(int64_t dim) {
+  if (IsSymbolic(dim)) return DimToString(dim);
+  return dim;
 }
 
 }  // namespace
@@ -167,22 +140,28 @@ std::string ReportText(const PartitionReport& report) {
 }
 
 std::string ReportJson(const PartitionReport& report) {
-  std::vector<std::string> saved;
+  nlohmann::ordered_json saved = nlohmann::ordered_json::array();
   for (const SavedValueReport& s : report.saved) {
-    saved.push_back(absl::StrCat("{\"name\":", JsonString(s.name), ",\"op\":", JsonString(s.op),
-                                 ",\"shape\":[", absl::StrJoin(s.type.shape, ",", JsonDim),
-                                 "],\"dtype\":", JsonString(DTypeName(s.type.dtype)),
-                                 ",\"bytes\":", s.bytes,
-                                 ",\"activation\":", s.is_activation ? "true" : "false", "}"));
+    nlohmann::ordered_json shape = nlohmann::ordered_json::array();
+    for (const int64_t dim : s.type.shape) shape.push_back(JsonDim(dim));
+    saved.push_back({{"name", s.name},
+                     {"op", s.op},
+                     {"shape", std::move(shape)},
+                     {"dtype", std::string(DTypeName(s.type.dtype))},
+                     {"bytes", s.bytes},
+                     {"activation", s.is_activation}});
   }
-  return absl::StrCat("{\"saved_bytes\":", report.saved_bytes,
-                      ",\"saved_bytes_formula\":", JsonString(report.saved_bytes_formula),
-                      ",\"saved_activation_bytes\":", report.saved_activation_bytes,
-                      ",\"saved_values\":[", absl::StrJoin(saved, ","),
-                      "],\"recomputed_nodes\":", report.recomputed_nodes,
-                      ",\"recompute_flops\":", absl::StrFormat("%.17g", report.recompute_flops),
-                      ",\"fw_nodes\":", report.fw_nodes, ",\"bw_nodes\":", report.bw_nodes,
-                      ",\"bw_peak_bytes\":", report.bw_peak_bytes, "}");
+  const nlohmann::ordered_json json = {{"saved_bytes", report.saved_bytes},
+                                       {"saved_bytes_formula", report.saved_bytes_formula},
+                                       {"saved_activation_bytes", report.saved_activation_bytes},
+                                       {"saved_values", std::move(saved)},
+                                       {"recomputed_nodes", report.recomputed_nodes},
+                                       {"recompute_flops", report.recompute_flops},
+                                       {"fw_nodes", report.fw_nodes},
+                                       {"bw_nodes", report.bw_nodes},
+                                       {"bw_peak_bytes", report.bw_peak_bytes}};
+  // Value names are ASCII; `replace` keeps a stray byte from throwing.
+  return json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 std::string JointDot(const Graph& joint, const JointLayout& layout, const PartitionResult& part) {

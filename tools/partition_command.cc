@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
@@ -35,13 +36,14 @@ absl::Status Run() {
   const partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, part);
 
   if (absl::GetFlag(FLAGS_json)) {
-    // The report's object with the run's own fields first; the names are
-    // known model and strategy names, which need no escaping.
-    const std::string fields = partition::ReportJson(report).substr(1);
-    std::printf("{\"model\":\"%s\",\"strategy\":\"%s\",\"budget\":%s,\"partition_ms\":%.3f,%s\n",
-                spec.name.c_str(), strategy.c_str(),
-                strategy == "budget" ? absl::StrFormat("%g", budget).c_str() : "null", partition_ms,
-                fields.c_str());
+    // The run's own fields, then the report's.
+    nlohmann::ordered_json row = {{"model", spec.name},
+                                  {"strategy", strategy},
+                                  {"budget", nullptr},
+                                  {"partition_ms", partition_ms}};
+    if (strategy == "budget") row["budget"] = budget;
+    row.update(nlohmann::ordered_json::parse(partition::ReportJson(report)));
+    std::printf("%s\n", row.dump().c_str());
   } else {
     std::printf("%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
                 strategy.c_str(),

@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev          # oneDNN 2.6
   libabsl-dev          # Abseil 20220623
   catch2               # Catch2 2.13 (single header)
+  nlohmann-json3-dev   # JSON 3.11 (header-only): checkpoint headers, reports
   libbenchmark-dev     # Google Benchmark, for bench/
   dataset-fashion-mnist  # the demo's data
 )

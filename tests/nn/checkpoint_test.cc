@@ -228,21 +228,25 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
                                       " bytes) or the 100000000-byte limit");
   flipped = good;
   flipped[8 + 1] ^= 0x01;  // '"' -> '#' in the JSON
-  CHECK(LoadCorrupted(flipped) == ": invalid header JSON at byte 1: expected a string");
+  CHECK(LoadCorrupted(flipped) ==
+        ": invalid header: parse error at line 1, column 2: syntax error while parsing object "
+        "key - invalid literal; last read: '{#'; expected string literal");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
-        ": invalid header JSON at byte 97: expected a non-negative integer");
+        ": invalid header: parse error at line 1, column 98: syntax error while parsing value - "
+        "unexpected ','; expected '[', '{', or a literal");
   // An entry without dtype or shape once loaded as f32, or as a scalar.
   CHECK(LoadCorrupted(Replace(good, "\"dtype\":\"F32\",", "")) ==
-        ": invalid header JSON at byte 42: scale: missing field \"dtype\"");
+        ": invalid header: scale: missing field \"dtype\"");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3],", "")) ==
-        ": invalid header JSON at byte 106: fc.weight: missing field \"shape\"");
+        ": invalid header: fc.weight: missing field \"shape\"");
   // Dims past 2^60 elements.
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[4294967296,4294967296]")) ==
-        ": invalid header JSON at byte 115: fc.weight: shape [4294967296,4294967296] has more "
+        ": invalid header: fc.weight: shape [4294967296,4294967296] has more "
         "than 2^60 elements");
   // 20 digits: 18446744073709551728 once wrapped to 112 and loaded.
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,18446744073709551728]")) ==
-        ": invalid header JSON at byte 115: integer out of range");
+        ": invalid header: fc.weight.shape must be a non-negative integer below 2^63, got "
+        "18446744073709551728");
   CHECK(LoadCorrupted(Replace(good, "[4,28]", "[4,32]")) ==
         ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [4, 32] hold 28");
   CHECK(LoadCorrupted(Replace(good, "[28,40]", "[24,36]")) ==
@@ -252,13 +256,14 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(Replace(good, "[28,40]", "[40,28]")) ==
         ": fc.bias: data_offsets [40, 28] are reversed");
   CHECK(LoadCorrupted(Replace(good, "\"F32\"", "\"F16\"")) ==
-        ": invalid header JSON at byte 23: scale: unsupported dtype \"F16\"");
+        ": invalid header: scale: unsupported dtype \"F16\"");
   CHECK(LoadCorrupted(Replace(good, "\"dtype\"", "\"dtypo\"")) ==
-        ": invalid header JSON at byte 18: scale: unknown field \"dtypo\"");
+        ": invalid header: scale: unknown field \"dtypo\"");
   CHECK(LoadCorrupted(Replace(good, "\"fc.bias\"", "\"scale\"  ")) ==
-        ": invalid header JSON at byte 131: duplicate entry scale");
+        ": invalid header: duplicate entry scale");
   CHECK(LoadCorrupted(Replace(good, "[40,56]", "[40,5.]")) ==
-        ": invalid header JSON at byte 237: expected an integer");
+        ": invalid header: parse error at line 1, column 239: syntax error while parsing value - "
+        "invalid number; expected digit after '.'; last read: '5.]'");
   CHECK(LoadCorrupted("") == ": truncated: 0 bytes, too short for the 8-byte header length");
   // Names and values are UTF-8 (a save writes them so; once, any bytes
   // loaded): a stray continuation byte, a truncated sequence, an overlong
@@ -268,7 +273,7 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
         std::string("s\xed\xa0\x80") + "e"}) {
     REQUIRE(bad.size() == 5);
     CHECK_THAT(LoadCorrupted(Replace(good, "\"scale\"", "\"" + bad + "\"")),
-               Catch::EndsWith(": a string is not valid UTF-8"));
+               Catch::Contains("invalid string: ill-formed UTF-8 byte"));
   }
 
   Net net(DType::kF32, 7);
@@ -283,6 +288,57 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(load(net, fifo).message() == "checkpoint " + fifo + " is not a regular file");
   CHECK(load(net, TempPath("")).message() ==
         "checkpoint " + TempPath("") + " is not a regular file");
+}
+
+// A file of one tensor "a" whose header is `header`, with `data_bytes` of data.
+std::string FileWithHeader(const std::string& header, int data_bytes = 4) {
+  const uint64_t length = header.size();
+  return std::string(reinterpret_cast<const char*>(&length), 8) + header +
+         std::string(data_bytes, '\0');
+}
+
+TEST_CASE("a header of another structure says where and what was expected") {
+  const std::string a = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  CHECK(LoadCorrupted(FileWithHeader("[" + a + "]")) ==
+        ": invalid header: the header must be an object, got an array");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":7})")) ==
+        ": invalid header: a must be an object, got 7");
+  CHECK(
+      LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})")) ==
+      ": invalid header: a.shape must be a non-negative integer below 2^63, got -1");
+  CHECK(LoadCorrupted(
+            FileWithHeader(R"({"a":{"dtype":"F32","shape":[1.0],"data_offsets":[0,4]}})")) ==
+        ": invalid header: a.shape must be a non-negative integer below 2^63, got 1.0");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":null,"shape":[1],"data_offsets":[0,4]}})")) ==
+        ": invalid header: a.dtype must be a string, got null");
+  CHECK(LoadCorrupted(
+            FileWithHeader(R"({"a":{"dtype":"F32","shape":[[1]],"data_offsets":[0,4]}})")) ==
+        ": invalid header: a.shape must be a non-negative integer below 2^63, got an array");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1]}})")) ==
+        ": invalid header: a: duplicate field \"dtype\"");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})")) ==
+        ": invalid header: a: data_offsets needs 2 values");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"__metadata__":{"step":3},)" + a + "}")) ==
+        ": invalid header: __metadata__.step must be a string, got 3");
+  CHECK(LoadCorrupted(FileWithHeader("{" + a + "} x")) ==
+        ": invalid header: parse error at line 1, column 56: syntax error while parsing value - "
+        "invalid literal; last read: '4]}} x'; expected end of input");
+  // Deep nesting stops at the first array where none may be, without recursion.
+  CHECK(LoadCorrupted(
+            FileWithHeader(R"({"a":{"dtype":"F32","shape":)" + std::string(100000, '[') + "}}")) ==
+        ": invalid header: a.shape must be a non-negative integer below 2^63, got an array");
+}
+
+TEST_CASE("names and metadata that are not UTF-8 are refused at save, which writes nothing") {
+  const std::string path = TempPath("not_utf8.safetensors");
+  std::filesystem::remove(path);
+  CHECK(SaveTensors({{"sc\x80le", zeros({1})}}, path).message() ==
+        "checkpoint " + path + ": cannot save a tensor named \"sc\\x80le\": not valid UTF-8");
+  CHECK(SaveTensors({{"a", zeros({1})}}, path, {{"k\xff", "v"}}).message() ==
+        "checkpoint " + path + ": cannot save metadata k\\xff: not valid UTF-8");
+  CHECK(SaveTensors({{"a", zeros({1})}}, path, {{"k", "\xc0\xaf"}}).message() ==
+        "checkpoint " + path + ": cannot save metadata k: not valid UTF-8");
+  CHECK_FALSE(std::filesystem::exists(path));
 }
 
 TEST_CASE("metadata keys are unique and strings UTF-8: a duplicate is an error, not last-wins") {
