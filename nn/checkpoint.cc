@@ -179,6 +179,8 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
   bool key(std::string& key) override {
     if (depth_ == 1) {
       name_ = key;
+      // A save refuses an empty name, so a load does too.
+      if (key.empty()) return Fail("an entry with an empty name");
       return names_.insert(key).second || Fail(absl::StrCat("duplicate entry ", key));
     }
     field_ = key;

@@ -72,7 +72,7 @@ absl::StatusOr<std::vector<TensorType>> InputTypes(const std::vector<InputLeaf>&
   for (const Tensor& t : examples) types.push_back(t.type());
   for (const auto& [name, dims] : dynamic) {
     auto leaf = std::find_if(leaves.begin(), leaves.end(),
-                             [&](const InputLeaf& l) { return l.name == name; });
+                             [&name = name](const InputLeaf& l) { return l.name == name; });
     if (leaf == leaves.end()) {
       std::vector<std::string> names;
       for (const InputLeaf& l : leaves) names.push_back(l.name);

@@ -15,6 +15,9 @@ packages=(
   catch2               # Catch2 2.13 (single header)
   nlohmann-json3-dev   # JSON 3.11 (header-only): checkpoint headers, reports
   libbenchmark-dev     # Google Benchmark, for bench/
+  clang                # the fuzz targets (tools/fuzz.sh): clang 14,
+  libclang-rt-14-dev   # its libFuzzer and sanitizer runtimes,
+  libomp-14-dev        # and its OpenMP runtime
   dataset-fashion-mnist  # the demo's data
 )
 

@@ -303,6 +303,9 @@ TEST_CASE("a header of another structure says where and what was expected") {
         ": invalid header: the header must be an object, got an array");
   CHECK(LoadCorrupted(FileWithHeader(R"({"a":7})")) ==
         ": invalid header: a must be an object, got 7");
+  // Found by the safetensors fuzz target: an empty name loaded, but a save refuses it.
+  CHECK(LoadCorrupted(FileWithHeader(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})")) ==
+        ": invalid header: an entry with an empty name");
   CHECK(
       LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})")) ==
       ": invalid header: a.shape must be a non-negative integer below 2^63, got -1");
