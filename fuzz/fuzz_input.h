@@ -24,7 +24,7 @@ class MemoryFile {
   std::string path_;
 };
 
-// A folder in memory (/dev/shm) for the whole run, for targets that write.
+// A folder in memory (/dev/shm) for targets that write, removed at exit.
 const std::string& ScratchDir();
 
 // Reports a broken invariant the way fuzzers expect: a message, then abort.

@@ -16,6 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 int main(int argc, char** argv) {
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
+    if (!std::filesystem::exists(argv[i])) {
+      std::fprintf(stderr, "%s: no such file or folder\n", argv[i]);
+      return 1;
+    }
     if (!std::filesystem::is_directory(argv[i])) {
       files.emplace_back(argv[i]);
       continue;
@@ -31,6 +35,10 @@ int main(int argc, char** argv) {
   }
   for (const auto& file : files) {
     std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "%s: cannot read\n", file.c_str());
+      return 1;
+    }
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   }

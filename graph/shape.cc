@@ -15,6 +15,10 @@ int64_t NumElements(absl::Span<const int64_t> shape) {
 }
 
 absl::Status CheckShapeSize(absl::Span<const int64_t> shape) {
+  if (static_cast<int64_t>(shape.size()) > kMaxRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a shape of ", shape.size(), " dims (at most ", kMaxRank, ")"));
+  }
   int64_t sizes = 1;
   for (int64_t dim : shape) {
     const int64_t d = DimHint(dim);

@@ -25,9 +25,12 @@ int64_t NumElements(absl::Span<const int64_t> shape);
 // The most elements a tensor may have: its byte size (8-byte elements) and
 // every stride then fit an int64.
 inline constexpr int64_t kMaxElements = int64_t{1} << 60;
+// The most dims a shape may have; far beyond any model's, it bounds what a
+// file or text can make the engine hold per shape.
+inline constexpr int64_t kMaxRank = 64;
 
 // OK when `shape`, read from a file or text, is a shape the engine can hold:
-// every dim non-negative, and the product of the dims (empty ones taken as
+// at most kMaxRank dims, every dim non-negative, and the product of the dims (empty ones taken as
 // 1, as strides do) at most kMaxElements, symbolic dims taken at their
 // hints. The one check behind the IDX
 // reader, checkpoints, the graph parser and shape inference: "shape

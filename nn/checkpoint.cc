@@ -123,7 +123,8 @@ absl::Status CheckSavable(const NamedTensors& tensors, const Metadata& metadata)
   for (const auto& [key, value] : metadata) {
     if (!IsUtf8(key) || !IsUtf8(value)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("cannot save metadata ", absl::CHexEscape(key), ": not valid UTF-8"));
+          absl::StrCat("cannot save metadata \"", absl::CHexEscape(key), "\": its ",
+                       IsUtf8(key) ? "value" : "key", " is not valid UTF-8"));
     }
   }
   absl::flat_hash_set<absl::string_view> seen;
@@ -203,7 +204,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
   bool string(std::string& value) override {
     if (depth_ != 2 || (!InMetadata() && field_ != "dtype")) return Unexpected("a string");
     if (InMetadata()) {
-      metadata[field_] = value;
+      metadata[field_] = std::move(value);
       return true;
     }
     for (const DTypeCode& c : kDTypeCodes) {
@@ -224,6 +225,11 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ != 3 || value > static_cast<uint64_t>(INT64_MAX)) {
       return Unexpected(absl::StrCat(value));
     }
+    // Stopped at once, so that a huge array costs nothing.
+    const size_t most = field_ == "data_offsets" ? 2 : kMaxRank;
+    if (values_.size() == most) {
+      return Fail(absl::StrCat(Place(), " has more than ", most, " values"));
+    }
     values_.push_back(static_cast<int64_t>(value));
     return true;
   }
@@ -231,7 +237,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     --depth_;
     Entry& entry = entries.back();
     if (field_ == "data_offsets") {
-      if (values_.size() != 2) return Fail(absl::StrCat(name_, ": data_offsets needs 2 values"));
+      if (values_.size() != 2) return Fail(absl::StrCat(Place(), " needs 2 values"));
       entry.begin = values_[0];
       entry.end = values_[1];
       return true;
@@ -239,10 +245,13 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     if (absl::Status s = CheckShapeSize(values_); !s.ok()) {
       return Fail(absl::StrCat(name_, ": ", s.message()));
     }
-    entry.shape = values_;
+    entry.shape = std::move(values_);
     return true;
   }
-  bool number_integer(std::int64_t value) override { return Unexpected(absl::StrCat(value)); }
+  // Only numbers written with a minus sign come here.
+  bool number_integer(std::int64_t value) override {
+    return Unexpected(value == 0 ? "-0" : absl::StrCat(value));
+  }
   bool number_float(double, const std::string& text) override { return Unexpected(text); }
   bool null() override { return Unexpected("null"); }
   bool boolean(bool value) override { return Unexpected(value ? "true" : "false"); }
@@ -300,7 +309,12 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
 
 // Parses the header into its entries (in header order) and metadata.
 absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata& metadata) {
+  // The parser skips a byte-order mark, which the format does not allow.
+  if (absl::StartsWith(text, "\xEF\xBB\xBF")) {
+    return absl::DataLossError("invalid header: it starts with a byte-order mark");
+  }
   HeaderReader reader;
+  // Its result is in reader.status: every way the parse stops goes through Fail.
   nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
   if (!reader.status.ok()) return reader.status;
   metadata = std::move(reader.metadata);
@@ -481,10 +495,11 @@ absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* meta
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " is not a regular file"));
   }
-  Metadata ignored;
-  absl::StatusOr<NamedTensors> tensors = ReadTensors(fd, metadata ? *metadata : ignored);
+  Metadata read;
+  absl::StatusOr<NamedTensors> tensors = ReadTensors(fd, read);
   ::close(fd);
   if (!tensors.ok()) return WithPath(tensors.status(), path);
+  if (metadata != nullptr) *metadata = std::move(read);
   return tensors;
 }
 

@@ -8,7 +8,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "graph/dot.h"
 #include "nlohmann/json.hpp"
 #include "partition/accounting.h"

@@ -33,7 +33,10 @@ absl::StatusOr<ForwardRun> RunForward(const CompiledModel& model,
   // such handle, taken here, as this call's forward saw it.
   for (Tensor& primal : run.primals) {
     for (const Tensor& buffer : model.mutated_buffer_tensors) {
-      if (primal.impl() == buffer.impl()) primal = primal.detach();
+      if (primal.impl() == buffer.impl()) {
+        primal = primal.detach();
+        break;
+      }
     }
   }
   for (size_t i = 0; i < model.mutated_buffer_tensors.size(); ++i) {

@@ -71,6 +71,7 @@ absl::StatusOr<std::vector<TensorType>> InputTypes(const std::vector<InputLeaf>&
   std::vector<TensorType> types;
   for (const Tensor& t : examples) types.push_back(t.type());
   for (const auto& [name, dims] : dynamic) {
+    // Captured by an init-capture: C++17 lambdas cannot capture a structured binding.
     auto leaf = std::find_if(leaves.begin(), leaves.end(),
                              [&name = name](const InputLeaf& l) { return l.name == name; });
     if (leaf == leaves.end()) {

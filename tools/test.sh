@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, then runs every test and
-# ends with one summary line that CI reads:
+# The README's test command: installs what is missing, then runs every test,
+# the sanitizer runs and the fuzz targets, and ends with one summary line that
+# CI reads:
 #   tests: N passed, M failed
-# (passed as Bazel counts it, flaky included, the ThreadSanitizer run of the
-# concurrency test among them; failed is every other test: failed, timed out,
-# failed to build, no status). The exit code is Bazel's.
+# (passed as Bazel counts it, flaky included, plus each fuzz target that ran
+# without a crash; failed is every other test: failed, timed out, failed to
+# build, no status, and each fuzz target that crashed). The exit code is
+# non-zero when anything failed.
+#   tools/test.sh                      # everything
+#   FUZZ_SECONDS=300 tools/test.sh     # longer fuzz runs (default 20 s each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
+status=0
+run() {
+  "$@" 2>&1 | tee -a "$log"
+  local s=${PIPESTATUS[0]}
+  [ "$s" -eq 0 ] || status=$s
+}
 set +e
 # --keep_going: a test that fails to build is reported as such, the rest still run.
-bazel test --keep_going //... "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-# A compiled program called from several threads at once, under ThreadSanitizer.
-bazel test --config=tsan //tests/pipeline:concurrency_test 2>&1 | tee -a "$log"
-tsan_status=${PIPESTATUS[0]}
-[ "$status" -ne 0 ] || status=$tsan_status
+run bazel test --keep_going //... "$@"
+# A compiled program called from several threads at once, under ThreadSanitizer,
+# three times: a race shows in some runs only.
+run bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurrency_test
+# Address and undefined-behaviour sanitizers over every test but the three
+# that take over 15 minutes each there (.bazelrc's asan config says which).
+run bazel test --config=asan --keep_going //...
+# Each fuzz target for a short time from its seed corpus, with a fixed seed:
+# the same inputs every run.
+FUZZ_SEED=1 run tools/fuzz.sh "${FUZZ_SECONDS:-20}"
 set -e
 
-# Bazel's summary has one line per test: "//pkg:name   (cached) PASSED in 0.4s".
+# Bazel's summary has one line per test: "//pkg:name   (cached) PASSED in 0.4s";
+# tools/fuzz.sh one per target: "fuzz NAME: ... no crash" or "fuzz NAME: FAILED ...".
 summary='^//[^ ]+ +(\(cached\) )?'
-passed=$(grep -cE "${summary}(PASSED|FLAKY)" "$log" || true)
-failed=$(grep -cE "${summary}(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)" "$log" || true)
+passed=$(grep -cE "${summary}(PASSED|FLAKY)|^fuzz [a-z_]+: .*no crash" "$log" || true)
+failed=$(grep -cE "${summary}(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)|^fuzz [a-z_]+: FAILED" "$log" || true)
 echo "tests: ${passed} passed, ${failed} failed"
 exit "$status"

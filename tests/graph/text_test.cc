@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -264,6 +265,9 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
   // Dims whose product overflows (it once wrapped in NumElements).
   CHECK(ParseError("graph(%x: f32[9223372036854775807,2]) {\n  return (%x)\n}") ==
         "line 1, column 11: shape [9223372036854775807,2] has more than 2^60 elements");
+  CHECK(ParseError("graph(%x: f32[" + absl::StrJoin(std::vector<int>(65, 1), ",") +
+                   "]) {\n  return (%x)\n}") ==
+        "line 1, column 11: a shape of 65 dims (at most 64)");
   // 5000 nested '[' once overflowed the stack.
   CHECK(ParseError(WithNode("  %0: f32[4,3] = permute(%x) {dims=[" + std::string(5000, '[') +
                             "}")) == "line 2, column 37: a list attribute holds integers only");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "catch2/catch.hpp"
 #include "nn/models/models.h"
 #include "tests/test_util.h"
@@ -320,12 +321,23 @@ TEST_CASE("a header of another structure says where and what was expected") {
   CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","dtype":"F32","shape":[1]}})")) ==
         ": invalid header: a: duplicate field \"dtype\"");
   CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})")) ==
-        ": invalid header: a: data_offsets needs 2 values");
+        ": invalid header: a.data_offsets needs 2 values");
   CHECK(LoadCorrupted(FileWithHeader(R"({"__metadata__":{"step":3},)" + a + "}")) ==
         ": invalid header: __metadata__.step must be a string, got 3");
   CHECK(LoadCorrupted(FileWithHeader("{" + a + "} x")) ==
         ": invalid header: parse error at line 1, column 56: syntax error while parsing value - "
         "invalid literal; last read: '4]}} x'; expected end of input");
+  CHECK(
+      LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[-0],"data_offsets":[0,4]}})")) ==
+      ": invalid header: a.shape must be a non-negative integer below 2^63, got -0");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[)" +
+                                     absl::StrJoin(std::vector<int>(1000, 7), ",") + "]}}")) ==
+        ": invalid header: a.data_offsets has more than 2 values");
+  CHECK(LoadCorrupted(FileWithHeader(R"({"a":{"dtype":"F32","shape":[)" +
+                                     absl::StrJoin(std::vector<int>(100000, 1), ",") + "]}}")) ==
+        ": invalid header: a.shape has more than 64 values");
+  CHECK(LoadCorrupted(FileWithHeader("\xEF\xBB\xBF{" + a + "}")) ==
+        ": invalid header: it starts with a byte-order mark");
   // Deep nesting stops at the first array where none may be, without recursion.
   CHECK(LoadCorrupted(
             FileWithHeader(R"({"a":{"dtype":"F32","shape":)" + std::string(100000, '[') + "}}")) ==
@@ -338,9 +350,9 @@ TEST_CASE("names and metadata that are not UTF-8 are refused at save, which writ
   CHECK(SaveTensors({{"sc\x80le", zeros({1})}}, path).message() ==
         "checkpoint " + path + ": cannot save a tensor named \"sc\\x80le\": not valid UTF-8");
   CHECK(SaveTensors({{"a", zeros({1})}}, path, {{"k\xff", "v"}}).message() ==
-        "checkpoint " + path + ": cannot save metadata k\\xff: not valid UTF-8");
+        "checkpoint " + path + ": cannot save metadata \"k\\xff\": its key is not valid UTF-8");
   CHECK(SaveTensors({{"a", zeros({1})}}, path, {{"k", "\xc0\xaf"}}).message() ==
-        "checkpoint " + path + ": cannot save metadata k: not valid UTF-8");
+        "checkpoint " + path + ": cannot save metadata \"k\": its value is not valid UTF-8");
   CHECK_FALSE(std::filesystem::exists(path));
 }
 
@@ -349,10 +361,11 @@ TEST_CASE("metadata keys are unique and strings UTF-8: a duplicate is an error, 
   REQUIRE(SaveTensors({{"a", zeros({1})}}, path, {{"ab", "1"}, {"cd", "é"}}).ok());
   const std::string good = ReadFile(path);
   std::ofstream(path, std::ios::binary) << Replace(good, "\"cd\"", "\"ab\"");
-  Metadata metadata;
+  Metadata metadata = {{"kept", "when the load fails"}};
   const absl::StatusOr<NamedTensors> loaded = LoadTensors(path, &metadata);
   REQUIRE_FALSE(loaded.ok());
   CHECK_THAT(std::string(loaded.status().message()), Catch::EndsWith(": duplicate metadata ab"));
+  CHECK(metadata == Metadata{{"kept", "when the load fails"}});
   // Valid multi-byte UTF-8 loads as it was written.
   std::ofstream(path, std::ios::binary) << good;
   REQUIRE(LoadTensors(path, &metadata).ok());

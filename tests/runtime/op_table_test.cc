@@ -66,6 +66,10 @@ TEST_CASE("shapes past 2^60 elements or with negative dims are errors, never an 
                {"step", 1.0},
                {"dtype", DType::kI64}}) ==
         "arange: [-9.22337e+18, 9.22337e+18) in steps of 1 has more than 2^60 elements");
+  CHECK(
+      error(OpKind::kFull, {}, {{"shape", Ints(65, 1)}, {"value", 0.0}, {"dtype", DType::kF32}}) ==
+      "full: a shape of 65 dims (at most 64)");
+  CHECK(CheckShapeSize(Ints(64, 1)).ok());
 }
 
 TEST_CASE("unknown op names are not found") {
