@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -53,9 +52,6 @@ bool UseOneDnn(std::initializer_list<const Tensor*> operands) {
   }
   return true;
 }
-
-// Zeros a dense output for the reference loops, which accumulate.
-void ZeroFill(const Tensor& t) { std::memset(t.raw_data(), 0, t.bytes()); }
 
 memory::dims Dims(const Pair& p) { return {p[0], p[1]}; }
 
@@ -239,7 +235,7 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
     }).Run({x.raw_data(), w.raw_data(), y.raw_data(), bias.defined() ? bias.raw_data() : nullptr});
     return;
   }
-  ZeroFill(pass == ConvPass::kForward ? y : pass == ConvPass::kBackwardData ? x : w);
+  ZeroDense(pass == ConvPass::kForward ? y : pass == ConvPass::kBackwardData ? x : w);
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     RefConv<T>(pass, x, w, y, p);
@@ -437,7 +433,7 @@ void TiledMaxPoolBackward(const Tensor& grad, const Tensor& x, const Tensor& dx,
   const T* xp = x.data<T>();
   const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
-  std::memset(dxp, 0, dx.bytes());  // rows and columns no window covers stay 0
+  ZeroDense(dx);  // rows and columns no window covers stay 0
   // A row of windows at a time, in chunks: each window's first maximum is
   // tracked by selects across the chunk (which vectorise; a branch per
   // element mispredicts on relu's many tied zeros), then its grad is stored
@@ -536,7 +532,7 @@ void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const
   const T* gp = grad.data<T>();
   T* dxp = dx.data<T>();
   // Rows and columns no window covers stay 0.
-  if (oh * kh != h || ow * kw != w) std::memset(dxp, 0, dx.bytes());
+  if (oh * kh != h || ow * kw != w) ZeroDense(dx);
 #pragma omp parallel for if (x.numel() >= kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t n = row / oh, r = row % oh;
@@ -668,7 +664,7 @@ absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
     return absl::OkStatus();
   }
   if (!UseOneDnn({&grad, &x, &dx})) {
-    ZeroFill(dx);
+    ZeroDense(dx);
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { RefMaxPoolBackward<decltype(zero)>(grad, x, dx, p); });
     return absl::OkStatus();
@@ -699,7 +695,7 @@ absl::Status AvgPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
   const Pool2dOptions p = Pool2dOptionsOf(attrs);
   const Tensor &grad = in[0], &dx = out[0];
   if (!UseOneDnn({&grad, &dx})) {
-    ZeroFill(dx);
+    ZeroDense(dx);
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { RefAvgPoolBackward<decltype(zero)>(grad, dx, p); });
     return absl::OkStatus();

@@ -2,7 +2,6 @@
 // their inputs through strides (no contiguous copies, nothing allocated) and
 // visit elements in the logical row-major order, which is what dropout's mask
 // is defined over.
-#include <cstring>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -56,7 +55,7 @@ absl::Status EmbeddingInto(absl::Span<const Tensor> in, const Attrs&,
 absl::Status EmbeddingBackwardInto(absl::Span<const Tensor> in, const Attrs&,
                                    absl::Span<const Tensor> outputs) {
   const Tensor &grad = in[0], &indices = in[1], &out = outputs[0];
-  if (out.bytes() > 0) std::memset(out.raw_data(), 0, out.bytes());  // rows accumulate
+  ZeroDense(out);  // rows accumulate
   const int64_t num = out.size(0), dim = out.size(1);
   const int64_t g_col = grad.strides().back();
   absl::Status status = VisitFloatDType(grad.dtype(), [&](auto zero) {

@@ -4,7 +4,6 @@
 // their output, for every dtype and any input strides. matmul and
 // linear live in matmul.cc.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include "absl/container/inlined_vector.h"
@@ -129,7 +128,7 @@ void Fill(const Tensor& out, double value) {
 absl::Status SliceBackwardInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                absl::Span<const Tensor> outs) {
   const Tensor& out = outs[0];
-  std::memset(out.raw_data(), 0, out.bytes());
+  ZeroDense(out);
   const int64_t dim = *WrapDim(attrs.Int("dim"), out.dim());
   const ops_internal::SliceBounds b = *ops_internal::NormalizeSlice(
       out.shape()[dim], attrs.Int("start"), attrs.Int("end"), attrs.Int("step"));

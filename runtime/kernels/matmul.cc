@@ -6,7 +6,6 @@
 // ops with a broadcast operand (a residual, a scale), applied by oneDNN as it
 // writes y.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <type_traits>
 
@@ -334,7 +333,7 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
             const PostOps& post = {}) {
   if (y.t.numel() == 0) return;
   if (a.shape.back() == 0) {  // an empty sum: y is zero plus bias
-    std::memset(y.t.raw_data(), 0, y.t.bytes());
+    ZeroDense(y.t);
     if (bias != nullptr) CopyStrided(bias->t, y.t);
     if (!post.ops.empty()) OneDnnPostOps(y, post);
     return;

@@ -88,10 +88,6 @@ void CopyOut(const T* row_major, const Tensor& t) {
   ForEachOffset<1>(t.shape(), {t.strides()}, [&](int64_t offset) { dst[offset] = *row_major++; });
 }
 
-void FillZero(const Tensor& t) {
-  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
-}
-
 bool UseOneDnn(const Tensor& x) { return OneDnnSupports(x.dtype()) && x.numel() > 0; }
 
 // A dense f32 descriptor of `dims`, for contiguous tensors seen with other dims.
@@ -604,8 +600,8 @@ absl::Status LayerNormBackwardInto(absl::Span<const Tensor> in, const Attrs& att
                                           out[1].raw_data(), out[2].raw_data()});
       return;
     }
-    FillZero(out[1]);  // dw and db accumulate over the rows
-    FillZero(out[2]);
+    ZeroDense(out[1]);  // dw and db accumulate over the rows
+    ZeroDense(out[2]);
     LayerNormBackwardRef(arg[0], arg[1], arg[2], arg[3], arg[4], ln, eps, out[0].data<T>(),
                          out[1].data<T>(), out[2].data<T>());
   });

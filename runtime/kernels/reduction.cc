@@ -8,7 +8,6 @@
 // input element is folded into the output slot it belongs to.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <type_traits>
@@ -194,7 +193,7 @@ absl::Status SumInto(absl::Span<const Tensor> in, const Attrs& attrs,
     OneDnnReduce(dnnl::algorithm::reduction_sum, x, r, out);
     return absl::OkStatus();
   }
-  std::memset(out.raw_data(), 0, out.bytes());  // an empty sum is 0
+  ZeroDense(out);  // an empty sum is 0
   VisitDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) Fold<T>(x, r, out.data<T>(), std::plus<T>());
@@ -214,7 +213,7 @@ absl::Status MeanInto(absl::Span<const Tensor> in, const Attrs& attrs,
     }
     return absl::OkStatus();
   }
-  std::memset(out.raw_data(), 0, out.bytes());
+  ZeroDense(out);
   VisitFloatDType(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* op = out.data<T>();

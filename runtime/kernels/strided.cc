@@ -26,6 +26,10 @@ void CopyTyped(const Tensor& src, const Tensor& dst) {
 
 }  // namespace
 
+void ZeroDense(const Tensor& t) {
+  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
+}
+
 void CopyStrided(const Tensor& src, const Tensor& dst) {
   if (dst.numel() == 0) return;
   if (src.is_contiguous() && dst.is_contiguous() && src.shape() == dst.shape()) {

@@ -18,6 +18,10 @@
 
 namespace tc::kernels {
 
+// Sets a dense tensor's bytes to zero. An empty tensor may have no storage,
+// and memset may not be given a null pointer even for 0 bytes.
+void ZeroDense(const Tensor& t);
+
 // `t`'s strides seen from `out_shape` (t broadcast to it): 0 along broadcast dims.
 absl::InlinedVector<int64_t, 8> BroadcastStrides(const Tensor& t,
                                                  absl::Span<const int64_t> out_shape);
