@@ -86,6 +86,9 @@ absl::Status WriteAll(int fd, const void* data, size_t size, const std::string& 
   return absl::OkStatus();
 }
 
+// What a save writes first, beside `path`, for mkstemp to fill in.
+std::string TemporaryName(const std::string& path) { return absl::StrCat(path, ".tmp-XXXXXX"); }
+
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -457,7 +460,7 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
                          const Metadata& metadata) {
   absl::Status status = CheckSavable(tensors, metadata);
   if (!status.ok()) return WithPath(status, path);
-  std::string temp = absl::StrCat(path, ".tmp-XXXXXX");
+  std::string temp = TemporaryName(path);
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create checkpoint ", path));
   status = WriteFile(fd, tensors, metadata, path);
@@ -482,6 +485,18 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
     ::fsync(dir);
     ::close(dir);
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckWritable(const std::string& path) {
+  std::string probe = TemporaryName(path);
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write in ", DirName(path), ": ", std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
   return absl::OkStatus();
 }
 

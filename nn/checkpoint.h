@@ -34,6 +34,12 @@ using Metadata = std::map<std::string, std::string>;
 absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
                          const Metadata& metadata = {});
 
+// OK when SaveTensors could write `path`: a temporary file of the kind a save
+// writes is made beside it and removed. The error names the folder ("cannot
+// write in /nonexistent: No such file or directory"), so a program can check
+// before it trains.
+absl::Status CheckWritable(const std::string& path);
+
 // Reads every tensor of a safetensors file, in header order, into new
 // contiguous tensors; `metadata`, when given, receives the header's metadata.
 // Supported dtypes: F32, F64, I64, BOOL, BF16.

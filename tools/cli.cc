@@ -42,21 +42,6 @@ bool FlagGiven(absl::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-absl::Status CheckWritable(const std::string& path, absl::string_view flag) {
-  const size_t slash = path.rfind('/');
-  const std::string folder =
-      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
-  std::string probe = absl::StrCat(path, ".tmp-XXXXXX");
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", path, ": cannot write in ",
-                                                   folder, ": ", std::strerror(errno)));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return absl::OkStatus();
-}
-
 double MedianMs(int runs, const std::function<void()>& fn) {
   return bench::TimeCalls(/*warmup=*/1, std::max(1, runs),
                           [&] {

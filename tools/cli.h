@@ -36,11 +36,6 @@ int ExitCode(absl::string_view subcommand, const absl::Status& status);
 void SetGivenFlags(std::vector<std::string> names);
 bool FlagGiven(absl::string_view name);
 
-// OK when a file can be written at `path`: a temporary file is made beside
-// it and removed. The error names `flag` and the folder ("--checkpoint
-// /nonexistent/x: cannot write in /nonexistent: No such file or directory").
-absl::Status CheckWritable(const std::string& path, absl::string_view flag);
-
 // The median wall time of `fn` in milliseconds over `runs` runs (at least
 // one), after one untimed warm-up run (oneDNN primitive creation, allocations).
 double MedianMs(int runs, const std::function<void()>& fn);

@@ -18,6 +18,7 @@
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
+#include "tools/training.h"
 
 namespace tc {
 namespace {
@@ -93,17 +94,7 @@ absl::Status Run() {
 
   // Evaluation through the compiled inference path, BatchNorm on running stats.
   model->eval();
-  TC_ASSIGN_OR_RETURN(Function eval_fn, compile(*model, inputs, {.training = false}));
-  std::vector<int64_t> test_order(test.labels.numel());
-  for (size_t i = 0; i < test_order.size(); ++i) test_order[i] = static_cast<int64_t>(i);
-  double correct = 0;
-  const int64_t test_steps = test.labels.numel() / batch;
-  for (int64_t s = 0; s < test_steps; ++s) {
-    Gather(test, test_order, s * batch, x, y);
-    TC_ASSIGN_OR_RETURN(TensorTree out, eval_fn(inputs));
-    correct += Accuracy(out.leaf(), y) * batch;
-  }
-  const double test_accuracy = correct / (test_steps * batch);
+  TC_ASSIGN_OR_RETURN(const double test_accuracy, CompiledAccuracy(*model, test, x.shape(), batch));
 
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string path = OutputPath(flag.empty() ? "tensorcut_demo.safetensors" : flag);

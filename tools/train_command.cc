@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "nn/checkpoint.h"
 #include "partition/report.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
@@ -69,7 +70,9 @@ absl::Status Run() {
         absl::StrCat("--save-every must be 0 or more steps, got ", save_every));
   }
   // Checked before anything is trained: a run must not be lost at its end.
-  TC_RETURN_IF_ERROR(CheckWritable(checkpoint, "checkpoint"));
+  if (absl::Status s = nn::CheckWritable(checkpoint); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
+  }
   StopOnSignals stop_on_signals;
 
   TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));

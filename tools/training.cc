@@ -362,31 +362,13 @@ int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
 absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
   if (synthetic()) return std::optional<double>();
   TC_ASSIGN_OR_RETURN(nn::Dataset test, nn::LoadFashionMnist(options_.data_dir, false));
-  const int64_t images = test.labels.numel();
-  if (images == 0) return std::optional<double>();
-  // Batches of up to 1000, the last one smaller: the batch dim a symbol.
-  Shape shape = spec_.inputs.leaf().shape();
-  shape[0] = std::min<int64_t>(1000, images);
+  if (test.labels.numel() == 0) return std::optional<double>();
   spec_.module->eval();
-  absl::StatusOr<Function> eval =
-      compile(*spec_.module, TensorTree::MakeLeaf(tc::empty(shape)),
-              {.training = false, .dynamic_dims = {{"arg", {0}}}, .automatic_dynamic = false});
-  std::vector<int64_t> order(images);
-  for (int64_t i = 0; i < images; ++i) order[i] = i;
-  double correct = 0;
-  absl::Status status = eval.status();
-  for (int64_t first = 0; status.ok() && first < images; first += shape[0]) {
-    Shape rows = shape;
-    rows[0] = std::min(shape[0], images - first);
-    const Tensor x = tc::empty(rows), y = tc::empty({rows[0]}, DType::kI64);
-    Gather(test, order, first, x, y);
-    absl::StatusOr<TensorTree> out = (*eval)(TensorTree::MakeLeaf(x));
-    status = out.status();
-    if (status.ok()) correct += Accuracy(out->leaf(), y) * static_cast<double>(rows[0]);
-  }
+  absl::StatusOr<double> accuracy =
+      CompiledAccuracy(*spec_.module, test, spec_.inputs.leaf().shape(), 1000);
   spec_.module->train();
-  if (!status.ok()) return status;
-  return correct / static_cast<double>(images);
+  if (!accuracy.ok()) return accuracy.status();
+  return *accuracy;
 }
 
 int64_t Trainer::last_batch() const {
@@ -394,5 +376,27 @@ int64_t Trainer::last_batch() const {
 }
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
+
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::Dataset& data,
+                                        Shape input_shape, int64_t batch) {
+  const int64_t images = data.labels.numel();
+  input_shape[0] = std::min(batch, images);
+  TC_ASSIGN_OR_RETURN(
+      Function eval,
+      compile(model, TensorTree::MakeLeaf(tc::empty(input_shape)),
+              {.training = false, .dynamic_dims = {{"arg", {0}}}, .automatic_dynamic = false}));
+  std::vector<int64_t> order(images);
+  for (int64_t i = 0; i < images; ++i) order[i] = i;
+  double correct = 0;
+  for (int64_t first = 0; first < images; first += input_shape[0]) {
+    Shape rows = input_shape;
+    rows[0] = std::min(input_shape[0], images - first);
+    const Tensor x = tc::empty(rows), y = tc::empty({rows[0]}, DType::kI64);
+    Gather(data, order, first, x, y);
+    TC_ASSIGN_OR_RETURN(TensorTree out, eval(TensorTree::MakeLeaf(x)));
+    correct += Accuracy(out.leaf(), y) * static_cast<double>(rows[0]);
+  }
+  return correct / static_cast<double>(images);
+}
 
 }  // namespace tc

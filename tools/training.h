@@ -144,6 +144,14 @@ class Trainer {
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };
 
+// The fraction of `data`'s images `model` classifies right, through one
+// compiled inference function (the batch dim a symbol) over batches of
+// `batch`, the last one smaller. `input_shape` is the model's input at any
+// batch size; the caller sets the module's mode (eval, for BatchNorm's
+// running statistics).
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::Dataset& data,
+                                        Shape input_shape, int64_t batch);
+
 }  // namespace tc
 
 #endif  // TENSORCUT_TOOLS_TRAINING_H_

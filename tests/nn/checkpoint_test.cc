@@ -344,6 +344,16 @@ TEST_CASE("a header of another structure says where and what was expected") {
         ": invalid header: a.shape must be a non-negative integer below 2^63, got an array");
 }
 
+TEST_CASE("CheckWritable tells before a save whether it could write, and leaves nothing") {
+  CHECK(CheckWritable("/nonexistent/x.safetensors").message() ==
+        "cannot write in /nonexistent: No such file or directory");
+  const std::string path = TempPath("writable.safetensors");
+  REQUIRE(CheckWritable(path).ok());
+  for (const auto& entry : std::filesystem::directory_iterator(TempPath(""))) {
+    CHECK(entry.path().filename().string().rfind("writable.safetensors", 0) != 0);
+  }
+}
+
 TEST_CASE("names and metadata that are not UTF-8 are refused at save, which writes nothing") {
   const std::string path = TempPath("not_utf8.safetensors");
   std::filesystem::remove(path);
