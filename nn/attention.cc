@@ -25,6 +25,24 @@ Tensor CausalMask(int64_t s, DType dtype) {
   return where(future, full({}, -std::numeric_limits<double>::infinity(), dtype), zeros({}, dtype));
 }
 
+// A mask as a term added to the scores [B, H, S, T]: a bool mask's true
+// entries become -inf (those keys get no weight), a floating one is added
+// as given. `shape` is its expected shape, reshaped to `broadcast`.
+Tensor AdditiveMask(absl::string_view what, const Tensor& mask, const Shape& shape,
+                    std::vector<int64_t> broadcast, DType dtype) {
+  const bool ok_dtype = mask.dtype() == DType::kBool || mask.dtype() == dtype;
+  if (!ok_dtype || mask.shape() != shape) {
+    ThrowInvalid(absl::StrCat("MultiheadAttention: expected ", what, " bool or ", DTypeName(dtype),
+                              " ", ShapeToString(shape), ", got ", mask.type().ToString()));
+  }
+  Tensor additive = mask;
+  if (mask.dtype() == DType::kBool) {
+    additive =
+        where(mask, scalar(-std::numeric_limits<double>::infinity(), dtype), scalar(0, dtype));
+  }
+  return reshape(additive, std::move(broadcast));
+}
+
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, bool causal,
@@ -37,18 +55,17 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, boo
   if (!(dropout >= 0 && dropout < 1)) {
     ThrowInvalid(absl::StrCat("MultiheadAttention: dropout must be in [0, 1), got ", dropout));
   }
-  in_proj_weight_ = register_parameter(
-      "in_proj_weight",
-      init::XavierUniform({3 * embed_dim, embed_dim}, embed_dim, 3 * embed_dim, gen));
+  in_proj_weight_ = register_parameter("in_proj_weight", empty({3 * embed_dim, embed_dim}));
+  init::xavier_uniform_(in_proj_weight_, 1, gen);
   in_proj_bias_ = register_parameter("in_proj_bias", zeros({3 * embed_dim}));
   out_proj_ =
       register_module("out_proj", std::make_shared<Linear>(embed_dim, embed_dim, true, gen));
   // PyTorch zeroes the output projection's bias too.
-  NoGradGuard no_grad;
-  AssignInPlace(out_proj_->bias(), zeros({embed_dim}));
+  init::zeros_(out_proj_->bias());
 }
 
-Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value) {
+Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                  const Tensor& key_padding_mask, const Tensor& attn_mask) {
   const int64_t e = embed_dim_;
   for (const Tensor* t : {&query, &key, &value}) {
     if (t->dim() != 3 || t->size(2) != e) {
@@ -71,6 +88,15 @@ Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const 
   const double scale = 1.0 / std::sqrt(static_cast<double>(e / num_heads_));
   Tensor scores = matmul(q, transpose(k, 2, 3)) * scale;  // [B, H, S, T]
   if (causal_) scores = scores + CausalMask(query.size(1), scores.dtype());
+  const int64_t batch = query.size(0), s_len = query.size(1), t_len = key.size(1);
+  if (key_padding_mask.defined()) {
+    scores = scores + AdditiveMask("key_padding_mask", key_padding_mask, {batch, t_len},
+                                   {batch, 1, 1, t_len}, scores.dtype());
+  }
+  if (attn_mask.defined()) {
+    scores = scores + AdditiveMask("attn_mask", attn_mask, {s_len, t_len}, {1, 1, s_len, t_len},
+                                   scores.dtype());
+  }
   Tensor weights = softmax(scores, 3);
   if (is_training() && dropout_ > 0) weights = tc::dropout(weights, dropout_);
   Tensor heads = matmul(weights, v);  // [B, H, S, D]

@@ -8,6 +8,7 @@
 //   nn::MultiheadAttention attn(256, 4, /*causal=*/true);
 //   Tensor y = attn(x);                   // self-attention, x [B, S, 256]
 //   Tensor z = attn.attend(q, k, v);      // q [B, S, E], k and v [B, T, E]
+//   Tensor p = attn.attend(x, x, x, pad);  // pad bool [B, S]: true keys are padding
 #ifndef TENSORCUT_NN_ATTENTION_H_
 #define TENSORCUT_NN_ATTENTION_H_
 
@@ -28,8 +29,13 @@ class MultiheadAttention : public Module {
   // Self-attention: attend(x, x, x).
   Tensor forward(const Tensor& x) override { return attend(x, x, x); }
   using Module::forward;
-  // softmax(Q_h K_h^T / sqrt(E / H)) V_h per head h, concatenated and projected.
-  Tensor attend(const Tensor& query, const Tensor& key, const Tensor& value);
+  // softmax(Q_h K_h^T / sqrt(E / H) + M) V_h per head h, concatenated and
+  // projected, as PyTorch's: M adds -inf where key_padding_mask (bool [B, T])
+  // or attn_mask (bool [S, T]) is true, or their values where they are
+  // floating (of the query's dtype), and the causal mask when set. A query
+  // whose keys are all masked gets NaN weights, as in PyTorch.
+  Tensor attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                const Tensor& key_padding_mask = Tensor(), const Tensor& attn_mask = Tensor());
 
   const Tensor& in_proj_weight() const { return in_proj_weight_; }
   const Tensor& in_proj_bias() const { return in_proj_bias_; }

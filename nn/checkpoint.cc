@@ -431,10 +431,9 @@ absl::Status WithPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrCat("checkpoint ", path, ": ", status.message()));
 }
 
-// Parameters, then buffers, then optimizer state.
+// The module's state_dict, then optimizer state.
 NamedTensors CheckpointTensors(const Module& module, const Optimizer* optimizer) {
-  NamedTensors out = module.named_parameters();
-  for (auto& entry : module.named_buffers()) out.push_back(std::move(entry));
+  NamedTensors out = module.state_dict();
   if (optimizer != nullptr) {
     for (auto& entry : optimizer->state()) out.push_back(std::move(entry));
   }
@@ -554,8 +553,9 @@ absl::Status load(Module& module, const std::string& path, Optimizer* optimizer)
   }
   absl::flat_hash_map<absl::string_view, const Tensor*> by_name;
   for (const auto& [name, t] : relevant) by_name.emplace(name, &t);
-  for (const auto& [name, t] : module_tensors) CopyValues(t, *by_name.at(name));
-  return absl::OkStatus();
+  NamedTensors module_part;
+  for (const auto& [name, t] : module_tensors) module_part.emplace_back(name, *by_name.at(name));
+  return module.load_state_dict(module_part).status();
 }
 
 }  // namespace tc::nn

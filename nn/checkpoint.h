@@ -45,13 +45,13 @@ absl::Status CheckWritable(const std::string& path);
 // Supported dtypes: F32, F64, I64, BOOL, BF16.
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata = nullptr);
 
-// Saves the module's parameters and buffers under their fully qualified names
+// Saves the module's state_dict (parameters and persistent buffers, by FQN)
 // and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg").
 absl::Status save(const Module& module, const std::string& path,
                   const Optimizer* optimizer = nullptr);
 
 // Loads a checkpoint written by save() into the existing tensors (handles stay
-// valid). The file must hold exactly the module's parameters and buffers (and
+// valid). The file must hold exactly the module's state_dict (and
 // the optimizer's state when one is given; without one, optimizer entries in
 // the file are ignored) with the same dtypes and shapes; otherwise the status
 // lists what is missing, unexpected and mismatched, and nothing changes.

@@ -14,9 +14,15 @@
 //    private:
 //     std::shared_ptr<nn::Linear> fc1_, fc2_;
 //   };
+//
+// The state a checkpoint holds is state_dict(): parameters and persistent
+// buffers, module by module (its own, then its children's), as PyTorch orders
+// them; load_state_dict copies values back into the same handles.
 #ifndef TENSORCUT_NN_MODULE_H_
 #define TENSORCUT_NN_MODULE_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +41,22 @@ namespace nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+class Module;
+using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+
+// What a non-strict load_state_dict did not match, by FQN, as PyTorch's
+// _IncompatibleKeys: the module's keys the dict lacks, and the dict's keys the
+// module lacks, each in its source's order.
+struct IncompatibleKeys {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+};
+
+// Called after a module's forward with its input and output (summaries,
+// shape probes); see register_forward_hook.
+using ForwardHook =
+    std::function<void(const Module& module, const TensorTree& input, const TensorTree& output)>;
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -52,7 +74,36 @@ class Module {
   NamedTensors named_parameters() const;
   NamedTensors named_buffers() const;
   std::vector<Tensor> parameters() const;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  const NamedModules& named_children() const { return children_; }
+  // This module (named "") and every descendant, depth first in registration
+  // order, as torch's named_modules; each module once even if registered twice.
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
+  // Calls fn on every descendant, children before parents, then on this module.
+  void apply(const std::function<void(Module&)>& fn);
+  // The number of parameter elements (shared parameters counted once).
+  int64_t num_parameters() const;
+
+  // Parameters and persistent buffers by FQN, each module's own before its
+  // children's. The tensors share storage with the module's (detached).
+  NamedTensors state_dict() const;
+  // Copies `state` into the module's tensors by FQN, converting dtypes as
+  // PyTorch's copy_ does. A key whose shape differs is always an error. With
+  // `strict`, so is a missing or unexpected key; without, they are returned.
+  // On error nothing changes.
+  absl::StatusOr<IncompatibleKeys> load_state_dict(const NamedTensors& state, bool strict = true);
+
+  // The class name ("Linear"; for a user's class its unqualified C++ name).
+  virtual std::string type_name() const;
+  // The constructor arguments, as torch's extra_repr ("in_features=784, ...").
+  virtual std::string extra_repr() const { return ""; }
+  // The module tree as torch's repr prints it.
+  std::string ToString() const;
+
+  // `hook` runs after every call through operator() of this module; the id
+  // removes it again.
+  int register_forward_hook(ForwardHook hook);
+  void remove_forward_hook(int id);
 
   void train(bool on = true);
   void eval() { train(false); }
@@ -66,7 +117,9 @@ class Module {
   // Registers `value` as a parameter (it is made to require grad) and returns
   // the same handle, to keep as a member.
   Tensor register_parameter(std::string name, Tensor value);
-  Tensor register_buffer(std::string name, Tensor value);
+  // A non-persistent buffer is state of the forward (a constant mask, a
+  // cache) that state_dict and checkpoints leave out.
+  Tensor register_buffer(std::string name, Tensor value, bool persistent = true);
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     module->name_ = name;
@@ -76,10 +129,15 @@ class Module {
 
  private:
   void Collect(const std::string& prefix, bool buffers, NamedTensors& out) const;
+  void CollectState(const std::string& prefix, NamedTensors& out) const;
+  void RunForwardHooks(const TensorTree& input, const TensorTree& output) const;
 
   NamedTensors parameters_;
   NamedTensors buffers_;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::string> non_persistent_buffers_;
+  NamedModules children_;
+  std::vector<std::pair<int, ForwardHook>> forward_hooks_;
+  int next_hook_id_ = 0;
   std::string name_;  // the name its parent registered it under; the trace scope
   bool training_ = true;
 };
@@ -101,6 +159,10 @@ absl::StatusOr<TracedModule> TraceModule(Module& module, const TensorTree& input
 // Replaces the data, dtype and layout of `dst` with those of `src`, keeping
 // `dst`'s handle (and so every member that shares it) and its requires_grad.
 void AssignInPlace(const Tensor& dst, const Tensor& src);
+
+// Copies `src`'s values into `dst`'s storage (same dtype and shape, checked by
+// the caller), keeping `dst`'s handle and every view that shares its storage.
+void CopyValues(const Tensor& dst, const Tensor& src);
 
 }  // namespace nn
 }  // namespace tc

@@ -1,12 +1,10 @@
 #include "nn/named_tensors.h"
 
-#include <cstring>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/autograd_meta.h"
 
 namespace tc::nn {
 
@@ -38,18 +36,6 @@ std::string DescribeMismatch(const NamedTensors& expected, const NamedTensors& a
     parts.push_back(absl::StrCat("mismatched: ", absl::StrJoin(mismatched, ", ")));
   }
   return absl::StrJoin(parts, "; ");
-}
-
-void CopyValues(const Tensor& dst, const Tensor& src) {
-  NoGradGuard no_grad;
-  const Tensor source = src.contiguous();
-  if (!dst.is_contiguous()) {
-    // Rare (a module holding a strided view as a parameter): take over a copy of
-    // the data instead; the handle still stays valid.
-    AssignInPlace(dst, source.clone());
-    return;
-  }
-  if (dst.bytes() > 0) std::memcpy(dst.raw_data(), source.raw_data(), dst.bytes());
 }
 
 }  // namespace tc::nn

@@ -1,6 +1,6 @@
-// Helpers over NamedTensors shared by optimizer state and checkpoints:
-// comparing a list of tensors against the one expected, and copying values
-// into existing storage so every handle stays valid.
+// Comparing a list of named tensors against the one expected, shared by
+// optimizer state and checkpoints (which copy values in with
+// nn::CopyValues, nn/module.h).
 #ifndef TENSORCUT_NN_NAMED_TENSORS_H_
 #define TENSORCUT_NN_NAMED_TENSORS_H_
 
@@ -17,10 +17,6 @@ namespace tc::nn {
 // <actual_label> f32[3,2])", each list in the order of its source.
 std::string DescribeMismatch(const NamedTensors& expected, const NamedTensors& actual,
                              absl::string_view actual_label);
-
-// Copies `src`'s values into `dst`'s storage (same dtype and shape, checked by
-// the caller), keeping `dst`'s handle and every view that shares its storage.
-void CopyValues(const Tensor& dst, const Tensor& src);
 
 }  // namespace tc::nn
 

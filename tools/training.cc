@@ -339,8 +339,7 @@ absl::StatusOr<StepStats> Trainer::Step() {
 }
 
 absl::Status Trainer::Save(const std::string& path) const {
-  nn::NamedTensors tensors = spec_.module->named_parameters();
-  for (auto& entry : spec_.module->named_buffers()) tensors.push_back(std::move(entry));
+  nn::NamedTensors tensors = spec_.module->state_dict();
   for (auto& entry : optimizer_->state()) tensors.push_back(std::move(entry));
   const nn::Metadata metadata = {
       {kModelKey, spec_.name},

@@ -20,6 +20,16 @@ TensorList Conv2d(const VjpContext& c) {
   return grads;
 }
 
+// y = conv2d_backward_data(g, w) is linear in g and in w, the adjoint of
+// x -> conv2d(x, w): so dg = conv2d(G, w), and dw is the weight gradient of
+// that convolution with G as its input and g as its output gradient. This
+// makes the op usable in forward graphs (ConvTranspose2d).
+TensorList Conv2dBackwardData(const VjpContext& c) {
+  const Tensor &g = c.inputs[0], &w = c.inputs[1];
+  const Conv2dOptions o = Conv2dOptionsOf(c.attrs);
+  return {conv2d(G(c), w, o), conv2d_backward_weight(g, G(c), w.shape(), o)};
+}
+
 TensorList MaxPool2d(const VjpContext& c) {
   return {max_pool2d_backward(G(c), c.inputs[0], Pool2dOptionsOf(c.attrs))};
 }
@@ -124,6 +134,7 @@ TensorList Dropout(const VjpContext& c) {
 
 void RegisterNnVjps(VjpTable& t) {
   t[static_cast<int>(OpKind::kConv2d)] = &Conv2d;
+  t[static_cast<int>(OpKind::kConv2dBackwardData)] = &Conv2dBackwardData;
   t[static_cast<int>(OpKind::kMaxPool2d)] = &MaxPool2d;
   t[static_cast<int>(OpKind::kAvgPool2d)] = &AvgPool2d;
   t[static_cast<int>(OpKind::kBatchNorm)] = &BatchNorm;

@@ -316,7 +316,7 @@ std::vector<OpDef> NnOpDefs() {
   return {
       {OpKind::kConv2d, "", OpFamily::kNn, 2, 3, conv, kTraitExpensive | nhwc, &InferConv,
        &ConvCost},
-      {OpKind::kConv2dBackwardData, "", OpFamily::kNn, 2, 2, conv_data, kTraitExpensive | bw | nhwc,
+      {OpKind::kConv2dBackwardData, "", OpFamily::kNn, 2, 2, conv_data, kTraitExpensive | nhwc,
        &InferConvBackwardData, &ConvCost},
       {OpKind::kConv2dBackwardWeight, "", OpFamily::kNn, 2, 2, conv_weight, kTraitExpensive | bw,
        &InferConvBackwardWeight, &ConvCost},

@@ -210,6 +210,20 @@ std::map<OpKind, std::vector<Case>> AllCases() {
          return TensorList{conv2d(in[0], in[1], in[2], ConvOpts(2, 0, 1, 1))};
        },
        {In({1, 2, 5, 5}), In({3, 2, 2, 2}, true), In({1, 3, 1, 1}, true)}}};
+  // As ConvTranspose2d uses it: grad [N, O, ...] and w [O, I / g, kh, kw]
+  // to the conv input's shape, which may exceed the smallest that fits.
+  auto conv_data = [](std::vector<int64_t> input_shape, Conv2dOptions o) {
+    return [input_shape, o](const TensorList& in) {
+      return TensorList{conv2d_backward_data(in[0], in[1], input_shape, o)};
+    };
+  };
+  c[OpKind::kConv2dBackwardData] = {
+      {"stride 1 pad 1",
+       conv_data({2, 3, 5, 5}, ConvOpts(1, 1, 1, 1)),
+       {In({2, 4, 5, 5}, true), In({4, 3, 3, 3}, true)}},
+      {"stride 2 groups 2, one row and column beyond the smallest input",
+       conv_data({1, 4, 8, 7}, ConvOpts(2, 1, 1, 2)),
+       {In({1, 2, 4, 4}, true), In({2, 2, 3, 2}, true)}}};
   auto pool = [](Tensor (*op)(const Tensor&, const Pool2dOptions&), Pool2dOptions o) {
     return [op, o](const TensorList& in) { return TensorList{op(in[0], o)}; };
   };

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/autograd_meta.h"
+#include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
 
 namespace tc {
@@ -111,6 +112,64 @@ TEST_CASE("MultiheadAttention attends from queries to separate keys and values")
   CHECK_THROWS_WITH(attn(zeros({3, 4, 7})),
                     "MultiheadAttention: expected query, key and value [batch, seq, 8], got "
                     "f32[3,4,7]");
+}
+
+TEST_CASE("a key padding mask equals attending to the unpadded keys alone") {
+  nn::MultiheadAttention attn(8, 2);
+  attn.to(DType::kF64);
+  RandomizeBiases(attn);
+  const Tensor q = Random({2, 3, 8}, DType::kF64, 11), kv = Random({2, 5, 8}, DType::kF64, 12);
+  // Sample 0 has 5 real keys, sample 1 the first 2.
+  const Tensor pad = from_vector<bool>(
+      {false, false, false, false, false, false, false, true, true, true}, {2, 5});
+  const Tensor got = attn.attend(q, kv, kv, pad);
+  for (int64_t b = 0; b < 2; ++b) {
+    const int64_t keys = b == 0 ? 5 : 2;
+    const Tensor qb = slice(q, 0, b, b + 1), kb = slice(slice(kv, 0, b, b + 1), 1, 0, keys);
+    REQUIRE_TENSORS_CLOSE(slice(got, 0, b, b + 1), attn.attend(qb, kb, kb), 1e-12, 1e-12);
+  }
+  // A bool attn_mask is -inf where true; a float one is added as given.
+  const Tensor causal = gt(reshape(arange(3), {1, 3}), reshape(arange(3), {3, 1}));
+  const Tensor x = slice(kv, 1, 0, 3);
+  nn::MultiheadAttention masked(8, 2, /*causal=*/true);
+  masked.to(DType::kF64);
+  REQUIRE(masked.load_state_dict(attn.state_dict()).ok());
+  REQUIRE_TENSORS_CLOSE(attn.attend(x, x, x, Tensor(), causal), masked(x), 1e-12, 1e-12);
+  const Tensor bias = Random({3, 3}, DType::kF64, 13);
+  const Tensor with_bias = attn.attend(x, x, x, Tensor(), bias);
+  CHECK(testing::CompareTensors(with_bias, attn(x), 1e-6, 1e-6) != "");
+  CHECK_THROWS_WITH(
+      attn.attend(q, kv, kv, zeros({2, 4}, DType::kBool)),
+      "MultiheadAttention: expected key_padding_mask bool or f64 [2,5], got bool[2,4]");
+  CHECK_THROWS_WITH(attn.attend(x, x, x, Tensor(), zeros({3, 3}, DType::kI64)),
+                    "MultiheadAttention: expected attn_mask bool or f64 [3,3], got i64[3,3]");
+}
+
+// Self-attention with a key padding mask, as a module over (x, mask).
+class PaddedSelfAttention : public nn::Module {
+ public:
+  PaddedSelfAttention() {
+    Generator gen(4);
+    attn_ = register_module("attn", std::make_shared<nn::MultiheadAttention>(8, 2, false, &gen));
+    to(DType::kF64);
+    RandomizeBiases(*attn_);
+  }
+  TensorTree forward(const TensorTree& in) override {
+    const Tensor& x = in[0].leaf();
+    return TensorTree::MakeLeaf(attn_->attend(x, x, x, in[1].leaf()));
+  }
+
+ private:
+  std::shared_ptr<nn::MultiheadAttention> attn_;
+};
+
+TEST_CASE("masked attention: gradients against finite differences, compiled against eager") {
+  const Tensor pad =
+      from_vector<bool>({false, false, false, true, false, false, true, true}, {2, 4});
+  testing::CheckLayer(
+      [] { return std::make_shared<PaddedSelfAttention>(); },
+      TensorTree::Tuple({TensorTree::MakeLeaf(Random({2, 4, 8}, DType::kF64, 14).requires_grad_()),
+                         TensorTree::MakeLeaf(pad)}));
 }
 
 }  // namespace

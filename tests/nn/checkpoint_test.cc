@@ -130,21 +130,21 @@ TEST_CASE("the file is valid safetensors") {
   const std::string header = file.substr(8, n);
   CHECK(header.front() == '{');
   CHECK(header.find_last_not_of(' ') == header.rfind('}'));
-  // Parameters in named_parameters() order (a module's own before its
-  // children's), then buffers; offsets in bytes.
+  // In state_dict() order (a module's parameters, then its buffers, then
+  // its children's, as PyTorch); offsets in bytes.
   CHECK(header.find(R"("scale":{"dtype":"F32","shape":[],"data_offsets":[0,4]})") !=
         std::string::npos);
-  CHECK(header.find(R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[4,28]})") !=
+  CHECK(header.find(R"("count":{"dtype":"I64","shape":[2],"data_offsets":[4,20]})") !=
         std::string::npos);
-  CHECK(header.find(R"("fc.bias":{"dtype":"F32","shape":[3],"data_offsets":[28,40]})") !=
+  CHECK(header.find(R"("fc.weight":{"dtype":"F32","shape":[2,3],"data_offsets":[20,44]})") !=
         std::string::npos);
-  CHECK(header.find(R"("count":{"dtype":"I64","shape":[2],"data_offsets":[40,56]})") !=
+  CHECK(header.find(R"("fc.bias":{"dtype":"F32","shape":[3],"data_offsets":[44,56]})") !=
         std::string::npos);
   CHECK(file.size() == 8 + n + 56);
   const std::string data = file.substr(8 + n);
   CHECK(data.substr(0, 4) == Bytes(net.scale));
-  CHECK(data.substr(4, 24) == Bytes(net.fc->weight));
-  CHECK(data.substr(40, 16) == Bytes(net.count));
+  CHECK(data.substr(4, 16) == Bytes(net.count));
+  CHECK(data.substr(20, 24) == Bytes(net.fc->weight));
 }
 
 TEST_CASE("SaveTensors and LoadTensors keep names, order, dtypes, metadata") {
@@ -233,7 +233,7 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
         ": invalid header: parse error at line 1, column 2: syntax error while parsing object "
         "key - invalid literal; last read: '{#'; expected string literal");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
-        ": invalid header: parse error at line 1, column 98: syntax error while parsing value - "
+        ": invalid header: parse error at line 1, column 156: syntax error while parsing value - "
         "unexpected ','; expected '[', '{', or a literal");
   // An entry without dtype or shape once loaded as f32, or as a scalar.
   CHECK(LoadCorrupted(Replace(good, "\"dtype\":\"F32\",", "")) ==
@@ -248,21 +248,21 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,18446744073709551728]")) ==
         ": invalid header: fc.weight.shape must be a non-negative integer below 2^63, got "
         "18446744073709551728");
-  CHECK(LoadCorrupted(Replace(good, "[4,28]", "[4,32]")) ==
-        ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [4, 32] hold 28");
-  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[24,36]")) ==
-        ": fc.bias: data_offsets [24, 36] overlap the previous tensor");
-  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[32,44]")) ==
-        ": fc.bias: data_offsets [32, 44] leave a gap after byte 28");
-  CHECK(LoadCorrupted(Replace(good, "[28,40]", "[40,28]")) ==
-        ": fc.bias: data_offsets [40, 28] are reversed");
+  CHECK(LoadCorrupted(Replace(good, "[20,44]", "[20,48]")) ==
+        ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [20, 48] hold 28");
+  CHECK(LoadCorrupted(Replace(good, "[44,56]", "[40,52]")) ==
+        ": fc.bias: data_offsets [40, 52] overlap the previous tensor");
+  CHECK(LoadCorrupted(Replace(good, "[44,56]", "[48,60]")) ==
+        ": fc.bias: data_offsets [48, 60] leave a gap after byte 44");
+  CHECK(LoadCorrupted(Replace(good, "[44,56]", "[56,44]")) ==
+        ": fc.bias: data_offsets [56, 44] are reversed");
   CHECK(LoadCorrupted(Replace(good, "\"F32\"", "\"F16\"")) ==
         ": invalid header: scale: unsupported dtype \"F16\"");
   CHECK(LoadCorrupted(Replace(good, "\"dtype\"", "\"dtypo\"")) ==
         ": invalid header: scale: unknown field \"dtypo\"");
   CHECK(LoadCorrupted(Replace(good, "\"fc.bias\"", "\"scale\"  ")) ==
         ": invalid header: duplicate entry scale");
-  CHECK(LoadCorrupted(Replace(good, "[40,56]", "[40,5.]")) ==
+  CHECK(LoadCorrupted(Replace(good, "[44,56]", "[44,5.]")) ==
         ": invalid header: parse error at line 1, column 239: syntax error while parsing value - "
         "invalid number; expected digit after '.'; last read: '5.]'");
   CHECK(LoadCorrupted("") == ": truncated: 0 bytes, too short for the 8-byte header length");

@@ -1,0 +1,66 @@
+// Pooling layers over [N, C, H, W], as torch.nn's MaxPool2d, AvgPool2d and
+// AdaptiveAvgPool2d: rectangular windows (an IntPair takes one int or one
+// per dim), the stride defaulting to the kernel size, padding of at most half
+// the kernel, and PyTorch's output sizes, ceil_mode and count_include_pad.
+//
+//   nn::MaxPool2d pool(3, 2, 1, /*ceil_mode=*/true);
+//   nn::AvgPool2d avg({2, 3}, std::nullopt, 0, false, /*count_include_pad=*/false);
+//   nn::AdaptiveAvgPool2d gap(1);                   // global average pooling
+#ifndef TENSORCUT_NN_POOLING_H_
+#define TENSORCUT_NN_POOLING_H_
+
+#include <optional>
+#include <string>
+
+#include "nn/int_pair.h"
+#include "nn/module.h"
+
+namespace tc::nn {
+
+// Windows that PyTorch's ceil_mode starts beyond the input (or its left
+// padding) are dropped, as in PyTorch.
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride = std::nullopt,
+                     IntPair padding = 0, bool ceil_mode = false);
+  Tensor forward(const Tensor& x) override;
+  using Module::forward;
+  std::string extra_repr() const override;
+
+ private:
+  IntPair kernel_size_, stride_, padding_;
+  bool ceil_mode_;
+};
+
+// Each window's mean. With count_include_pad the divisor counts the zero
+// padding (but not the part a ceil_mode window reaches beyond it); without,
+// only the input elements the window covers.
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(IntPair kernel_size, std::optional<IntPair> stride = std::nullopt,
+                     IntPair padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+  Tensor forward(const Tensor& x) override;
+  using Module::forward;
+  std::string extra_repr() const override;
+
+ private:
+  IntPair kernel_size_, stride_, padding_;
+  bool ceil_mode_, count_include_pad_;
+};
+
+// Output [N, C, oh, ow]: output cell (i, j) is the mean of input rows
+// [floor(i H / oh), ceil((i + 1) H / oh)) and the same for columns.
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(IntPair output_size);
+  Tensor forward(const Tensor& x) override;
+  using Module::forward;
+  std::string extra_repr() const override;
+
+ private:
+  IntPair output_size_;
+};
+
+}  // namespace tc::nn
+
+#endif  // TENSORCUT_NN_POOLING_H_

@@ -1,0 +1,207 @@
+// The losses' PyTorch options and the elementwise and divergence losses:
+// class weights, ignore_index and label smoothing together against a
+// hand-written loop; L1, smooth L1, Huber, BCE (weights, pos_weight) and KL
+// divergence on hand-worked values; each one's gradients against finite
+// differences and its compiled function against eager.
+#include <cmath>
+#include <functional>
+
+#include "catch2/catch.hpp"
+#include "nn/losses.h"
+#include "tests/nn/layer_check.h"
+#include "tests/test_util.h"
+
+namespace tc {
+namespace {
+
+using testing::Random;
+
+// A loss as a module over (input, target), to compile it like a model.
+class LossModule : public nn::Module {
+ public:
+  using Fn = std::function<Tensor(const Tensor&, const Tensor&)>;
+  explicit LossModule(Fn fn) : fn_(std::move(fn)) {}
+  TensorTree forward(const TensorTree& in) override {
+    return TensorTree::MakeLeaf(fn_(in[0].leaf(), in[1].leaf()));
+  }
+
+ private:
+  Fn fn_;
+};
+
+// Gradients against finite differences, compiled against eager.
+void CheckLoss(const LossModule::Fn& fn, const Tensor& input, const Tensor& target) {
+  const TensorTree in =
+      TensorTree::Tuple({TensorTree::MakeLeaf(input.detach().clone().requires_grad_()),
+                         TensorTree::MakeLeaf(target)});
+  testing::CheckLayer([fn] { return std::make_shared<LossModule>(fn); }, in);
+}
+
+std::vector<double> Values(const Tensor& t) { return t.to(DType::kF64).to_vector<double>(); }
+
+TEST_CASE("cross_entropy with class weights, ignore_index and label smoothing, by hand") {
+  constexpr int64_t n = 6, c = 3;
+  const Tensor logits = Random({n, c}, DType::kF64, 1) * 2.0;
+  const std::vector<int64_t> ys = {2, 0, 1, 1, 0, 2};
+  const Tensor targets = from_vector<int64_t>(ys, {n});
+  const Tensor weight = from_vector<double>({0.5, 2, 1.25}, {c});
+  const std::vector<double> w = Values(weight), x = Values(logits);
+  for (double s : {0.0, 0.3}) {
+    for (const std::string reduction : {"mean", "sum", "none"}) {
+      INFO("smoothing " << s << ", " << reduction);
+      const int64_t ignore = 1;  // a real class: samples 2 and 3 drop out
+      std::vector<double> per_sample;
+      double total = 0, weight_sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double m = -1e300, z = 0;
+        for (int64_t k = 0; k < c; ++k) m = std::max(m, x[i * c + k]);
+        for (int64_t k = 0; k < c; ++k) z += std::exp(x[i * c + k] - m);
+        auto lp = [&](int64_t k) { return x[i * c + k] - m - std::log(z); };
+        double loss = 0;
+        if (ys[i] != ignore) {
+          loss = (1 - s) * w[ys[i]] * -lp(ys[i]);
+          for (int64_t k = 0; k < c; ++k) loss += s / c * w[k] * -lp(k);
+          weight_sum += w[ys[i]];
+        }
+        per_sample.push_back(loss);
+        total += loss;
+      }
+      const nn::ClassLossOptions options{
+          .weight = weight, .ignore_index = ignore, .reduction = reduction, .label_smoothing = s};
+      const Tensor got = nn::cross_entropy(logits, targets, options);
+      const std::vector<double> want =
+          reduction == "none"
+              ? per_sample
+              : std::vector<double>{reduction == "sum" ? total : total / weight_sum};
+      REQUIRE_TENSORS_CLOSE(got, from_vector<double>(want, got.shape()), 1e-12, 1e-12);
+      CheckLoss(
+          [options](const Tensor& a, const Tensor& b) { return nn::cross_entropy(a, b, options); },
+          logits, targets);
+    }
+  }
+}
+
+TEST_CASE("class losses: the weighted mean of a hand-worked case, and -100 ignored by default") {
+  // Both rows give softmax [1/4, 3/4]; row 0 wants class 0, row 1 class 1.
+  const double l3 = std::log(3.0);
+  const Tensor logits = from_vector<double>({0, l3, 0, l3, 5, 5}, {3, 2});
+  const Tensor targets = from_vector<int64_t>({0, 1, -100}, {3});
+  const Tensor weight = from_vector<double>({2, 1}, {2});
+  const double want = (2 * std::log(4.0) + std::log(4.0 / 3)) / 3;
+  CHECK(nn::cross_entropy(logits, targets, {.weight = weight}).item<double>() == Approx(want));
+  CHECK(nn::nll_loss(log_softmax(logits, 1), targets, {.weight = weight}).item<double>() ==
+        Approx(want));
+  // The default ignore_index drops row 2 from the plain mean too.
+  CHECK(nn::cross_entropy(logits, targets).item<double>() ==
+        Approx((std::log(4.0) + std::log(4.0 / 3)) / 2));
+  CHECK(Values(nn::nll_loss(log_softmax(logits, 1), targets, "none"))[2] == 0);
+  CheckLoss(
+      [w = weight](const Tensor& a, const Tensor& b) {
+        return nn::nll_loss(a, b, {.weight = w, .reduction = "sum"});
+      },
+      log_softmax(logits, 1), targets);
+}
+
+TEST_CASE("L1, smooth L1 and Huber on hand-worked differences") {
+  const Tensor d = from_vector<double>({0, 0.5, 2, -3}, {4});
+  const Tensor zero = zeros({4}, DType::kF64);
+  CHECK(Values(nn::l1_loss(d, zero, "none")) == std::vector<double>{0, 0.5, 2, 3});
+  CHECK(Values(nn::smooth_l1_loss(d, zero, "none")) == std::vector<double>{0, 0.125, 1.5, 2.5});
+  // |d| = beta takes the linear branch, as in PyTorch.
+  CHECK(Values(nn::smooth_l1_loss(d, zero, "none", 0.5)) ==
+        std::vector<double>{0, 0.25, 1.75, 2.75});
+  CHECK(Values(nn::smooth_l1_loss(d, zero, "none", 0)) == std::vector<double>{0, 0.5, 2, 3});
+  CHECK(Values(nn::huber_loss(d, zero, "none", 2)) == std::vector<double>{0, 0.125, 2, 4});
+  CHECK(nn::huber_loss(d, zero, "sum", 2).item<double>() == 6.125);
+  CHECK(nn::l1_loss(d, zero).item<double>() == 5.5 / 4);
+  const Tensor a = Random({3, 4}, DType::kF64, 2) * 3.0, b = Random({3, 4}, DType::kF64, 3);
+  CheckLoss([](const Tensor& x, const Tensor& y) { return nn::l1_loss(x, y); }, a, b);
+  CheckLoss([](const Tensor& x, const Tensor& y) { return nn::smooth_l1_loss(x, y, "sum", 0.7); },
+            a, b);
+  CheckLoss([](const Tensor& x, const Tensor& y) { return nn::huber_loss(x, y, "none", 1.3); }, a,
+            b);
+  CHECK_THROWS_WITH(nn::huber_loss(d, zero, "mean", 0), "huber_loss: delta must be > 0, got 0");
+}
+
+TEST_CASE("binary_cross_entropy clamps its logs at -100 and takes a weight") {
+  const Tensor p = from_vector<double>({0.5, 0.9, 0, 1, 0}, {5});
+  const Tensor t = from_vector<double>({1, 0, 0, 1, 1}, {5});
+  const std::vector<double> v = Values(nn::binary_cross_entropy(p, t, {.reduction = "none"}));
+  CHECK(v[0] == Approx(std::log(2.0)));
+  CHECK(v[1] == Approx(-std::log(0.1)));
+  CHECK(v[2] == 0);
+  CHECK(v[3] == 0);
+  CHECK(v[4] == 100);
+  const Tensor w = from_vector<double>({2, 1, 1, 1, 0.5}, {5});
+  CHECK(nn::binary_cross_entropy(p, t, {.weight = w, .reduction = "sum"}).item<double>() ==
+        Approx(2 * std::log(2.0) - std::log(0.1) + 50));
+  const Tensor probs = sigmoid(Random({2, 3}, DType::kF64, 4) * 2.0);
+  const Tensor targets = Random({2, 3}, DType::kF64, 5) * 0.5 + 0.5;
+  CheckLoss([](const Tensor& x, const Tensor& y) { return nn::binary_cross_entropy(x, y); }, probs,
+            targets);
+}
+
+TEST_CASE("binary_cross_entropy_with_logits weights the positive term by pos_weight") {
+  const Tensor x = from_vector<double>({0, 0, 2}, {1, 3});
+  const Tensor t = from_vector<double>({1, 0, 1}, {1, 3});
+  const Tensor pos_weight = from_vector<double>({3, 3, 0.5}, {3});
+  const std::vector<double> v = Values(
+      nn::binary_cross_entropy_with_logits(x, t, {.pos_weight = pos_weight, .reduction = "none"}));
+  CHECK(v[0] == Approx(3 * std::log(2.0)));
+  CHECK(v[1] == Approx(std::log(2.0)));  // no positive term where t = 0
+  CHECK(v[2] == Approx(0.5 * std::log1p(std::exp(-2.0))));
+  const Tensor logits = Random({4, 3}, DType::kF64, 6) * 3.0;
+  const Tensor targets = Random({4, 3}, DType::kF64, 7) * 0.5 + 0.5;
+  const Tensor weight = Random({3}, DType::kF64, 8) + 1.5;
+  CheckLoss(
+      [=](const Tensor& a, const Tensor& b) {
+        return nn::binary_cross_entropy_with_logits(a, b,
+                                                    {.weight = weight, .pos_weight = pos_weight});
+      },
+      logits, targets);
+  CHECK_THROWS_WITH(nn::binary_cross_entropy_with_logits(
+                        logits, targets, {.pos_weight = zeros({2, 3}, DType::kF64)}),
+                    "binary_cross_entropy_with_logits: expected pos_weight f64[3], one per class "
+                    "of the last dim, got f64[2,3]");
+}
+
+TEST_CASE("kl_div: target (log target - input), 0 where the target is 0") {
+  // KL(p || q) for p = [1/2, 1/2, 0], q = [1/4, 1/4, 1/2] is log 2.
+  const Tensor log_q = log(from_vector<double>({0.25, 0.25, 0.5}, {1, 3}));
+  const Tensor p = from_vector<double>({0.5, 0.5, 0}, {1, 3});
+  CHECK(Values(nn::kl_div(log_q, p, "none")) ==
+        std::vector<double>{0.5 * std::log(2.0), 0.5 * std::log(2.0), 0});
+  CHECK(nn::kl_div(log_q, p, "batchmean").item<double>() == Approx(std::log(2.0)));
+  CHECK(nn::kl_div(log_q, p).item<double>() == Approx(std::log(2.0) / 3));
+  const Tensor p2 = from_vector<double>({0.5, 0.25, 0.25}, {1, 3});
+  CHECK(nn::kl_div(log_q, log(p2), "sum", /*log_target=*/true).item<double>() ==
+        Approx(nn::kl_div(log_q, p2, "sum").item<double>()));
+  const Tensor input = log_softmax(Random({3, 4}, DType::kF64, 9), 1);
+  const Tensor target = softmax(Random({3, 4}, DType::kF64, 10), 1);
+  CheckLoss([](const Tensor& a, const Tensor& b) { return nn::kl_div(a, b, "batchmean"); }, input,
+            target);
+  CheckLoss([](const Tensor& a, const Tensor& b) { return nn::kl_div(a, b, "sum", true); }, input,
+            log(target));
+  CHECK_THROWS_WITH(nn::kl_div(input, target, "avg"),
+                    "kl_div: reduction must be \"mean\", \"sum\", \"batchmean\" or \"none\", got "
+                    "\"avg\"");
+}
+
+TEST_CASE("the options' errors name the loss, what it expected and what came") {
+  const Tensor logits = zeros({4, 3}), targets = zeros({4}, DType::kI64);
+  CHECK_THROWS_WITH(nn::cross_entropy(logits, targets, {.weight = ones({2})}),
+                    "cross_entropy: expected weight f32[3], one per class, got f32[2]");
+  CHECK_THROWS_WITH(nn::nll_loss(logits, targets, {.label_smoothing = 0.1}),
+                    "nll_loss: label_smoothing is a cross_entropy option");
+  CHECK_THROWS_WITH(nn::binary_cross_entropy(logits, logits, {.weight = ones({2})}),
+                    "binary_cross_entropy: expected weight of dtype f32 that broadcasts to "
+                    "f32[4,3], got f32[2]");
+  CHECK_THROWS_WITH(nn::binary_cross_entropy(logits, logits, {.pos_weight = ones({3})}),
+                    "binary_cross_entropy: pos_weight is a binary_cross_entropy_with_logits "
+                    "option");
+  CHECK_THROWS_WITH(nn::smooth_l1_loss(logits, logits, "mean", -1),
+                    "smooth_l1_loss: beta must be >= 0, got -1");
+}
+
+}  // namespace
+}  // namespace tc

@@ -1,0 +1,129 @@
+// BatchNorm1d, GroupNorm, and the affine / tracking options of the
+// normalisations: hand-worked values, gradients against finite differences,
+// the compiled function against eager, errors.
+#include "nn/normalization.h"
+
+#include "catch2/catch.hpp"
+#include "tests/nn/layer_check.h"
+#include "tests/nn/nn_test_util.h"
+
+namespace tc {
+namespace {
+
+using testing::CheckLayer;
+using testing::Names;
+using testing::Random;
+
+TensorTree Input(absl::Span<const int64_t> shape, uint64_t seed) {
+  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
+}
+
+// A module with its parameters made random (not ones and zeros), in f64.
+template <typename M, typename... Args>
+testing::ModuleFactory Factory(Args... args) {
+  return [=] {
+    auto m = std::make_shared<M>(args...);
+    m->to(DType::kF64);
+    uint64_t seed = 40;
+    for (const auto& [name, p] : m->named_parameters()) {
+      nn::CopyValues(p, Random(p.shape(), DType::kF64, seed++));
+    }
+    return m;
+  };
+}
+
+TEST_CASE("BatchNorm1d over [N, C]: each column normalised by its batch statistics") {
+  nn::BatchNorm1d bn(2);
+  CHECK(Names(bn.named_parameters()) == std::vector<std::string>{"weight", "bias"});
+  CHECK(Names(bn.named_buffers()) ==
+        std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"});
+  // Column 0: 1, 3 (mean 2, biased var 1); column 1: 10, 10 (var 0).
+  const Tensor y = bn(from_vector<float>({1, 10, 3, 10}, {2, 2}));
+  const std::vector<float> v = y.to_vector<float>();
+  CHECK(v[0] == Approx(-1 / std::sqrt(1 + 1e-5)));
+  CHECK(v[2] == Approx(1 / std::sqrt(1 + 1e-5)));
+  CHECK(v[1] == 0);
+  // running_var takes the unbiased variance: 0.9 * 1 + 0.1 * 2.
+  CHECK(bn.running_var().to_vector<float>()[0] == Approx(1.1));
+  CHECK(bn.running_mean().to_vector<float>()[1] == Approx(1.0));
+  CHECK(bn.ToString() ==
+        "BatchNorm1d(2, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+}
+
+TEST_CASE("BatchNorm1d over [N, C, L] equals BatchNorm2d over [N, C, L, 1]") {
+  nn::BatchNorm1d bn1(3);
+  nn::BatchNorm2d bn2(3);
+  bn1.to(DType::kF64);
+  bn2.to(DType::kF64);
+  const Tensor x = Random({4, 3, 5}, DType::kF64, 1);
+  REQUIRE_TENSORS_CLOSE(bn1(x), reshape(bn2(reshape(x, {4, 3, 5, 1})), {4, 3, 5}), 1e-12, 1e-12);
+  REQUIRE_TENSORS_CLOSE(bn1.running_var(), bn2.running_var(), 1e-12, 1e-12);
+  bn1.eval();
+  bn2.eval();
+  REQUIRE_TENSORS_CLOSE(bn1(x), reshape(bn2(reshape(x, {4, 3, 5, 1})), {4, 3, 5}), 1e-12, 1e-12);
+}
+
+TEST_CASE("BatchNorm1d gradients and compiled result, in training and eval") {
+  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), Input({4, 3}, 2));
+  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), Input({4, 3, 5}, 3));
+  CheckLayer(
+      [] {
+        auto m = Factory<nn::BatchNorm1d>(int64_t{3})();
+        m->eval();
+        return m;
+      },
+      Input({4, 3, 5}, 4));
+}
+
+TEST_CASE("without affine or tracking, batch norm has no parameters or buffers") {
+  nn::BatchNorm2d bn(3, 1e-5, 0.1, /*affine=*/false, /*track_running_stats=*/false);
+  CHECK(bn.named_parameters().empty());
+  CHECK(bn.named_buffers().empty());
+  bn.eval();  // without running statistics, eval still normalises by the batch's
+  const Tensor x = Random({4, 3, 2, 2}, DType::kF32, 5);
+  const Tensor want = (x - mean(x, {0, 2, 3}, true)) * rsqrt(var(x, {0, 2, 3}, true, 0) + 1e-5);
+  REQUIRE_TENSORS_CLOSE(bn(x), want, 1e-5, 1e-5);
+  CheckLayer(Factory<nn::BatchNorm2d>(int64_t{3}, 1e-5, 0.1, false, false), Input({4, 3, 2, 2}, 6));
+}
+
+TEST_CASE("GroupNorm normalises each sample's group of channels together") {
+  nn::GroupNorm gn(2, 4);
+  CHECK(Names(gn.named_parameters()) == std::vector<std::string>{"weight", "bias"});
+  CHECK(gn.weight().shape() == Shape{4});
+  // One sample, 4 channels of one value each: groups {1, 3} and {5, 5}.
+  const Tensor y = gn(from_vector<float>({1, 3, 5, 5}, {1, 4, 1}));
+  const std::vector<float> v = y.to_vector<float>();
+  CHECK(v[0] == Approx(-1 / std::sqrt(1 + 1e-5)));
+  CHECK(v[1] == Approx(1 / std::sqrt(1 + 1e-5)));
+  CHECK(v[2] == 0);
+  CHECK(gn.ToString() == "GroupNorm(2, 4, eps=1e-05, affine=True)");
+  CheckLayer(Factory<nn::GroupNorm>(int64_t{2}, int64_t{6}), Input({3, 6, 2, 3}, 7));
+  CheckLayer(Factory<nn::GroupNorm>(int64_t{6}, int64_t{6}, 1e-3, false), Input({2, 6, 4}, 8));
+}
+
+TEST_CASE("LayerNorm over several trailing dims, with and without affine") {
+  nn::LayerNorm ln({3, 4});
+  CHECK(ln.ToString() == "LayerNorm((3, 4), eps=1e-05, elementwise_affine=True)");
+  CHECK(nn::LayerNorm({8}, 1e-6, false).named_parameters().empty());
+  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{3, 4}), Input({2, 3, 4}, 9));
+  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{4}, 1e-5, false), Input({2, 3, 4}, 10));
+}
+
+TEST_CASE("normalisations name the layer, what they expected and what came") {
+  CHECK_THROWS_WITH(nn::BatchNorm1d(3)(zeros({4, 2})),
+                    "BatchNorm1d: expected input [N, C] or [N, C, L] with C = 3, got f32[4,2]");
+  CHECK_THROWS_WITH(nn::BatchNorm1d(3)(zeros({4, 3, 2, 2})),
+                    "BatchNorm1d: expected input [N, C] or [N, C, L] with C = 3, got f32[4,3,2,2]");
+  CHECK_THROWS_WITH(nn::BatchNorm2d(3)(zeros({4, 3})),
+                    "BatchNorm2d: expected input [N, C, H, W] with C = 3, got f32[4,3]");
+  CHECK_THROWS_WITH(nn::BatchNorm1d(3)(zeros({1, 3})),
+                    "BatchNorm1d: expected more than 1 value per channel in training, got input "
+                    "f32[1,3]");
+  CHECK_THROWS_WITH(nn::GroupNorm(4, 6),
+                    "GroupNorm: num_channels (6) must be divisible by num_groups (4)");
+  CHECK_THROWS_WITH(nn::GroupNorm(2, 6)(zeros({2, 4, 3})),
+                    "GroupNorm: expected input [N, C, *] with C = 6, got f32[2,4,3]");
+}
+
+}  // namespace
+}  // namespace tc

@@ -1,0 +1,104 @@
+// MaxPool2d and AvgPool2d with rectangular windows, ceil_mode and
+// count_include_pad, and AdaptiveAvgPool2d: hand-worked values as PyTorch
+// gives them, gradients against finite differences, the compiled function
+// against eager, errors.
+#include "nn/pooling.h"
+
+#include "catch2/catch.hpp"
+#include "tests/nn/layer_check.h"
+#include "tests/nn/nn_test_util.h"
+
+namespace tc {
+namespace {
+
+using testing::CheckLayer;
+using testing::Random;
+
+TensorTree Input(absl::Span<const int64_t> shape, uint64_t seed) {
+  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
+}
+
+template <typename M, typename... Args>
+testing::ModuleFactory Factory(Args... args) {
+  return [=] { return std::make_shared<M>(args...); };
+}
+
+// [[1, 2, 3], [4, 5, 6], [7, 8, 9]] as [1, 1, 3, 3].
+Tensor OneToNine() { return from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}); }
+
+std::vector<float> Values(const Tensor& t) { return t.to_vector<float>(); }
+
+TEST_CASE("ceil_mode keeps the partial windows at the bottom and right") {
+  CHECK(Values(nn::MaxPool2d(2)(OneToNine())) == std::vector<float>{5});
+  const Tensor max = nn::MaxPool2d(2, 2, 0, /*ceil_mode=*/true)(OneToNine());
+  CHECK(max.shape() == Shape{1, 1, 2, 2});
+  CHECK(Values(max) == std::vector<float>{5, 6, 8, 9});
+  // The divisor of a partial window counts only what lies inside the input.
+  const Tensor avg = nn::AvgPool2d(2, 2, 0, /*ceil_mode=*/true)(OneToNine());
+  CHECK(Values(avg) == std::vector<float>{3, 4.5, 7.5, 9});
+  // A last window that would start in the right padding only is dropped:
+  // (3 + 2 - 2 + 1) / 2 + 1 = 3, but window 2 starts at 4 - 1 = 3 >= 3.
+  CHECK(nn::MaxPool2d(2, 2, 1, true)(zeros({1, 1, 3, 3})).shape() == Shape{1, 1, 2, 2});
+  CHECK(nn::MaxPool2d(3, 2, 0, true)(zeros({1, 1, 6, 6})).shape() == Shape{1, 1, 3, 3});
+}
+
+TEST_CASE("count_include_pad decides whether the zero padding counts in the divisor") {
+  // Window (0, 0) covers rows and cols -1..1: four input values 1, 2, 4, 5.
+  const Tensor with = nn::AvgPool2d(3, 2, 1)(OneToNine());
+  const Tensor without = nn::AvgPool2d(3, 2, 1, false, /*count_include_pad=*/false)(OneToNine());
+  CHECK(Values(with)[0] == Approx(12.0 / 9));
+  CHECK(Values(without)[0] == Approx(3));
+  CHECK(Values(without) == std::vector<float>{3, 4, 6, 7});
+  // ceil_mode with padding counted: the overhang beyond the padding is not.
+  const Tensor both = nn::AvgPool2d(2, 2, 1, true)(OneToNine());
+  CHECK(both.shape() == Shape{1, 1, 2, 2});
+  CHECK(Values(both) == std::vector<float>{0.25, 5.0 / 4, 11.0 / 4, 28.0 / 4});
+}
+
+TEST_CASE("rectangular windows and strides") {
+  nn::MaxPool2d pool({1, 2}, nn::IntPair(1, 2));
+  CHECK(Values(pool(OneToNine())) == std::vector<float>{2, 5, 8});
+  CHECK(pool.ToString() ==
+        "MaxPool2d(kernel_size=(1, 2), stride=(1, 2), padding=0, dilation=1, ceil_mode=False)");
+  CHECK(nn::AvgPool2d({2, 3}, std::nullopt, {1, 1})(zeros({2, 3, 5, 7})).shape() ==
+        Shape{2, 3, 3, 3});
+  CHECK(nn::AvgPool2d(2).ToString() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+}
+
+TEST_CASE("AdaptiveAvgPool2d averages PyTorch's overlapping bands") {
+  CHECK(Values(nn::AdaptiveAvgPool2d(1)(OneToNine())) == std::vector<float>{5});
+  // Rows and cols [0, 2) and [1, 3).
+  CHECK(Values(nn::AdaptiveAvgPool2d(2)(OneToNine())) == std::vector<float>{3, 4, 6, 7});
+  CHECK(Values(nn::AdaptiveAvgPool2d({3, 1})(OneToNine())) == std::vector<float>{2, 5, 8});
+  CHECK(nn::AdaptiveAvgPool2d({2, 3})(zeros({2, 4, 6, 6})).shape() == Shape{2, 4, 2, 3});
+  CHECK(nn::AdaptiveAvgPool2d(1).ToString() == "AdaptiveAvgPool2d(output_size=1)");
+}
+
+TEST_CASE("pooling gradients and compiled results") {
+  CheckLayer(Factory<nn::MaxPool2d>(nn::IntPair(3, 2), std::optional<nn::IntPair>(nn::IntPair(2)),
+                                    nn::IntPair(1), true),
+             Input({2, 2, 6, 5}, 1));
+  CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(3), std::optional<nn::IntPair>(nn::IntPair(2)),
+                                    nn::IntPair(1), true, false),
+             Input({2, 2, 6, 5}, 2));
+  CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(2), std::optional<nn::IntPair>(), nn::IntPair(1),
+                                    true, true),
+             Input({2, 2, 5, 5}, 3));
+  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(2, 3)), Input({2, 2, 5, 7}, 4));
+  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(1)), Input({2, 2, 3, 3}, 5));
+}
+
+TEST_CASE("pooling layers name the layer, what they expected and what came") {
+  CHECK_THROWS_WITH(nn::MaxPool2d(3, 1, 2),
+                    "MaxPool2d: padding should be at most half of the kernel size, got padding=2 "
+                    "and kernel_size=3");
+  CHECK_THROWS_WITH(nn::AvgPool2d(2)(zeros({3, 4, 4})),
+                    "AvgPool2d: expected input [N, C, H, W], got f32[3,4,4]");
+  CHECK_THROWS_WITH(nn::MaxPool2d(4)(zeros({1, 1, 3, 3})),
+                    "MaxPool2d: input f32[1,1,3,3] is smaller than the kernel 4 with padding 0");
+  CHECK_THROWS_WITH(nn::AdaptiveAvgPool2d({0, 1}),
+                    "AdaptiveAvgPool2d: output_size must be positive, got (0, 1)");
+}
+
+}  // namespace
+}  // namespace tc
