@@ -14,10 +14,7 @@ namespace {
 using testing::CheckLayer;
 using testing::Names;
 using testing::Random;
-
-TensorTree Input(absl::Span<const int64_t> shape, uint64_t seed) {
-  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
-}
+using testing::RandomInput;
 
 template <typename M, typename... Args>
 testing::ModuleFactory Factory(Args... args) {
@@ -49,7 +46,7 @@ TEST_CASE("Conv1d: weight [out, in / groups, k], a hand-worked case") {
 TEST_CASE("Conv1d gradients and compiled result, with stride, padding, dilation, groups") {
   CheckLayer(Factory<nn::Conv1d>(int64_t{4}, int64_t{6}, int64_t{3}, int64_t{2}, int64_t{1},
                                  int64_t{2}, int64_t{2}, true),
-             Input({2, 4, 9}, 1));
+             RandomInput({2, 4, 9}, 1));
 }
 
 TEST_CASE("Conv2d takes a kernel, stride, padding and dilation per dim") {
@@ -62,7 +59,7 @@ TEST_CASE("Conv2d takes a kernel, stride, padding and dilation per dim") {
   CHECK(nn::Conv2d(3, 8, 3).ToString() == "Conv2d(3, 8, kernel_size=(3, 3), stride=(1, 1))");
   CheckLayer(Factory<nn::Conv2d>(int64_t{3}, int64_t{4}, nn::IntPair(2, 3), nn::IntPair(2, 1),
                                  nn::IntPair(1, 0), nn::IntPair(1, 2), int64_t{1}, true),
-             Input({2, 3, 7, 8}, 2));
+             RandomInput({2, 3, 7, 8}, 2));
 }
 
 TEST_CASE("a depthwise Conv2d (groups = channels) convolves each channel alone") {
@@ -79,7 +76,7 @@ TEST_CASE("a depthwise Conv2d (groups = channels) convolves each channel alone")
   }
   CheckLayer(Factory<nn::Conv2d>(int64_t{3}, int64_t{3}, nn::IntPair(3), nn::IntPair(1),
                                  nn::IntPair(1), nn::IntPair(1), int64_t{3}, true),
-             Input({2, 3, 5, 5}, 4));
+             RandomInput({2, 3, 5, 5}, 4));
 }
 
 TEST_CASE("ConvTranspose2d: weight [in, out / groups, kh, kw] and PyTorch's output size") {
@@ -111,7 +108,7 @@ TEST_CASE("ConvTranspose2d is the data gradient of the Conv2d with its weight") 
   CheckLayer(Factory<nn::ConvTranspose2d>(int64_t{4}, int64_t{6}, nn::IntPair(3), nn::IntPair(2),
                                           nn::IntPair(1), nn::IntPair(1), int64_t{2}, true,
                                           nn::IntPair(1)),
-             Input({2, 4, 3, 4}, 7));
+             RandomInput({2, 4, 3, 4}, 7));
 }
 
 TEST_CASE("convolutions initialise as PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in))") {

@@ -43,6 +43,10 @@ double Objective(nn::Module& module, const TensorTree& inputs) {
 
 }  // namespace
 
+TensorTree RandomInput(absl::Span<const int64_t> shape, uint64_t seed) {
+  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
+}
+
 void RequireModuleGradcheck(nn::Module& module, const TensorTree& inputs, double tol) {
   std::vector<std::pair<std::string, Tensor>> wrt = module.named_parameters();
   int index = 0;

@@ -5,6 +5,7 @@
 #ifndef TENSORCUT_TESTS_NN_LAYER_CHECK_H_
 #define TENSORCUT_TESTS_NN_LAYER_CHECK_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -14,6 +15,9 @@ namespace tc::testing {
 
 // Builds the module under test in f64, the same parameters on every call.
 using ModuleFactory = std::function<std::shared_ptr<nn::Module>()>;
+
+// A leaf input for the checks: random f64 values that require grad.
+TensorTree RandomInput(absl::Span<const int64_t> shape, uint64_t seed);
 
 // The gradients of sum(forward(inputs) * r), r fixed and random, with
 // respect to every parameter and every input that requires grad, equal

@@ -13,10 +13,7 @@ namespace {
 using testing::CheckLayer;
 using testing::Names;
 using testing::Random;
-
-TensorTree Input(absl::Span<const int64_t> shape, uint64_t seed) {
-  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
-}
+using testing::RandomInput;
 
 // A module with its parameters made random (not ones and zeros), in f64.
 template <typename M, typename... Args>
@@ -64,15 +61,15 @@ TEST_CASE("BatchNorm1d over [N, C, L] equals BatchNorm2d over [N, C, L, 1]") {
 }
 
 TEST_CASE("BatchNorm1d gradients and compiled result, in training and eval") {
-  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), Input({4, 3}, 2));
-  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), Input({4, 3, 5}, 3));
+  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), RandomInput({4, 3}, 2));
+  CheckLayer(Factory<nn::BatchNorm1d>(int64_t{3}), RandomInput({4, 3, 5}, 3));
   CheckLayer(
       [] {
         auto m = Factory<nn::BatchNorm1d>(int64_t{3})();
         m->eval();
         return m;
       },
-      Input({4, 3, 5}, 4));
+      RandomInput({4, 3, 5}, 4));
 }
 
 TEST_CASE("without affine or tracking, batch norm has no parameters or buffers") {
@@ -83,7 +80,8 @@ TEST_CASE("without affine or tracking, batch norm has no parameters or buffers")
   const Tensor x = Random({4, 3, 2, 2}, DType::kF32, 5);
   const Tensor want = (x - mean(x, {0, 2, 3}, true)) * rsqrt(var(x, {0, 2, 3}, true, 0) + 1e-5);
   REQUIRE_TENSORS_CLOSE(bn(x), want, 1e-5, 1e-5);
-  CheckLayer(Factory<nn::BatchNorm2d>(int64_t{3}, 1e-5, 0.1, false, false), Input({4, 3, 2, 2}, 6));
+  CheckLayer(Factory<nn::BatchNorm2d>(int64_t{3}, 1e-5, 0.1, false, false),
+             RandomInput({4, 3, 2, 2}, 6));
 }
 
 TEST_CASE("GroupNorm normalises each sample's group of channels together") {
@@ -97,16 +95,18 @@ TEST_CASE("GroupNorm normalises each sample's group of channels together") {
   CHECK(v[1] == Approx(1 / std::sqrt(1 + 1e-5)));
   CHECK(v[2] == 0);
   CHECK(gn.ToString() == "GroupNorm(2, 4, eps=1e-05, affine=True)");
-  CheckLayer(Factory<nn::GroupNorm>(int64_t{2}, int64_t{6}), Input({3, 6, 2, 3}, 7));
-  CheckLayer(Factory<nn::GroupNorm>(int64_t{6}, int64_t{6}, 1e-3, false), Input({2, 6, 4}, 8));
+  CheckLayer(Factory<nn::GroupNorm>(int64_t{2}, int64_t{6}), RandomInput({3, 6, 2, 3}, 7));
+  CheckLayer(Factory<nn::GroupNorm>(int64_t{6}, int64_t{6}, 1e-3, false),
+             RandomInput({2, 6, 4}, 8));
 }
 
 TEST_CASE("LayerNorm over several trailing dims, with and without affine") {
   nn::LayerNorm ln({3, 4});
   CHECK(ln.ToString() == "LayerNorm((3, 4), eps=1e-05, elementwise_affine=True)");
   CHECK(nn::LayerNorm({8}, 1e-6, false).named_parameters().empty());
-  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{3, 4}), Input({2, 3, 4}, 9));
-  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{4}, 1e-5, false), Input({2, 3, 4}, 10));
+  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{3, 4}), RandomInput({2, 3, 4}, 9));
+  CheckLayer(Factory<nn::LayerNorm>(std::vector<int64_t>{4}, 1e-5, false),
+             RandomInput({2, 3, 4}, 10));
 }
 
 TEST_CASE("normalisations name the layer, what they expected and what came") {

@@ -13,10 +13,7 @@ namespace {
 
 using testing::CheckLayer;
 using testing::Random;
-
-TensorTree Input(absl::Span<const int64_t> shape, uint64_t seed) {
-  return TensorTree::MakeLeaf(Random(shape, DType::kF64, seed).requires_grad_());
-}
+using testing::RandomInput;
 
 template <typename M, typename... Args>
 testing::ModuleFactory Factory(Args... args) {
@@ -77,15 +74,15 @@ TEST_CASE("AdaptiveAvgPool2d averages PyTorch's overlapping bands") {
 TEST_CASE("pooling gradients and compiled results") {
   CheckLayer(Factory<nn::MaxPool2d>(nn::IntPair(3, 2), std::optional<nn::IntPair>(nn::IntPair(2)),
                                     nn::IntPair(1), true),
-             Input({2, 2, 6, 5}, 1));
+             RandomInput({2, 2, 6, 5}, 1));
   CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(3), std::optional<nn::IntPair>(nn::IntPair(2)),
                                     nn::IntPair(1), true, false),
-             Input({2, 2, 6, 5}, 2));
+             RandomInput({2, 2, 6, 5}, 2));
   CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(2), std::optional<nn::IntPair>(), nn::IntPair(1),
                                     true, true),
-             Input({2, 2, 5, 5}, 3));
-  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(2, 3)), Input({2, 2, 5, 7}, 4));
-  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(1)), Input({2, 2, 3, 3}, 5));
+             RandomInput({2, 2, 5, 5}, 3));
+  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(2, 3)), RandomInput({2, 2, 5, 7}, 4));
+  CheckLayer(Factory<nn::AdaptiveAvgPool2d>(nn::IntPair(1)), RandomInput({2, 2, 3, 3}, 5));
 }
 
 TEST_CASE("pooling layers name the layer, what they expected and what came") {
