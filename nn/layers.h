@@ -11,8 +11,9 @@
 //
 // This header holds Linear, Embedding, Dropout and Upsample and brings in
 // the rest: convolutions (nn/conv.h), normalisations (nn/normalization.h),
-// pooling (nn/pooling.h), activations (nn/activations.h) and containers
-// (nn/containers.h). The attention layer is in nn/attention.h.
+// pooling (nn/pooling.h), activations (nn/activations.h), containers
+// (nn/containers.h) and recurrent layers (nn/recurrent.h). The attention layer is in
+// nn/attention.h.
 #ifndef TENSORCUT_NN_LAYERS_H_
 #define TENSORCUT_NN_LAYERS_H_
 
@@ -28,6 +29,7 @@
 #include "nn/module.h"
 #include "nn/normalization.h"
 #include "nn/pooling.h"
+#include "nn/recurrent.h"
 
 namespace tc::nn {
 
