@@ -11,13 +11,17 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
+#include "nn/attention.h"
+#include "nn/layers.h"
 #include "nn/models/models.h"
 #include "tests/test_util.h"
 
@@ -473,6 +477,59 @@ TEST_CASE("saving is atomic") {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.exists();
   CHECK(files == 1);
+}
+
+// The layers whose PyTorch state_dict the fixture lists, built with the
+// fixture's arguments.
+std::map<std::string, std::shared_ptr<Module>> FixtureModules() {
+  auto list = std::make_shared<ModuleList>();
+  list->push_back(std::make_shared<Linear>(2, 3));
+  list->push_back(std::make_shared<Linear>(3, 1));
+  auto dict = std::make_shared<ModuleDict>();
+  dict->insert("a", std::make_shared<Linear>(2, 3));
+  return {
+      {"conv1d", std::make_shared<Conv1d>(4, 6, 3, 1, 0, 1, 2)},
+      {"conv2d", std::make_shared<Conv2d>(3, 4, IntPair(2, 3))},
+      {"conv_transpose2d", std::make_shared<ConvTranspose2d>(4, 6, 3, 1, 0, 0, 2)},
+      {"batch_norm1d", std::make_shared<BatchNorm1d>(3)},
+      {"group_norm", std::make_shared<GroupNorm>(2, 6)},
+      {"layer_norm", std::make_shared<LayerNorm>(std::vector<int64_t>{3, 4})},
+      {"embedding", std::make_shared<Embedding>(10, 3)},
+      {"multihead_attention", std::make_shared<MultiheadAttention>(8, 2)},
+      {"lstm", std::make_shared<LSTM>(3, 4, 2)},
+      {"gru", std::make_shared<GRU>(3, 5)},
+      {"module_list", list},
+      {"module_dict", dict},
+  };
+}
+
+TEST_CASE("checkpoints of the layers have PyTorch's keys, order, dtypes and shapes") {
+  std::ifstream fixture("tests/nn/testdata/torch_state_dicts.txt");
+  REQUIRE(fixture.good());
+  std::map<std::string, std::shared_ptr<Module>> modules = FixtureModules();
+  std::string line;
+  size_t checked = 0;
+  while (std::getline(fixture, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t colon = line.find(':');
+    const std::string key = line.substr(0, colon);
+    INFO(line);
+    REQUIRE(modules.count(key) == 1);
+    // "<name> <type>" entries after the module's constructor call.
+    const std::string entries = line.substr(line.rfind("): ") + 3);
+    std::vector<std::string> want;
+    for (absl::string_view entry : absl::StrSplit(entries, " | ")) want.emplace_back(entry);
+    const std::string path = TempPath(key + ".safetensors");
+    REQUIRE(save(*modules[key], path).ok());
+    const NamedTensors saved = LoadTensors(path).value();
+    std::vector<std::string> got;
+    for (const auto& [name, t] : saved) {
+      got.push_back(name + " " + t.type().ToString());
+    }
+    CHECK(got == want);
+    ++checked;
+  }
+  CHECK(checked == modules.size());
 }
 
 }  // namespace
