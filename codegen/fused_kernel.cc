@@ -378,7 +378,8 @@ void FusedKernel::RunInto(absl::Span<const Tensor> inputs, absl::Span<const Tens
   double* const partial = partials.data();  // the caller's, also for the workers
   auto run_chunk = [&](int64_t c) {
     double* chunk = partial + c * accumulators;
-    std::memset(chunk, 0, accumulators * sizeof(double));
+    // Only inner sums: no accumulators, and `partial` may be null.
+    if (accumulators > 0) std::memset(chunk, 0, accumulators * sizeof(double));
     run_blocks(std::min(blocks, units * c / chunks * unit),
                std::min(blocks, units * (c + 1) / chunks * unit),
                [&](int64_t start, int64_t len, void* const* regs) {

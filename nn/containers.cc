@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "nn/layer_checks.h"
 
 namespace tc::nn {
@@ -54,6 +55,22 @@ const std::shared_ptr<Module>& ModuleList::operator[](size_t i) const {
                                                    modules_.size(), " modules")));
   }
   return modules_[i];
+}
+
+std::string ModuleList::ToString() const {
+  if (modules_.empty()) return "ModuleList()";
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < modules_.size();) {
+    const std::string repr = modules_[i]->ToString();
+    size_t end = i + 1;
+    while (end < modules_.size() && modules_[end]->ToString() == repr) ++end;
+    const std::string indented = absl::StrReplaceAll(repr, {{"\n", "\n  "}});
+    lines.push_back(end - i == 1
+                        ? absl::StrCat("(", i, "): ", indented)
+                        : absl::StrCat("(", i, "-", end - 1, "): ", end - i, " x ", indented));
+    i = end;
+  }
+  return absl::StrCat("ModuleList(\n  ", absl::StrJoin(lines, "\n  "), "\n)");
 }
 
 Tensor ModuleList::forward(const Tensor&) { ThrowNoForward("ModuleList"); }

@@ -48,6 +48,9 @@ class ModuleList : public Module {
 
   Tensor forward(const Tensor& x) override;
   TensorTree forward(const TensorTree& input) override;
+  // As torch 2.x: a run of children that print alike collapses to one line,
+  // "(0-3): 4 x Block(...)".
+  std::string ToString() const override;
 
   size_t size() const { return modules_.size(); }
   // Throws (OutOfRange) past the end.

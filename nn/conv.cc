@@ -1,6 +1,8 @@
 #include "nn/conv.h"
 
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "nn/init.h"
@@ -142,11 +144,12 @@ ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, IntP
   RequirePositive("ConvTranspose2d", "kernel_size", kernel_size);
   options_ = Options("ConvTranspose2d", stride, padding, dilation, groups);
   RequireNonNegative("ConvTranspose2d", "output_padding", output_padding);
+  // PyTorch also allows output_padding < dilation; the data-gradient op
+  // needs it below the stride (the conv of the output must give back the input).
   for (int d = 0; d < 2; ++d) {
-    if (output_padding[d] >= stride[d] && output_padding[d] >= dilation[d]) {
+    if (output_padding[d] >= stride[d]) {
       ThrowInvalid(absl::StrCat("ConvTranspose2d: output_padding (", output_padding.ToString(),
-                                ") must be smaller than either stride (", stride.ToString(),
-                                ") or dilation (", dilation.ToString(), ")"));
+                                ") must be smaller than stride (", stride.ToString(), ")"));
     }
   }
   weight_ = register_parameter(

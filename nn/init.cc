@@ -1,17 +1,17 @@
 #include "nn/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nn/layer_checks.h"
 #include "nn/module.h"
 
 namespace tc::nn::init {
 namespace {
 
-[[noreturn]] void ThrowInvalid(absl::string_view message) {
-  throw Error(absl::InvalidArgumentError(message));
-}
+using internal::ThrowInvalid;
 
 void RequireFloating(absl::string_view fn, const Tensor& t) {
   if (!IsFloating(t.dtype())) {
@@ -35,7 +35,6 @@ int64_t FanByMode(absl::string_view fn, const Tensor& t, absl::string_view mode)
 double KaimingStd(absl::string_view fn, const Tensor& t, double a, absl::string_view mode,
                   absl::string_view nonlinearity) {
   const int64_t fan = FanByMode(fn, t, mode);
-  if (fan == 0) ThrowInvalid(absl::StrCat(fn, ": cannot initialise a tensor with zero elements"));
   return calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(fan));
 }
 
@@ -83,6 +82,7 @@ Fans calculate_fans(const Tensor& t) {
 
 const Tensor& uniform_(const Tensor& t, double a, double b, Generator* gen) {
   RequireFloating("uniform_", t);
+  if (!(a <= b)) ThrowInvalid(absl::StrCat("uniform_: expects a <= b, got a=", a, ", b=", b));
   return Fill(t, rand(t.shape(), t.dtype(), gen, a, b));
 }
 
@@ -113,12 +113,14 @@ const Tensor& xavier_normal_(const Tensor& t, double gain, Generator* gen) {
 
 const Tensor& kaiming_uniform_(const Tensor& t, double a, absl::string_view mode,
                                absl::string_view nonlinearity, Generator* gen) {
+  if (t.numel() == 0) return t;  // a no-op, as in PyTorch
   const double bound = std::sqrt(3.0) * KaimingStd("kaiming_uniform_", t, a, mode, nonlinearity);
   return uniform_(t, -bound, bound, gen);
 }
 
 const Tensor& kaiming_normal_(const Tensor& t, double a, absl::string_view mode,
                               absl::string_view nonlinearity, Generator* gen) {
+  if (t.numel() == 0) return t;  // a no-op, as in PyTorch
   return normal_(t, 0, KaimingStd("kaiming_normal_", t, a, mode, nonlinearity), gen);
 }
 

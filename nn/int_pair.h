@@ -14,18 +14,19 @@
 namespace tc::nn {
 
 struct IntPair {
-  IntPair(int64_t both) : values{both, both} {}  // NOLINT: implicit, as PyTorch's int form
+  IntPair(int64_t both) : values{both, both}, one_int(true) {}  // NOLINT: PyTorch's int form
   IntPair(int64_t height, int64_t width) : values{height, width} {}
 
   int64_t operator[](int i) const { return values[i]; }
   bool operator==(const IntPair& other) const { return values == other.values; }
-  // "3" when both agree, else "(3, 5)", as PyTorch's reprs print them.
+  // As PyTorch's reprs print the argument: "3" when given as one int, else
+  // the tuple "(3, 5)".
   std::string ToString() const {
-    return values[0] == values[1] ? absl::StrCat(values[0])
-                                  : absl::StrCat("(", values[0], ", ", values[1], ")");
+    return one_int ? absl::StrCat(values[0]) : absl::StrCat("(", values[0], ", ", values[1], ")");
   }
 
   std::array<int64_t, 2> values;
+  bool one_int = false;
 };
 
 }  // namespace tc::nn

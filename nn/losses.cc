@@ -73,24 +73,22 @@ void CheckBroadcastWeight(absl::string_view loss, absl::string_view name, const 
   }
 }
 
-// [N] class indices -> [N, C] one-hot rows in `dtype`.
-Tensor OneHot(const Tensor& targets, int64_t num_classes, DType dtype) {
-  return cast(eq(reshape(targets, {targets.size(0), 1}), arange(num_classes)), dtype);
-}
-
 // The class losses from log-probabilities: the weighted picked term and, for
 // label smoothing, the weighted sum over every class, reduced by PyTorch's
 // rule (a weighted mean over the samples not ignored).
 Tensor ClassLoss(const Tensor& log_probs, const Tensor& targets, const ClassLossOptions& options) {
   const int64_t c = log_probs.size(1);
   const DType dtype = log_probs.dtype();
-  const Tensor one_hot = OneHot(targets, c, dtype);
+  const Tensor is_target = eq(reshape(targets, {targets.size(0), 1}), arange(c));
+  const Tensor one_hot = cast(is_target, dtype);
   const Tensor kept =
       cast(ne(targets, scalar(static_cast<double>(options.ignore_index), DType::kI64)), dtype);
   const Tensor& w = options.weight;
   // w[y_i] for the samples kept, 0 for the ignored.
   const Tensor sample_weight = w.defined() ? sum(one_hot * w, {1}) * kept : kept;
-  Tensor losses = -sum(one_hot * log_probs, {1}) * sample_weight;
+  // The target's entry selected, not multiplied out: another class's -inf
+  // log-probability must not turn the loss into 0 * -inf.
+  Tensor losses = -sum(where(is_target, log_probs, scalar(0, dtype)), {1}) * sample_weight;
   const double s = options.label_smoothing;
   if (s > 0) {
     const Tensor all = w.defined() ? log_probs * w : log_probs;

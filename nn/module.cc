@@ -59,7 +59,9 @@ void Module::remove_forward_hook(int id) {
 }
 
 void Module::RunForwardHooks(const TensorTree& input, const TensorTree& output) const {
-  for (const auto& [id, hook] : forward_hooks_) hook(*this, input, output);
+  // A snapshot, so that a hook may add or remove hooks.
+  const std::vector<std::pair<int, ForwardHook>> hooks = forward_hooks_;
+  for (const auto& [id, hook] : hooks) hook(*this, input, output);
 }
 
 void Module::Collect(const std::string& prefix, bool buffers, NamedTensors& out) const {
@@ -126,27 +128,29 @@ int64_t Module::num_parameters() const {
   return count;
 }
 
-void Module::CollectState(const std::string& prefix, NamedTensors& out) const {
-  for (const auto& [name, t] : parameters_) out.emplace_back(prefix + name, t.detach());
+void Module::CollectState(const std::string& prefix, bool detach, NamedTensors& out) const {
+  for (const auto& [name, t] : parameters_) {
+    out.emplace_back(prefix + name, detach ? t.detach() : t);
+  }
   for (const auto& [name, t] : buffers_) {
     if (absl::c_linear_search(non_persistent_buffers_, name)) continue;
-    out.emplace_back(prefix + name, t.detach());
+    out.emplace_back(prefix + name, detach ? t.detach() : t);
   }
   for (const auto& [name, child] : children_) {
-    child->CollectState(absl::StrCat(prefix, name, "."), out);
+    child->CollectState(absl::StrCat(prefix, name, "."), detach, out);
   }
 }
 
 NamedTensors Module::state_dict() const {
   NamedTensors out;
-  CollectState("", out);
+  CollectState("", /*detach=*/true, out);
   return out;
 }
 
 absl::StatusOr<IncompatibleKeys> Module::load_state_dict(const NamedTensors& state, bool strict) {
   // The live tensors (not state_dict's detached views) receive the values.
   NamedTensors own;
-  CollectState("", own);
+  CollectState("", /*detach=*/false, own);
   absl::flat_hash_map<absl::string_view, const Tensor*> given;
   for (const auto& [name, t] : state) {
     if (!given.emplace(name, &t).second) {

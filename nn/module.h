@@ -98,7 +98,7 @@ class Module {
   // The constructor arguments, as torch's extra_repr ("in_features=784, ...").
   virtual std::string extra_repr() const { return ""; }
   // The module tree as torch's repr prints it.
-  std::string ToString() const;
+  virtual std::string ToString() const;
 
   // `hook` runs after every call through operator() of this module; the id
   // removes it again.
@@ -129,7 +129,9 @@ class Module {
 
  private:
   void Collect(const std::string& prefix, bool buffers, NamedTensors& out) const;
-  void CollectState(const std::string& prefix, NamedTensors& out) const;
+  // state_dict's entries; `detach` gives views without autograd, else the
+  // live handles (which load_state_dict writes into).
+  void CollectState(const std::string& prefix, bool detach, NamedTensors& out) const;
   void RunForwardHooks(const TensorTree& input, const TensorTree& output) const;
 
   NamedTensors parameters_;

@@ -1,5 +1,7 @@
 #include "nn/pooling.h"
 
+#include <algorithm>
+#include <array>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -49,15 +51,15 @@ Windows PlanWindows(absl::string_view layer, const Tensor& x, const IntPair& ker
   w.options.padding = padding.values;
   for (int d = 0; d < 2; ++d) {
     const int64_t in = x.size(2 + d), k = kernel[d], s = stride[d], p = padding[d];
-    if (in + 2 * p < k) {
+    const int64_t span = in + 2 * p - k + (ceil_mode ? s - 1 : 0);
+    int64_t out = span < 0 ? 0 : span / s + 1;  // floor division of a non-negative span
+    if (ceil_mode && out > 0 && (out - 1) * s >= in + p) --out;
+    if (out < 1) {
       ThrowInvalid(absl::StrCat(layer, ": input ", x.type().ToString(),
                                 " is smaller than the kernel ", kernel.ToString(), " with padding ",
                                 padding.ToString()));
     }
-    if (!ceil_mode) continue;
-    int64_t out = (in + 2 * p - k + s - 1) / s + 1;
-    if ((out - 1) * s >= in + p) --out;
-    w.ceil_extra[d] = std::max<int64_t>(0, (out - 1) * s + k - (in + 2 * p));
+    if (ceil_mode) w.ceil_extra[d] = std::max<int64_t>(0, (out - 1) * s + k - (in + 2 * p));
   }
   return w;
 }
@@ -134,10 +136,7 @@ Tensor AvgPool2d::forward(const Tensor& x) {
 }
 
 std::string AvgPool2d::extra_repr() const {
-  std::string s = WindowRepr(kernel_size_, stride_, padding_);
-  if (ceil_mode_) absl::StrAppend(&s, ", ceil_mode=True");
-  if (!count_include_pad_) absl::StrAppend(&s, ", count_include_pad=False");
-  return s;
+  return WindowRepr(kernel_size_, stride_, padding_);  // torch prints no more
 }
 
 // ---- AdaptiveAvgPool2d

@@ -51,17 +51,28 @@ absl::StatusOr<std::string> Summary(Module& module, const TensorTree& example) {
                                 shapes.try_emplace(&called, ShapesOf(out));
                               }));
   }
+  // However the run ends: the hooks removed and the flags restored, in
+  // pre-order (a parent's flag first, then its children's own).
+  struct Restore {
+    const std::vector<std::pair<std::string, Module*>>& modules;
+    const std::vector<std::pair<Module*, int>>& hooks;
+    const std::vector<bool>& training;
+    ~Restore() {
+      for (const auto& [m, id] : hooks) m->remove_forward_hook(id);
+      for (size_t i = 0; i < modules.size(); ++i) modules[i].second->train(training[i]);
+    }
+  };
   absl::Status status;
-  module.eval();
-  try {
-    NoGradGuard no_grad;
-    module(example);
-  } catch (const Error& e) {
-    status = e.status();
+  {
+    Restore restore{modules, hooks, training};
+    module.eval();
+    try {
+      NoGradGuard no_grad;
+      module(example);
+    } catch (const Error& e) {
+      status = e.status();
+    }
   }
-  for (const auto& [m, id] : hooks) m->remove_forward_hook(id);
-  // Pre-order: a parent's flag first, then its children's own.
-  for (size_t i = 0; i < modules.size(); ++i) modules[i].second->train(training[i]);
   if (!status.ok()) return status;
 
   std::vector<std::array<std::string, 3>> rows;

@@ -49,6 +49,22 @@ TEST_CASE("ModuleList and ModuleDict name their modules by position and key") {
       TensorTree::MakeLeaf(testing::Random({4, 3}, DType::kF64, 1).requires_grad_()));
 }
 
+TEST_CASE("containers print as torch's repr, runs of equal children collapsed") {
+  Tower tower;
+  CHECK(tower.ToString() ==
+        "Tower(\n"
+        "  (blocks): ModuleList(\n"
+        "    (0-1): 2 x Linear(in_features=3, out_features=3, bias=True)\n"
+        "  )\n"
+        "  (heads): ModuleDict(\n"
+        "    (cls): Linear(in_features=3, out_features=2, bias=True)\n"
+        "    (skip): Identity()\n"
+        "  )\n"
+        ")");
+  nn::ModuleList mixed({std::make_shared<nn::ReLU>(), std::make_shared<nn::Tanh>()});
+  CHECK(mixed.ToString() == "ModuleList(\n  (0): ReLU()\n  (1): Tanh()\n)");
+}
+
 TEST_CASE("container lookups and calls give clear errors") {
   nn::ModuleList list({std::make_shared<nn::ReLU>()});
   CHECK(list.size() == 1);

@@ -78,6 +78,8 @@ TEST_CASE("xavier and kaiming draw with PyTorch's scale") {
   CHECK(Of(w).max > 0.99 * kb);
   nn::init::kaiming_normal_(w, 0, "fan_out", "relu");
   CHECK(Of(w).std == Approx(std::sqrt(2.0 / 256)).epsilon(0.02));
+  CHECK(nn::init::kaiming_uniform_(zeros({0, 4})).numel() == 0);  // a no-op, as in PyTorch
+  CHECK_THROWS_WITH(nn::init::uniform_(w, 1, 0), "uniform_: expects a <= b, got a=1, b=0");
   CHECK_THROWS_WITH(nn::init::kaiming_normal_(w, 0, "fan_avg"),
                     "kaiming_normal_: mode must be \"fan_in\" or \"fan_out\", got \"fan_avg\"");
 }

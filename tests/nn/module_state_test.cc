@@ -133,8 +133,10 @@ TEST_CASE("the cnn model's summary, as golden text; the model is left as it was"
   absl::StatusOr<std::string> text = nn::Summary(*cnn.module, cnn.inputs);
   REQUIRE(text.ok());
   CHECK(cnn.module->is_training());
-  for (size_t i = 0; i < before.size(); ++i) {
-    CHECK(before[i].second.to(DType::kF32).to_vector<float>() == values[i]);
+  const nn::NamedTensors after = cnn.module->state_dict();
+  REQUIRE(after.size() == before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    CHECK(after[i].second.to(DType::kF32).to_vector<float>() == values[i]);
   }
   const std::string golden_path = "tests/nn/testdata/cnn_summary.txt";
   // `TC_UPDATE_GOLDENS=1 bazel run //tests/nn:module_state_test` rewrites the file.

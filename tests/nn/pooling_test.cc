@@ -52,6 +52,25 @@ TEST_CASE("count_include_pad decides whether the zero padding counts in the divi
   CHECK(Values(both) == std::vector<float>{0.25, 5.0 / 4, 11.0 / 4, 28.0 / 4});
 }
 
+TEST_CASE("a ceil_mode overhang is never counted; the padding is with count_include_pad") {
+  // 4x4 ones, k 3, s 2, p 1: windows start at -1, 1 and 3; the last reaches
+  // row 5, one past the padding.
+  const Tensor x = ones({1, 1, 4, 4});
+  const std::vector<float> with = Values(nn::AvgPool2d(3, 2, 1, true)(x));
+  REQUIRE(with.size() == 9);
+  CHECK(with[0] == Approx(4.0 / 9));  // 4 inputs, 9 counted
+  CHECK(with[2] == Approx(2.0 / 6));  // rows -1..1, cols 3..4 counted
+  CHECK(with[4] == 1);
+  CHECK(with[8] == Approx(1.0 / 4));  // rows and cols 3..4 counted
+  const std::vector<float> without = Values(nn::AvgPool2d(3, 2, 1, true, false)(x));
+  CHECK(without == std::vector<float>(9, 1));
+  // ceil_mode also takes an input smaller than the kernel, as PyTorch.
+  CHECK(Values(nn::MaxPool2d(2, 2, 0, true)(from_vector<float>({7}, {1, 1, 1, 1}))) ==
+        std::vector<float>{7});
+  CHECK(Values(nn::AvgPool2d(2, 2, 0, true)(from_vector<float>({7}, {1, 1, 1, 1}))) ==
+        std::vector<float>{7});
+}
+
 TEST_CASE("rectangular windows and strides") {
   nn::MaxPool2d pool({1, 2}, nn::IntPair(1, 2));
   CHECK(Values(pool(OneToNine())) == std::vector<float>{2, 5, 8});
@@ -60,6 +79,9 @@ TEST_CASE("rectangular windows and strides") {
   CHECK(nn::AvgPool2d({2, 3}, std::nullopt, {1, 1})(zeros({2, 3, 5, 7})).shape() ==
         Shape{2, 3, 3, 3});
   CHECK(nn::AvgPool2d(2).ToString() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+  // A tuple argument prints as a tuple, as in PyTorch.
+  CHECK(nn::AvgPool2d({2, 2}, std::nullopt, 0, true, false).ToString() ==
+        "AvgPool2d(kernel_size=(2, 2), stride=(2, 2), padding=0)");
 }
 
 TEST_CASE("AdaptiveAvgPool2d averages PyTorch's overlapping bands") {
@@ -78,6 +100,9 @@ TEST_CASE("pooling gradients and compiled results") {
   CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(3), std::optional<nn::IntPair>(nn::IntPair(2)),
                                     nn::IntPair(1), true, false),
              RandomInput({2, 2, 6, 5}, 2));
+  CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(3), std::optional<nn::IntPair>(nn::IntPair(2)),
+                                    nn::IntPair(1), true, true),
+             RandomInput({2, 2, 4, 4}, 6));
   CheckLayer(Factory<nn::AvgPool2d>(nn::IntPair(2), std::optional<nn::IntPair>(), nn::IntPair(1),
                                     true, true),
              RandomInput({2, 2, 5, 5}, 3));
