@@ -5,14 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "nn/init.h"
+#include "nn/layer_checks.h"
 #include "runtime/autograd_meta.h"
 
 namespace tc::nn {
 namespace {
 
-[[noreturn]] void ThrowInvalid(absl::string_view message) {
-  throw Error(absl::InvalidArgumentError(message));
-}
+using internal::ThrowInvalid;
 
 // [B, S, E] -> [B, H, S, E / H].
 Tensor SplitHeads(const Tensor& x, int64_t heads) {

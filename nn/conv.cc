@@ -40,21 +40,8 @@ Conv2dOptions Options(absl::string_view layer, const IntPair& stride, const IntP
   return o;
 }
 
-// PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)) on the weight,
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias, fan_in from the weight.
-void ResetParameters(const Tensor& weight, const Tensor& bias, Generator* gen) {
-  init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
-  if (bias.defined()) {
-    const double bound = 1 / std::sqrt(static_cast<double>(init::calculate_fans(weight).fan_in));
-    init::uniform_(bias, -bound, bound, gen);
-  }
-}
-
 Tensor AddChannelBias(const Tensor& y, const Tensor& bias) {
-  if (!bias.defined()) return y;
-  std::vector<int64_t> shape(y.dim(), 1);
-  shape[1] = bias.size(0);
-  return y + reshape(bias, std::move(shape));
+  return bias.defined() ? y + internal::PerChannel(bias, y.dim()) : y;
 }
 
 // PyTorch's extra_repr of a convolution: the arguments that differ from
@@ -91,7 +78,7 @@ Conv1d::Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, i
   options_ = Options("Conv1d", {1, stride}, {0, padding}, {1, dilation}, groups);
   weight_ = register_parameter("weight", empty({out_channels, in_channels / groups, kernel_size}));
   if (bias) bias_ = register_parameter("bias", empty({out_channels}));
-  ResetParameters(weight_, bias_, gen);
+  internal::ResetWeightAndBias(weight_, bias_, gen);
 }
 
 Tensor Conv1d::forward(const Tensor& x) {
@@ -117,7 +104,7 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, IntPair kernel_size, I
   weight_ = register_parameter(
       "weight", empty({out_channels, in_channels / groups, kernel_size[0], kernel_size[1]}));
   if (bias) bias_ = register_parameter("bias", empty({out_channels}));
-  ResetParameters(weight_, bias_, gen);
+  internal::ResetWeightAndBias(weight_, bias_, gen);
 }
 
 Tensor Conv2d::forward(const Tensor& x) {
@@ -155,7 +142,7 @@ ConvTranspose2d::ConvTranspose2d(int64_t in_channels, int64_t out_channels, IntP
   weight_ = register_parameter(
       "weight", empty({in_channels, out_channels / groups, kernel_size[0], kernel_size[1]}));
   if (bias) bias_ = register_parameter("bias", empty({out_channels}));
-  ResetParameters(weight_, bias_, gen);
+  internal::ResetWeightAndBias(weight_, bias_, gen);
 }
 
 Tensor ConvTranspose2d::forward(const Tensor& x) {

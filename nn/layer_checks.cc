@@ -4,9 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nn/init.h"
 
 namespace tc::nn::internal {
 
@@ -36,6 +39,20 @@ void RequireInput(absl::string_view layer, const Tensor& x, std::initializer_lis
                               channels >= 0 ? absl::StrCat(" with C = ", channels) : "", ", got ",
                               x.type().ToString()));
   }
+}
+
+void ResetWeightAndBias(const Tensor& weight, const Tensor& bias, Generator* gen) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
+  if (bias.defined()) {
+    const double bound = 1 / std::sqrt(static_cast<double>(init::calculate_fans(weight).fan_in));
+    init::uniform_(bias, -bound, bound, gen);
+  }
+}
+
+Tensor PerChannel(const Tensor& v, int64_t rank) {
+  std::vector<int64_t> shape(rank, 1);
+  shape[1] = v.size(0);
+  return reshape(v, std::move(shape));
 }
 
 absl::string_view PyBool(bool value) { return value ? "True" : "False"; }

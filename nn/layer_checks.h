@@ -1,6 +1,7 @@
-// Argument and input checks shared by the layers (internal to nn/): each
-// throws tc::Error (InvalidArgument) with a message that names the layer,
-// what it expected and what came.
+// Helpers shared by the layers (internal to nn/): argument and input checks,
+// each throwing tc::Error (InvalidArgument) with a message that names the
+// layer, what it expected and what came; PyTorch's default initialisation of
+// a weight and bias; reprs' value formats.
 #ifndef TENSORCUT_NN_LAYER_CHECKS_H_
 #define TENSORCUT_NN_LAYER_CHECKS_H_
 
@@ -26,6 +27,15 @@ void RequireNonNegative(absl::string_view layer, absl::string_view what, const I
 // `channels`; `layout` names the expected form ("[N, C, L]").
 void RequireInput(absl::string_view layer, const Tensor& x, std::initializer_list<int64_t> ranks,
                   int64_t channels, absl::string_view layout);
+
+// PyTorch's reset_parameters of Linear and the convolutions:
+// kaiming_uniform_(a = sqrt(5)) on the weight, U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)) on the bias (when defined), fan_in from the weight.
+void ResetWeightAndBias(const Tensor& weight, const Tensor& bias, Generator* gen);
+
+// A per-channel vector [C] shaped [1, C, 1, ...] to broadcast over dim 1 of
+// a tensor of `rank`.
+Tensor PerChannel(const Tensor& v, int64_t rank);
 
 // Values as PyTorch's reprs print them (Python's str): "True" / "False";
 // floats in their shortest round-trip form, "0.1", "1.0", "1e-05"; int

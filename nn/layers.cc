@@ -20,15 +20,9 @@ using internal::ThrowInvalid;
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator* gen) {
   RequirePositive("Linear", "in_features", in_features);
   RequirePositive("Linear", "out_features", out_features);
-  // PyTorch's reset_parameters: kaiming_uniform_(a = sqrt(5)), which is
-  // U(-1/sqrt(in), 1/sqrt(in)), and the bias from the same range.
   weight_ = register_parameter("weight", empty({out_features, in_features}));
-  init::kaiming_uniform_(weight_, std::sqrt(5.0), "fan_in", "leaky_relu", gen);
-  if (bias) {
-    const double bound = 1 / std::sqrt(static_cast<double>(in_features));
-    bias_ = register_parameter("bias", empty({out_features}));
-    init::uniform_(bias_, -bound, bound, gen);
-  }
+  if (bias) bias_ = register_parameter("bias", empty({out_features}));
+  internal::ResetWeightAndBias(weight_, bias_, gen);
 }
 
 Tensor Linear::forward(const Tensor& x) {

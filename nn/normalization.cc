@@ -11,18 +11,12 @@
 namespace tc::nn {
 namespace {
 
+using internal::PerChannel;
 using internal::PyBool;
 using internal::PyFloat;
 using internal::PyTuple;
 using internal::RequirePositive;
 using internal::ThrowInvalid;
-
-// x with its channel dim's statistics broadcast: v [C] as [1, C, 1, ...].
-Tensor PerChannel(const Tensor& v, int64_t rank) {
-  std::vector<int64_t> shape(rank, 1);
-  shape[1] = v.size(0);
-  return reshape(v, std::move(shape));
-}
 
 }  // namespace
 
