@@ -39,7 +39,7 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
   const Tensor linear = gt(scaled, Scalar(threshold, x));
   // The soft branch sees at most the threshold, so exp cannot overflow.
   const Tensor bounded = where(linear, Scalar(threshold, x), scaled);
-  return where(linear, x, log(exp(bounded) + 1.0) / beta);
+  return where(linear, x, log1p(exp(bounded)) / beta);
 }
 
 std::string GELU::extra_repr() const { return absl::StrCat("approximate='", approximate_, "'"); }

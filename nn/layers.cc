@@ -42,17 +42,36 @@ std::string Linear::extra_repr() const {
 
 // ---- Embedding
 
-Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen) {
+Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim,
+                     std::optional<int64_t> padding_idx, Generator* gen) {
   RequirePositive("Embedding", "num_embeddings", num_embeddings);
   RequirePositive("Embedding", "embedding_dim", embedding_dim);
+  if (padding_idx.has_value()) {
+    if (*padding_idx < -num_embeddings || *padding_idx >= num_embeddings) {
+      ThrowInvalid(absl::StrCat("Embedding: padding_idx must be in [", -num_embeddings, ", ",
+                                num_embeddings, "), got ", *padding_idx));
+    }
+    padding_idx_ = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
+  }
   weight_ = register_parameter("weight", empty({num_embeddings, embedding_dim}));
   init::normal_(weight_, 0, 1, gen);
+  if (padding_idx_.has_value()) init::zeros_(weight_.slice(0, *padding_idx_, *padding_idx_ + 1));
 }
 
-Tensor Embedding::forward(const Tensor& indices) { return embedding(weight_, indices); }
+Tensor Embedding::forward(const Tensor& indices) {
+  const Tensor rows = embedding(weight_, indices);
+  if (!padding_idx_.has_value()) return rows;
+  // The padding positions read the same row, cut from the gradient.
+  std::vector<int64_t> mask_shape = indices.shape();
+  mask_shape.push_back(1);
+  const Tensor is_padding = reshape(eq(indices, scalar(*padding_idx_, DType::kI64)), mask_shape);
+  return where(is_padding, rows.detach(), rows);
+}
 
 std::string Embedding::extra_repr() const {
-  return absl::StrCat(weight_.size(0), ", ", weight_.size(1));
+  std::string repr = absl::StrCat(weight_.size(0), ", ", weight_.size(1));
+  if (padding_idx_.has_value()) absl::StrAppend(&repr, ", padding_idx=", *padding_idx_);
+  return repr;
 }
 
 // ---- Dropout

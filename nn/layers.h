@@ -52,15 +52,20 @@ class Linear : public Module {
 // forward takes i64 indices of any shape.
 class Embedding : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, Generator* gen = nullptr);
+  // padding_idx (may count from the end): that row starts at zero and takes
+  // no gradient, so training never moves it (PyTorch's padding_idx).
+  Embedding(int64_t num_embeddings, int64_t embedding_dim,
+            std::optional<int64_t> padding_idx = std::nullopt, Generator* gen = nullptr);
   Tensor forward(const Tensor& indices) override;
   using Module::forward;
   std::string extra_repr() const override;
 
   const Tensor& weight() const { return weight_; }
+  std::optional<int64_t> padding_idx() const { return padding_idx_; }  // in [0, num_embeddings)
 
  private:
   Tensor weight_;
+  std::optional<int64_t> padding_idx_;
 };
 
 // In training, zeroes each element with probability p (drawing from the

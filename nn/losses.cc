@@ -23,27 +23,41 @@ Tensor Reduce(const Tensor& losses, absl::string_view reduction) {
   return losses;
 }
 
-// Checks scores [N, C] (floating) against class indices [N] (i64), and a
-// class weight [C] of the scores' dtype when there is one.
+// The class dim of scores [C] (unbatched), [N, C] or [N, C, d1, ...].
+int64_t ClassDim(const Tensor& scores) { return scores.dim() == 1 ? 0 : 1; }
+
+// The scores' shape without the class dim: one loss per entry.
+Shape SampleShape(const Tensor& scores) {
+  Shape shape = scores.shape();
+  shape.erase(shape.begin() + ClassDim(scores));
+  return shape;
+}
+
+// Checks floating scores against class indices (i64 of the sample shape)
+// or, where `probabilities` allows them, class probabilities (the scores'
+// type), and a class weight [C] of the scores' dtype when there is one.
 void CheckClassInputs(absl::string_view loss, absl::string_view scores_name, const Tensor& scores,
-                      const Tensor& targets, const ClassLossOptions& options) {
-  if (scores.dim() != 2 || !IsFloating(scores.dtype())) {
-    ThrowInvalid(loss, absl::StrCat("expected ", scores_name, " of a floating dtype and shape ",
-                                    "[N, C], got ", scores.type().ToString()));
+                      const Tensor& targets, const ClassLossOptions& options, bool probabilities) {
+  if (scores.dim() < 1 || !IsFloating(scores.dtype())) {
+    ThrowInvalid(loss,
+                 absl::StrCat("expected ", scores_name, " of a floating dtype and shape ",
+                              "[C], [N, C] or [N, C, d1, ...], got ", scores.type().ToString()));
   }
-  if (targets.dtype() != DType::kI64 || targets.dim() != 1) {
-    ThrowInvalid(loss, absl::StrCat("expected targets i64[N] of class indices, got ",
+  const TensorType indices{DType::kI64, SampleShape(scores)};
+  const bool ok = targets.type() == indices || (probabilities && targets.type() == scores.type());
+  if (!ok) {
+    ThrowInvalid(loss, absl::StrCat("expected targets ", indices.ToString(), " of class indices",
+                                    probabilities ? absl::StrCat(" or ", scores.type().ToString(),
+                                                                 " of class probabilities")
+                                                  : "",
+                                    " for ", scores_name, " ", scores.type().ToString(), ", got ",
                                     targets.type().ToString()));
   }
-  if (targets.size(0) != scores.size(0)) {
-    ThrowInvalid(loss, absl::StrCat("expected targets i64[", DimToString(scores.size(0)),
-                                    "] to match ", scores_name, " ", scores.type().ToString(),
-                                    ", got ", targets.type().ToString()));
-  }
   const Tensor& w = options.weight;
-  if (w.defined() && (w.dim() != 1 || w.size(0) != scores.size(1) || w.dtype() != scores.dtype())) {
-    ThrowInvalid(loss, absl::StrCat("expected weight ", DTypeName(scores.dtype()), "[",
-                                    scores.size(1), "], one per class, got ", w.type().ToString()));
+  const int64_t classes = scores.size(ClassDim(scores));
+  if (w.defined() && (w.dim() != 1 || w.size(0) != classes || w.dtype() != scores.dtype())) {
+    ThrowInvalid(loss, absl::StrCat("expected weight ", DTypeName(scores.dtype()), "[", classes,
+                                    "], one per class, got ", w.type().ToString()));
   }
   CheckReduction(loss, options.reduction);
 }
@@ -73,10 +87,33 @@ void CheckBroadcastWeight(absl::string_view loss, absl::string_view name, const 
   }
 }
 
-// The class losses from log-probabilities: the weighted picked term and, for
-// label smoothing, the weighted sum over every class, reduced by PyTorch's
-// rule (a weighted mean over the samples not ignored).
-Tensor ClassLoss(const Tensor& log_probs, const Tensor& targets, const ClassLossOptions& options) {
+// Scores [C], [N, C] or [N, C, d1, ...] as rows [M, C], one per sample
+// (the class dim moved last).
+Tensor AsRows(const Tensor& scores) {
+  const int64_t classes = scores.size(ClassDim(scores));
+  if (scores.dim() == 2) return scores;
+  if (scores.dim() == 1) return reshape(scores, {1, classes});
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < scores.dim(); ++d) dims.push_back(d);
+  dims.push_back(1);
+  return reshape(permute(scores, dims), {-1, classes});
+}
+
+// Class indices of the sample shape as [M].
+Tensor Flat(const Tensor& targets) { return targets.dim() == 1 ? targets : reshape(targets, {-1}); }
+
+// Per-sample losses [M] back in the sample shape, or reduced.
+Tensor Finish(const Tensor& losses, const Shape& sample_shape, absl::string_view reduction) {
+  if (reduction != "none") return Reduce(losses, reduction);
+  return sample_shape.size() == 1 ? losses : reshape(losses, sample_shape);
+}
+
+// The class losses from log-probabilities [M, C] against class indices [M]:
+// the weighted picked term and, for label smoothing, the weighted sum over
+// every class, reduced by PyTorch's rule (a weighted mean over the samples
+// not ignored).
+Tensor IndexLoss(const Tensor& log_probs, const Tensor& targets, const ClassLossOptions& options,
+                 const Shape& sample_shape) {
   const int64_t c = log_probs.size(1);
   const DType dtype = log_probs.dtype();
   const Tensor is_target = eq(reshape(targets, {targets.size(0), 1}), arange(c));
@@ -95,18 +132,36 @@ Tensor ClassLoss(const Tensor& log_probs, const Tensor& targets, const ClassLoss
     losses = losses * (1 - s) + (-sum(all, {1}) * kept) * (s / static_cast<double>(c));
   }
   if (options.reduction == "mean") return sum(losses) / sum(sample_weight);
-  return Reduce(losses, options.reduction);
+  return Finish(losses, sample_shape, options.reduction);
+}
+
+// Against class probabilities [M, C], smoothed towards uniform:
+// -sum_c w[c] t'[c] log_probs[c] with t' = (1 - s) t + s / C; "mean" is over
+// the samples (PyTorch's rule for probability targets; ignore_index plays no
+// part).
+Tensor ProbabilityLoss(const Tensor& log_probs, const Tensor& probs,
+                       const ClassLossOptions& options, const Shape& sample_shape) {
+  const double s = options.label_smoothing;
+  const double c = static_cast<double>(log_probs.size(1));
+  Tensor terms = log_probs * (s > 0 ? probs * (1 - s) + s / c : probs);
+  if (options.weight.defined()) terms = terms * options.weight;
+  return Finish(-sum(terms, {1}), sample_shape, options.reduction);
 }
 
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const ClassLossOptions& options) {
-  CheckClassInputs("cross_entropy", "logits", logits, targets, options);
+  CheckClassInputs("cross_entropy", "logits", logits, targets, options, /*probabilities=*/true);
   const double s = options.label_smoothing;
   if (!(s >= 0 && s <= 1)) {
     ThrowInvalid("cross_entropy", absl::StrCat("label_smoothing must be in [0, 1], got ", s));
   }
-  return ClassLoss(log_softmax(logits, 1), targets, options);
+  const Tensor log_probs = log_softmax(AsRows(logits), 1);
+  const Shape sample_shape = SampleShape(logits);
+  if (IsFloating(targets.dtype())) {
+    return ProbabilityLoss(log_probs, AsRows(targets), options, sample_shape);
+  }
+  return IndexLoss(log_probs, Flat(targets), options, sample_shape);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, absl::string_view reduction,
@@ -117,11 +172,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, absl::string_v
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const ClassLossOptions& options) {
-  CheckClassInputs("nll_loss", "log_probs", log_probs, targets, options);
+  CheckClassInputs("nll_loss", "log_probs", log_probs, targets, options, /*probabilities=*/false);
   if (options.label_smoothing != 0) {
     ThrowInvalid("nll_loss", "label_smoothing is a cross_entropy option");
   }
-  return ClassLoss(log_probs, targets, options);
+  return IndexLoss(AsRows(log_probs), Flat(targets), options, SampleShape(log_probs));
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, absl::string_view reduction) {
@@ -186,7 +241,14 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets,
     const Tensor log_p = log(where(positive, p, scalar(1, dtype)));
     return maximum(where(positive, log_p, scalar(-100, dtype)), scalar(-100, dtype));
   };
-  Tensor losses = -(targets * clamped_log(probs) + (1.0 - targets) * clamped_log(1.0 - probs));
+  // The gradient in p is PyTorch's, (p - t) / max(p (1 - p), 1e-12), not the
+  // clamped logs' derivative (infinite for a denormal p, 0 at p = 0 with
+  // t = 1): the value is taken on a detached p, and (p - detach(p)) times
+  // that gradient, detached, adds 0 to the value and the gradient to p.
+  const Tensor p = probs.detach();
+  const Tensor p_grad = (p - targets) / maximum(p * (1.0 - p), scalar(1e-12, dtype));
+  Tensor losses = -(targets * clamped_log(p) + (1.0 - targets) * clamped_log(1.0 - p)) +
+                  (probs - p) * p_grad.detach();
   if (options.weight.defined()) losses = losses * options.weight;
   return Reduce(losses, options.reduction);
 }
@@ -208,7 +270,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   const DType dtype = logits.dtype();
   // log(1 + exp(-x)) in a form that cannot overflow. maximum splits the
   // gradient at x = 0 evenly, which gives the exact derivative there.
-  const Tensor softplus_neg = log(exp(-abs(logits)) + 1.0) + maximum(-logits, scalar(0, dtype));
+  const Tensor softplus_neg = log1p(exp(-abs(logits))) + maximum(-logits, scalar(0, dtype));
   const Tensor positive_weight = pw.defined() ? (pw - 1.0) * targets + 1.0 : Tensor();
   Tensor losses = (1.0 - targets) * logits +
                   (positive_weight.defined() ? positive_weight * softplus_neg : softplus_neg);

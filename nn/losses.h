@@ -4,8 +4,8 @@
 // and traces into a graph like any model code.
 //
 // reduction: "mean" (the default), "sum", or "none" (per-sample losses,
-// shape [N] for the class losses and the input shape for the elementwise
-// ones); kl_div also takes "batchmean". Bad inputs throw tc::Error
+// the scores' shape without the class dim for the class losses and the
+// input shape for the elementwise ones); kl_div also takes "batchmean". Bad inputs throw tc::Error
 // (InvalidArgument) naming the loss, what was expected and what came.
 // Values are not range-checked (that would read data, which a traced graph
 // cannot): a class target outside [0, C) that is not ignore_index matches no
@@ -33,16 +33,24 @@ struct ClassLossOptions {
   double label_smoothing = 0;  // cross_entropy only, in [0, 1]
 };
 
-// Per sample i with target y_i (not ignored), w = weight:
+// Scores are [N, C], [N, C, d1, ...] (a loss per sample and position, as
+// PyTorch's K-dimensional case) or [C] (one unbatched sample); targets are
+// class indices, i64 of the scores' shape without C. Per sample i with
+// target y_i (not ignored), w = weight:
 //   (1 - s) w[y_i] (-log_softmax(x)_i[y_i]) + s / C sum_c w[c] (-log_softmax(x)_i[c])
 // with s = label_smoothing. "mean" divides the sum by sum_i w[y_i] over the
 // samples not ignored (PyTorch's weighted mean; NaN when every sample is
-// ignored). logits floating [N, C], targets i64 [N].
+// ignored); "none" gives the scores' shape without C.
+//
+// cross_entropy also takes class probabilities, targets of the logits' type:
+// per sample -sum_c w[c] t'_i[c] log_softmax(x)_i[c] with t' = (1 - s) t + s / C;
+// "mean" divides by the number of samples; ignore_index does not apply.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, const ClassLossOptions& options);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets,
                      absl::string_view reduction = "mean", double label_smoothing = 0);
 
-// -w[y_i] log_probs[i, y_i] per sample, reduced as cross_entropy.
+// -w[y_i] log_probs[i, y_i] per sample, shapes and reduction as cross_entropy's
+// with class indices.
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, const ClassLossOptions& options);
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets,
                 absl::string_view reduction = "mean");
@@ -70,6 +78,7 @@ struct BinaryLossOptions {
 
 // -w (t log p + (1 - t) log(1 - p)) elementwise, each log clamped at -100 as
 // in PyTorch; probabilities and targets of the same floating dtype and shape.
+// The gradient in p is PyTorch's: w (p - t) / max(p (1 - p), 1e-12).
 Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets,
                             const BinaryLossOptions& options = {});
 

@@ -23,7 +23,8 @@ using internal::ThrowInvalid;
 // ---- BatchNorm1d, BatchNorm2d
 
 BatchNorm::BatchNorm(std::string layer, std::vector<int64_t> ranks, int64_t num_features,
-                     double eps, double momentum, bool affine, bool track_running_stats)
+                     double eps, std::optional<double> momentum, bool affine,
+                     bool track_running_stats)
     : layer_(std::move(layer)),
       ranks_(std::move(ranks)),
       num_features_(num_features),
@@ -71,22 +72,38 @@ Tensor BatchNorm::Normalize4d(const Tensor& x) {
   NormResult r = batch_norm(x, w, b, eps_);
   if (!is_training() || !tracking) return r.y;
   const int64_t n = *DimDivide(x.numel(), x.size(1));
+  const DType dtype = x.dtype();
   // The running statistics are state, not part of the differentiated
-  // computation: update them from detached statistics, keeping the handles.
+  // computation: eagerly the update records nothing, and in a traced graph
+  // its results are buffer updates, which the joint graph does not
+  // differentiate (so no stop_gradient is needed). The handles are kept.
   NoGradGuard no_grad;
-  AssignInPlace(running_mean_, running_mean_ * (1 - momentum_) + r.mean.detach() * momentum_);
-  const Tensor var = r.var.detach();
-  const Tensor unbiased =
-      IsSymbolic(n)
-          ? var * momentum_ * size_scalar(n, x.dtype()) / size_scalar(DimSub(n, 1), x.dtype())
-          : var * (momentum_ * static_cast<double>(n) / static_cast<double>(n - 1));
-  AssignInPlace(running_var_, running_var_ * (1 - momentum_) + unbiased);
-  AssignInPlace(num_batches_tracked_, num_batches_tracked_ + 1.0);
+  const Tensor count = num_batches_tracked_ + 1.0;
+  const Tensor &mean = r.mean, &var = r.var;
+  // n / (n - 1) turns the biased batch variance into the unbiased one.
+  if (momentum_.has_value()) {
+    const double m = *momentum_;
+    AssignInPlace(running_mean_, running_mean_ * (1 - m) + mean * m);
+    const Tensor unbiased = IsSymbolic(n)
+                                ? var * m * size_scalar(n, dtype) / size_scalar(DimSub(n, 1), dtype)
+                                : var * (m * static_cast<double>(n) / static_cast<double>(n - 1));
+    AssignInPlace(running_var_, running_var_ * (1 - m) + unbiased);
+  } else {
+    // momentum None: the cumulative average, batch k weighted 1 / k.
+    const Tensor f = 1.0 / cast(count, dtype);
+    const Tensor correction =
+        IsSymbolic(n) ? size_scalar(n, dtype) / size_scalar(DimSub(n, 1), dtype)
+                      : scalar(static_cast<double>(n) / static_cast<double>(n - 1), dtype);
+    AssignInPlace(running_mean_, running_mean_ * (1.0 - f) + mean * f);
+    AssignInPlace(running_var_, running_var_ * (1.0 - f) + var * correction * f);
+  }
+  AssignInPlace(num_batches_tracked_, count);
   return r.y;
 }
 
 std::string BatchNorm::extra_repr() const {
-  return absl::StrCat(num_features_, ", eps=", PyFloat(eps_), ", momentum=", PyFloat(momentum_),
+  return absl::StrCat(num_features_, ", eps=", PyFloat(eps_),
+                      ", momentum=", momentum_.has_value() ? PyFloat(*momentum_) : "None",
                       ", affine=", PyBool(weight_.defined()),
                       ", track_running_stats=", PyBool(running_mean_.defined()));
 }

@@ -8,6 +8,7 @@
 #define TENSORCUT_NN_NORMALIZATION_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ namespace tc::nn {
 // statistics and, when tracking, updates the buffers outside autograd:
 //   running_mean = (1 - momentum) running_mean + momentum mean
 //   running_var  = (1 - momentum) running_var  + momentum var * n / (n - 1)
-// with n the values per channel; eval normalises by the running statistics
-// (by the batch's when not tracking).
+// with n the values per channel; momentum std::nullopt (PyTorch's None) is
+// the cumulative average, momentum = 1 / num_batches_tracked after the
+// count. Eval normalises by the running statistics (by the batch's when not
+// tracking).
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& x) override;
@@ -38,7 +41,7 @@ class BatchNorm : public Module {
 
  protected:
   BatchNorm(std::string layer, std::vector<int64_t> ranks, int64_t num_features, double eps,
-            double momentum, bool affine, bool track_running_stats);
+            std::optional<double> momentum, bool affine, bool track_running_stats);
 
  private:
   Tensor Normalize4d(const Tensor& x);
@@ -46,15 +49,17 @@ class BatchNorm : public Module {
   std::string layer_;
   std::vector<int64_t> ranks_;  // the input ranks the layer takes
   int64_t num_features_;
-  double eps_, momentum_;
+  double eps_;
+  std::optional<double> momentum_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
 
 // Over [N, C] or [N, C, L].
 class BatchNorm1d : public BatchNorm {
  public:
-  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
-                       bool affine = true, bool track_running_stats = true)
+  explicit BatchNorm1d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
       : BatchNorm("BatchNorm1d", {2, 3}, num_features, eps, momentum, affine, track_running_stats) {
   }
 };
@@ -62,8 +67,9 @@ class BatchNorm1d : public BatchNorm {
 // Over [N, C, H, W].
 class BatchNorm2d : public BatchNorm {
  public:
-  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
-                       bool affine = true, bool track_running_stats = true)
+  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5,
+                       std::optional<double> momentum = 0.1, bool affine = true,
+                       bool track_running_stats = true)
       : BatchNorm("BatchNorm2d", {4}, num_features, eps, momentum, affine, track_running_stats) {}
 };
 

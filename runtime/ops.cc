@@ -123,6 +123,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 Tensor neg(const Tensor& x) { return Unary(OpKind::kNeg, x); }
 Tensor exp(const Tensor& x) { return Unary(OpKind::kExp, x); }
 Tensor log(const Tensor& x) { return Unary(OpKind::kLog, x); }
+Tensor log1p(const Tensor& x) { return Unary(OpKind::kLog1p, x); }
 Tensor sqrt(const Tensor& x) { return Unary(OpKind::kSqrt, x); }
 Tensor rsqrt(const Tensor& x) { return Unary(OpKind::kRsqrt, x); }
 Tensor abs(const Tensor& x) { return Unary(OpKind::kAbs, x); }
@@ -140,6 +141,7 @@ Tensor pow(const Tensor& x, double exponent) {
   return Call1(OpKind::kPow, {x}, {{"exponent", exponent}});
 }
 Tensor cast(const Tensor& x, DType dtype) { return Call1(OpKind::kCast, {x}, {{"dtype", dtype}}); }
+Tensor stop_gradient(const Tensor& x) { return Unary(OpKind::kStopGradient, x); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

@@ -61,6 +61,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);  // log(1 + x), exact for small x
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor abs(const Tensor& x);  // gradient 0 at 0, as relu's
@@ -73,6 +74,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate = "none");
 Tensor pow(const Tensor& x, double exponent);
 Tensor cast(const Tensor& x, DType dtype);
+// x, through which no gradient flows (a floating x; what Tensor::detach()
+// records for a traced tensor). Eagerly a copy.
+Tensor stop_gradient(const Tensor& x);
 
 // Scalars become 0-d tensors of the tensor operand's dtype.
 Tensor operator+(const Tensor& a, const Tensor& b);

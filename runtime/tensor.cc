@@ -245,6 +245,9 @@ bool Tensor::is_leaf() const {
 }
 
 Tensor Tensor::detach() const {
+  // A traced tensor's cut must be in the graph: a copy of its handle would
+  // stand for the same value, and the compiled gradient would flow through.
+  if (impl_->trace != nullptr && IsFloating(dtype())) return stop_gradient(*this);
   auto impl = std::make_shared<TensorImpl>(*impl_);
   impl->autograd = nullptr;
   return Tensor(std::move(impl));

@@ -126,7 +126,8 @@ class Tensor {
   void set_grad(const Tensor& grad) const;
   // True for tensors not computed by a recorded op.
   bool is_leaf() const;
-  // A tensor sharing this one's data, cut from the backward graph.
+  // A tensor sharing this one's data, cut from the backward graph. Of a
+  // traced floating tensor: a stop_gradient node, so the cut is in the graph.
   Tensor detach() const;
   // Runs the backward graph from this tensor, accumulating into the .grad of
   // the leaves that require grad. A non-scalar needs `grad_output`. Defined in

@@ -46,6 +46,7 @@ TensorList Where(const VjpContext& c) {
 TensorList Neg(const VjpContext& c) { return {-G(c)}; }
 TensorList Exp(const VjpContext& c) { return {G(c) * Y(c)}; }
 TensorList Log(const VjpContext& c) { return {G(c) / X(c)}; }
+TensorList Log1p(const VjpContext& c) { return {G(c) / (X(c) + 1.0)}; }
 TensorList Sqrt(const VjpContext& c) { return {G(c) * 0.5 / Y(c)}; }
 TensorList Rsqrt(const VjpContext& c) { return {G(c) * -0.5 * Y(c) / X(c)}; }
 // abs: the subgradient 0 at 0, as PyTorch.
@@ -83,6 +84,7 @@ void RegisterElementwiseVjps(VjpTable& t) {
   set(OpKind::kNeg, &Neg);
   set(OpKind::kExp, &Exp);
   set(OpKind::kLog, &Log);
+  set(OpKind::kLog1p, &Log1p);
   set(OpKind::kSqrt, &Sqrt);
   set(OpKind::kRsqrt, &Rsqrt);
   set(OpKind::kAbs, &Abs);

@@ -140,6 +140,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
       NumericUnary(OpKind::kNeg),
       FloatUnary(OpKind::kExp),
       FloatUnary(OpKind::kLog),
+      FloatUnary(OpKind::kLog1p),
       FloatUnary(OpKind::kSqrt),
       FloatUnary(OpKind::kRsqrt),
       NumericUnary(OpKind::kAbs),
@@ -186,6 +187,14 @@ std::vector<OpDef> ElementwiseOpDefs() {
        {{"dtype", AttrKind::kDType}},
        kTraitElementwise | kTraitFusible,
        &InferCast},
+      {OpKind::kStopGradient,
+       "",
+       OpFamily::kElementwise,
+       1,
+       1,
+       {},
+       kTraitElementwise | kTraitFusible | kTraitNonDifferentiable,
+       &InferFloatUnary},
   };
 }
 

@@ -154,6 +154,19 @@ struct Log : UnaryFormula {
     return std::log(x);
   }
 };
+struct Log1p : UnaryFormula {
+  template <typename T>
+  T operator()(T x) const {
+    return std::log1p(x);
+  }
+};
+// The identity: stop_gradient's value (its effect is on the VJP only).
+struct StopGradient : UnaryFormula {
+  template <typename T>
+  T operator()(T x) const {
+    return x;
+  }
+};
 struct Sqrt : UnaryFormula {
   template <typename T>
   T operator()(T x) const {
@@ -345,6 +358,10 @@ bool VisitPlainOp(OpKind op, Fn&& fn) {
       return Call(fn, Exp{});
     case OpKind::kLog:
       return Call(fn, Log{});
+    case OpKind::kLog1p:
+      return Call(fn, Log1p{});
+    case OpKind::kStopGradient:
+      return Call(fn, StopGradient{});
     case OpKind::kSqrt:
       return Call(fn, Sqrt{});
     case OpKind::kRsqrt:

@@ -1,5 +1,6 @@
 #include "autodiff/joint_graph.h"
 
+#include "absl/strings/match.h"
 #include "autodiff/engine.h"
 #include "catch2/catch.hpp"
 #include "codegen/interpreter.h"
@@ -154,6 +155,23 @@ TEST_CASE("an input no gradient reaches gets zeros and is detached") {
   const std::vector<Tensor> out = testing::RunGraph(
       joint->graph, {w, unused, testing::Random({3}, DType::kF64, 3), ones({3}, DType::kF64)});
   REQUIRE_TENSORS_CLOSE(out[2], zeros({2}, DType::kF64), 0, 0);
+}
+
+TEST_CASE("detach inside the traced code cuts the joint graph's gradient there") {
+  Tensor w = testing::Random({3}, DType::kF64, 1);
+  const Tensor x = testing::Random({3}, DType::kF64, 2);
+  // d/dw of x * stop(w) + w * stop(w) is stop(w); through the cuts, 2 w + x.
+  absl::StatusOr<TracedProgram> program =
+      Trace([&](const T& in) { return T::MakeLeaf(in[0].leaf() * w.detach() + w * w.detach()); },
+            T::Tuple({T::MakeLeaf(x)}), {{"w", w}});
+  REQUIRE(program.ok());
+  CHECK(absl::StrContains(ToString(program->graph), "stop_gradient(%p_w)"));
+  absl::StatusOr<JointGraph> joint = BuildJointGraph(*program, {});
+  REQUIRE(joint.ok());
+  REQUIRE(joint->outputs.size() == 2);
+  const std::vector<Tensor> out = testing::RunGraph(joint->graph, {w, x, ones({3}, DType::kF64)});
+  REQUIRE_TENSORS_CLOSE(out[0], x * w + w * w, 0, 0);
+  REQUIRE_TENSORS_CLOSE(out[1], w, 0, 0);
 }
 
 TEST_CASE("joint graph text of a linear layer, with its descriptors") {

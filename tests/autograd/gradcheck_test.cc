@@ -104,6 +104,7 @@ std::map<OpKind, std::vector<Case>> AllCases() {
   c[OpKind::kNeg] = UnaryCases(neg);
   c[OpKind::kExp] = UnaryCases(exp);
   c[OpKind::kLog] = UnaryCases(log, /*positive=*/true);
+  c[OpKind::kLog1p] = UnaryCases(log1p, /*positive=*/true);
   c[OpKind::kSqrt] = UnaryCases(sqrt, true);
   c[OpKind::kRsqrt] = UnaryCases(rsqrt, true);
   c[OpKind::kAbs] = UnaryCases(abs, false, /*away_from_zero=*/true);

@@ -7,6 +7,7 @@
 
 #include "nn/init.h"
 #include "runtime/autograd_meta.h"
+#include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
 
 namespace tc {
@@ -206,7 +207,7 @@ TEST_CASE("LayerNorm matches the mean/variance formula over the trailing dims") 
 
 TEST_CASE("Embedding picks rows and scatters their gradient back") {
   Generator gen(3);
-  nn::Embedding emb(6, 4, &gen);
+  nn::Embedding emb(6, 4, std::nullopt, &gen);
   CHECK(Names(emb.named_parameters()) == std::vector<std::string>{"weight"});
   // N(0, 1): 24 draws, loosely.
   const std::vector<double> w = emb.weight().to_vector<double>();
@@ -221,6 +222,38 @@ TEST_CASE("Embedding picks rows and scatters their gradient back") {
   Tensor onehot = cast(eq(reshape(idx, {2, 3, 1}), arange(6)), DType::kF64);  // [2, 3, 6]
   Tensor want = matmul(onehot, expand(reshape(emb.weight(), {1, 6, 4}), {2, 6, 4}));
   RequireSameValueAndGrads(emb(idx), want, emb.parameters());
+}
+
+TEST_CASE("Embedding's padding row starts at zero and takes no gradient, eager and compiled") {
+  Generator gen(4);
+  nn::Embedding emb(5, 3, /*padding_idx=*/-1, &gen);
+  CHECK(emb.padding_idx() == 4);
+  CHECK(emb.ToString() == "Embedding(5, 3, padding_idx=4)");
+  CHECK(emb.weight().slice(0, 4, 5).to_vector<float>() == std::vector<float>{0, 0, 0});
+
+  // A trained-away padding row is still read; only its gradient is cut.
+  emb.to(DType::kF64);
+  Randomize(emb.weight(), 9);
+  const Tensor idx = from_vector<int64_t>({4, 1, 4, 0, 2, 3}, {2, 3});
+  const Tensor r = Random({2, 3, 3}, DType::kF64, 10);
+  sum(emb(idx) * r).backward();
+  const Tensor plain_grad = embedding_backward(r, idx, 5);
+  REQUIRE_TENSORS_CLOSE(emb(idx), embedding(emb.weight(), idx), 0, 0);
+  REQUIRE_TENSORS_CLOSE(emb.weight().grad().slice(0, 0, 4), plain_grad.slice(0, 0, 4), 0, 0);
+  REQUIRE_TENSORS_CLOSE(emb.weight().grad().slice(0, 4, 5), zeros({1, 3}, DType::kF64), 0, 0);
+
+  testing::RequireCompiledMatchesEager(
+      [] {
+        Generator g(6);
+        auto m = std::make_shared<nn::Embedding>(5, 3, 1, &g);
+        m->to(DType::kF64);
+        Randomize(m->weight(), 11);
+        return m;
+      },
+      TensorTree::MakeLeaf(idx));
+
+  CHECK_THROWS_WITH(nn::Embedding(5, 3, 5), "Embedding: padding_idx must be in [-5, 5), got 5");
+  CHECK_THROWS_WITH(nn::Embedding(5, 3, -6), "Embedding: padding_idx must be in [-5, 5), got -6");
 }
 
 TEST_CASE("Dropout zeroes and rescales in training, passes through in eval") {

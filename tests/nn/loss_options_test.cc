@@ -7,8 +7,10 @@
 #include <functional>
 
 #include "catch2/catch.hpp"
+#include "nn/loss_modules.h"
 #include "nn/losses.h"
 #include "tests/nn/layer_check.h"
+#include "tests/nn/nn_test_util.h"
 #include "tests/test_util.h"
 
 namespace tc {
@@ -102,6 +104,81 @@ TEST_CASE("class losses: the weighted mean of a hand-worked case, and -100 ignor
       log_softmax(logits, 1), targets);
 }
 
+TEST_CASE("class losses over [N, C, d1, d2] are the losses of each position's row") {
+  const Tensor logits = Random({2, 3, 2, 2}, DType::kF64, 4) * 2.0;
+  const Tensor targets = from_vector<int64_t>({0, 2, 1, 1, 2, 0, 0, 1}, {2, 2, 2});
+  // Row (n, i, j) of the [8, 3] form is logits[n, :, i, j].
+  const Tensor rows = reshape(permute(logits, {0, 2, 3, 1}), {8, 3});
+  const Tensor row_targets = reshape(targets, {8});
+  for (const std::string reduction : {"mean", "sum", "none"}) {
+    INFO(reduction);
+    const nn::ClassLossOptions options{.weight = from_vector<double>({0.5, 2, 1}, {3}),
+                                       .ignore_index = 2,
+                                       .reduction = reduction,
+                                       .label_smoothing = 0.2};
+    const Tensor got = nn::cross_entropy(logits, targets, options);
+    Tensor want = nn::cross_entropy(rows, row_targets, options);
+    if (reduction == "none") want = reshape(want, {2, 2, 2});
+    REQUIRE_TENSORS_CLOSE(got, want, 1e-12, 1e-12);
+    nn::ClassLossOptions nll = options;
+    nll.label_smoothing = 0;
+    REQUIRE_TENSORS_CLOSE(nn::nll_loss(log_softmax(logits, 1), targets, nll),
+                          nn::nll_loss(log_softmax(rows, 1), row_targets, nll).reshape(got.shape()),
+                          1e-12, 1e-12);
+  }
+  CheckLoss([](const Tensor& a, const Tensor& b) { return nn::cross_entropy(a, b, "none"); },
+            logits, targets);
+  // One unbatched sample: scores [C], a 0-d target, a 0-d loss for "none".
+  const Tensor one = slice(rows, 0, 1, 2).reshape({3});
+  const Tensor label = from_vector<int64_t>({2}, {});
+  CHECK(nn::cross_entropy(one, label, "none").shape() == Shape{});
+  CHECK(nn::cross_entropy(one, label).item<double>() ==
+        Approx(nn::cross_entropy(slice(rows, 0, 1, 2), reshape(label, {1})).item<double>()));
+}
+
+TEST_CASE("cross_entropy against class probabilities, smoothed and weighted, by hand") {
+  constexpr int64_t n = 4, c = 3;
+  const Tensor logits = Random({n, c}, DType::kF64, 5) * 2.0;
+  const Tensor probs = softmax(Random({n, c}, DType::kF64, 6), 1);
+  const std::vector<double> w = {0.5, 2, 1.25}, x = Values(logits), t = Values(probs);
+  const Tensor weight = from_vector<double>(w, {c});
+  for (double s : {0.0, 0.2}) {
+    INFO("smoothing " << s);
+    std::vector<double> per_sample;
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double z = 0;
+      for (int64_t k = 0; k < c; ++k) z += std::exp(x[i * c + k]);
+      double loss = 0;
+      for (int64_t k = 0; k < c; ++k) {
+        const double smoothed = (1 - s) * t[i * c + k] + s / c;
+        loss -= w[k] * smoothed * (x[i * c + k] - std::log(z));
+      }
+      per_sample.push_back(loss);
+      total += loss;
+    }
+    const nn::ClassLossOptions options{.weight = weight, .label_smoothing = s};
+    // "mean" is over the samples, whatever the weights.
+    CHECK(nn::cross_entropy(logits, probs, options).item<double>() == Approx(total / n));
+    nn::ClassLossOptions none = options;
+    none.reduction = "none";
+    REQUIRE_TENSORS_CLOSE(nn::cross_entropy(logits, probs, none),
+                          from_vector<double>(per_sample, {n}), 1e-12, 1e-12);
+    CheckLoss(
+        [options](const Tensor& a, const Tensor& b) { return nn::cross_entropy(a, b, options); },
+        logits, probs);
+  }
+  // One-hot probabilities are the class indices.
+  const Tensor labels = from_vector<int64_t>({1, 0, 2, 2}, {n});
+  const Tensor one_hot = cast(eq(reshape(labels, {n, 1}), arange(c)), DType::kF64);
+  CHECK(nn::cross_entropy(logits, one_hot, "mean", 0.1).item<double>() ==
+        Approx(nn::cross_entropy(logits, labels, "mean", 0.1).item<double>()));
+  // Over [N, C, d]: probabilities of the logits' shape.
+  const Tensor spatial = Random({2, 3, 4}, DType::kF64, 7);
+  CheckLoss([](const Tensor& a, const Tensor& b) { return nn::cross_entropy(a, b, "sum"); },
+            spatial, softmax(Random({2, 3, 4}, DType::kF64, 8), 1));
+}
+
 TEST_CASE("L1, smooth L1 and Huber on hand-worked differences") {
   const Tensor d = from_vector<double>({0, 0.5, 2, -3}, {4});
   const Tensor zero = zeros({4}, DType::kF64);
@@ -139,6 +216,16 @@ TEST_CASE("binary_cross_entropy clamps its logs at -100 and takes a weight") {
   const Tensor targets = Random({2, 3}, DType::kF64, 5) * 0.5 + 0.5;
   CheckLoss([](const Tensor& x, const Tensor& y) { return nn::binary_cross_entropy(x, y); }, probs,
             targets);
+  // PyTorch's gradient at the edges, in f32: (p - t) / max(p (1 - p), 1e-12),
+  // finite for a denormal p and -1e12 at p = 0 with t = 1.
+  const Tensor edge = from_vector<float>({1e-39f, 0, 1, 0.25f}, {4}).requires_grad_();
+  const Tensor edge_targets = from_vector<float>({0, 1, 0, 1}, {4});
+  sum(nn::binary_cross_entropy(edge, edge_targets, {.reduction = "none"})).backward();
+  const std::vector<float> g = edge.grad().to_vector<float>();
+  CHECK(std::abs(g[0]) <= 1e-26);  // about 1e-39 / 1e-12 (0 where denormals flush)
+  CHECK(g[1] == Approx(-1e12));
+  CHECK(g[2] == Approx(1e12));
+  CHECK(g[3] == Approx(-0.75 / (0.25 * 0.75)));
 }
 
 TEST_CASE("binary_cross_entropy_with_logits weights the positive term by pos_weight") {
@@ -187,12 +274,55 @@ TEST_CASE("kl_div: target (log target - input), 0 where the target is 0") {
                     "\"avg\"");
 }
 
+TEST_CASE("loss modules are their functions, with weights as buffers") {
+  const Tensor x = Random({4, 3}, DType::kF64, 20), y = Random({4, 3}, DType::kF64, 21);
+  const Tensor p = sigmoid(x), t = sigmoid(y), labels = from_vector<int64_t>({2, 0, 1, 1}, {4});
+  const Tensor w = from_vector<double>({0.5, 2, 1}, {3});
+  auto same = [](const Tensor& a, const Tensor& b) { REQUIRE_TENSORS_CLOSE(a, b, 0, 0); };
+  same(nn::CrossEntropyLoss({.weight = w, .label_smoothing = 0.1})(x, labels),
+       nn::cross_entropy(x, labels, {.weight = w, .label_smoothing = 0.1}));
+  same(nn::NLLLoss({.reduction = "sum"})(x, labels), nn::nll_loss(x, labels, "sum"));
+  same(nn::MSELoss("none")(x, y), nn::mse_loss(x, y, "none"));
+  same(nn::L1Loss()(x, y), nn::l1_loss(x, y));
+  same(nn::SmoothL1Loss("sum", 0.3)(x, y), nn::smooth_l1_loss(x, y, "sum", 0.3));
+  same(nn::HuberLoss("mean", 0.4)(x, y), nn::huber_loss(x, y, "mean", 0.4));
+  same(nn::KLDivLoss("batchmean", true)(x, y), nn::kl_div(x, y, "batchmean", true));
+  same(nn::BCELoss({.weight = w})(p, t), nn::binary_cross_entropy(p, t, {.weight = w}));
+  same(nn::BCEWithLogitsLoss({.weight = w, .pos_weight = w * 2.0})(x, t),
+       nn::binary_cross_entropy_with_logits(x, t, {.weight = w, .pos_weight = w * 2.0}));
+
+  // PyTorch's buffer names, only for the tensors given; to(dtype) converts them.
+  nn::BCEWithLogitsLoss bce({.weight = w, .pos_weight = w});
+  CHECK(testing::Names(bce.named_buffers()) == std::vector<std::string>{"weight", "pos_weight"});
+  CHECK(nn::CrossEntropyLoss().named_buffers().empty());
+  nn::CrossEntropyLoss criterion({.weight = w});
+  CHECK(criterion.ToString() == "CrossEntropyLoss()");
+  criterion.to(DType::kF32);
+  CHECK(criterion.named_buffers()[0].second.dtype() == DType::kF32);
+  CHECK(criterion(cast(x, DType::kF32), labels).item<float>() ==
+        Approx(nn::cross_entropy(x, labels, {.weight = w}).item<double>()));
+  CHECK_THROWS_WITH(criterion(cast(x, DType::kF32)),
+                    "CrossEntropyLoss: expected the tuple (input, target), got *");
+
+  // Compiled like any module, its weight a buffer of the graph.
+  testing::CheckLayer(
+      [w] { return std::make_shared<nn::CrossEntropyLoss>(nn::ClassLossOptions{.weight = w}); },
+      TensorTree::Tuple({TensorTree::MakeLeaf(x.detach().clone().requires_grad_()),
+                         TensorTree::MakeLeaf(labels)}));
+}
+
 TEST_CASE("the options' errors name the loss, what it expected and what came") {
   const Tensor logits = zeros({4, 3}), targets = zeros({4}, DType::kI64);
   CHECK_THROWS_WITH(nn::cross_entropy(logits, targets, {.weight = ones({2})}),
                     "cross_entropy: expected weight f32[3], one per class, got f32[2]");
   CHECK_THROWS_WITH(nn::nll_loss(logits, targets, {.label_smoothing = 0.1}),
                     "nll_loss: label_smoothing is a cross_entropy option");
+  CHECK_THROWS_WITH(nn::nll_loss(logits, logits),
+                    "nll_loss: expected targets i64[4] of class indices for log_probs f32[4,3], "
+                    "got f32[4,3]");
+  CHECK_THROWS_WITH(nn::cross_entropy(zeros({2, 3, 5}), zeros({2, 3}, DType::kI64)),
+                    "cross_entropy: expected targets i64[2,5] of class indices or f32[2,3,5] of "
+                    "class probabilities for logits f32[2,3,5], got i64[2,3]");
   CHECK_THROWS_WITH(nn::binary_cross_entropy(logits, logits, {.weight = ones({2})}),
                     "binary_cross_entropy: expected weight of dtype f32 that broadcasts to "
                     "f32[4,3], got f32[2]");

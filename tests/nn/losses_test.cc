@@ -139,21 +139,24 @@ TEST_CASE("losses reject bad inputs with a clear message") {
   Tensor logits = zeros({kN, kC});
   Tensor targets = from_vector<int64_t>(kTargets, {kN});
   CHECK_THROWS_WITH(nn::cross_entropy(logits, cast(targets, DType::kF32)),
-                    "cross_entropy: expected targets i64[N] of class indices, got f32[5]");
+                    "cross_entropy: expected targets i64[5] of class indices or f32[5,4] of class "
+                    "probabilities for logits f32[5,4], got f32[5]");
   CHECK_THROWS_WITH(nn::cross_entropy(logits, reshape(targets, {5, 1})),
-                    "cross_entropy: expected targets i64[N] of class indices, got i64[5,1]");
+                    "cross_entropy: expected targets i64[5] of class indices or f32[5,4] of class "
+                    "probabilities for logits f32[5,4], got i64[5,1]");
   CHECK_THROWS_WITH(nn::cross_entropy(logits, slice(targets, 0, 0, 3)),
-                    "cross_entropy: expected targets i64[5] to match logits f32[5,4], got i64[3]");
-  CHECK_THROWS_WITH(nn::cross_entropy(zeros({5}), targets),
-                    "cross_entropy: expected logits of a floating dtype and shape [N, C], got "
-                    "f32[5]");
+                    "cross_entropy: expected targets i64[5] of class indices or f32[5,4] of class "
+                    "probabilities for logits f32[5,4], got i64[3]");
+  CHECK_THROWS_WITH(nn::cross_entropy(scalar(0), targets),
+                    "cross_entropy: expected logits of a floating dtype and shape [C], [N, C] or "
+                    "[N, C, d1, ...], got f32[]");
   CHECK_THROWS_WITH(nn::cross_entropy(logits, targets, "avg"),
                     "cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got \"avg\"");
   CHECK_THROWS_WITH(nn::cross_entropy(logits, targets, "mean", 1.5),
                     "cross_entropy: label_smoothing must be in [0, 1], got 1.5");
   CHECK_THROWS_WITH(nn::nll_loss(cast(logits, DType::kI64), targets),
-                    "nll_loss: expected log_probs of a floating dtype and shape [N, C], got "
-                    "i64[5,4]");
+                    "nll_loss: expected log_probs of a floating dtype and shape [C], [N, C] or "
+                    "[N, C, d1, ...], got i64[5,4]");
   CHECK_THROWS_WITH(nn::mse_loss(zeros({2, 3}), zeros({3, 2})),
                     "mse_loss: expected target f32[2,3] like input, got f32[3,2]");
   CHECK_THROWS_WITH(nn::mse_loss(zeros({2}), zeros({2}), "total"),

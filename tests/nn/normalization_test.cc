@@ -72,6 +72,33 @@ TEST_CASE("BatchNorm1d gradients and compiled result, in training and eval") {
       RandomInput({4, 3, 5}, 4));
 }
 
+TEST_CASE("BatchNorm with momentum None keeps the cumulative average of the batch statistics") {
+  nn::BatchNorm2d bn(2, 1e-5, /*momentum=*/std::nullopt);
+  CHECK(bn.ToString() ==
+        "BatchNorm2d(2, eps=1e-05, momentum=None, affine=True, track_running_stats=True)");
+  bn.to(DType::kF64);
+  Tensor mean_sum = zeros({2}, DType::kF64), var_sum = zeros({2}, DType::kF64);
+  for (uint64_t batch = 0; batch < 3; ++batch) {
+    const Tensor x = Random({3, 2, 2, 2}, DType::kF64, 20 + batch) * static_cast<double>(batch + 1);
+    bn(x);
+    mean_sum = mean_sum + mean(x, {0, 2, 3});
+    var_sum = var_sum + var(x, {0, 2, 3}, false, /*correction=*/1);
+  }
+  REQUIRE_TENSORS_CLOSE(bn.running_mean(), mean_sum / 3.0, 1e-12, 1e-12);
+  REQUIRE_TENSORS_CLOSE(bn.running_var(), var_sum / 3.0, 1e-12, 1e-12);
+  CHECK(bn.num_batches_tracked().item<int64_t>() == 3);
+  // The count is read from the buffer, so the compiled update is the eager one.
+  CheckLayer(
+      [] {
+        auto m = std::make_shared<nn::BatchNorm2d>(2, 1e-5, std::nullopt);
+        m->to(DType::kF64);
+        nn::CopyValues(m->num_batches_tracked(), from_vector<int64_t>({4}, {}));
+        nn::CopyValues(m->running_mean(), Random({2}, DType::kF64, 30));
+        return m;
+      },
+      RandomInput({3, 2, 2, 2}, 31));
+}
+
 TEST_CASE("without affine or tracking, batch norm has no parameters or buffers") {
   nn::BatchNorm2d bn(3, 1e-5, 0.1, /*affine=*/false, /*track_running_stats=*/false);
   CHECK(bn.named_parameters().empty());
