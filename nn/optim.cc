@@ -3,8 +3,11 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nn/named_tensors.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/error.h"
@@ -22,6 +25,15 @@ void Require(bool ok, absl::string_view optimizer, absl::string_view what) {
 
 std::string StateName(absl::string_view key, absl::string_view slot) {
   return absl::StrCat(kOptimizerStatePrefix, key, ".", slot);
+}
+
+std::string GroupOptionName(int group, absl::string_view option) {
+  return absl::StrCat(kOptimizerStatePrefix, "param_groups.", group, ".", option);
+}
+
+// A problem with a group's values, naming the group when there are several.
+std::string InGroup(size_t group, size_t groups, const std::string& problem) {
+  return groups > 1 ? absl::StrCat("group ", group, ": ", problem) : problem;
 }
 
 // The loops below are the whole cost of a step: one pass over contiguous data,
@@ -66,40 +78,134 @@ void AdamLoop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __rest
   }
 }
 
+template <typename T>
+void RmspropLoop(T* __restrict p, const T* __restrict g, T* __restrict square_avg,
+                 T* __restrict buf, T* __restrict grad_avg, int64_t n, double lr, double alpha,
+                 double eps, double weight_decay, double momentum) {
+  const T lr_t = lr, a = alpha, one_minus_a = 1 - alpha, eps_t = eps, wd = weight_decay,
+          mom = momentum;
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = weight_decay != 0 ? g[i] + wd * p[i] : g[i];
+    square_avg[i] = a * square_avg[i] + one_minus_a * gi * gi;
+    T v = square_avg[i];
+    if (grad_avg != nullptr) {
+      grad_avg[i] += one_minus_a * (gi - grad_avg[i]);  // PyTorch's lerp
+      v -= grad_avg[i] * grad_avg[i];
+    }
+    const T d = std::sqrt(v) + eps_t;
+    if (buf != nullptr) {
+      buf[i] = mom * buf[i] + gi / d;
+      p[i] -= lr_t * buf[i];
+    } else {
+      p[i] -= lr_t * (gi / d);
+    }
+  }
+}
+
+template <typename T>
+void AdagradLoop(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n, double lr,
+                 double lr_decay, double weight_decay, double eps, int64_t step) {
+  const T clr = lr / (1 + static_cast<double>(step - 1) * lr_decay), wd = weight_decay, eps_t = eps;
+  for (int64_t i = 0; i < n; ++i) {
+    const T gi = weight_decay != 0 ? g[i] + wd * p[i] : g[i];
+    sum[i] += gi * gi;
+    p[i] -= clr * (gi / (std::sqrt(sum[i]) + eps_t));
+  }
+}
+
+// The pointer to a slot's data, or nullptr for a slot the group lacks.
+template <typename T>
+T* SlotData(absl::Span<const Tensor> slots, int index) {
+  return index >= 0 ? slots[index].data<T>() : nullptr;
+}
+
+// Calls fn(T{}) with T the parameter's element type (f32 or f64).
+template <typename Fn>
+void ForParamType(const Tensor& param, Fn fn) {
+  if (param.dtype() == DType::kF32) {
+    fn(float{});
+  } else {
+    fn(double{});
+  }
+}
+
+std::string Invalid(absl::string_view what, double value) {
+  return absl::StrCat("invalid ", what, " ", value);
+}
+
+// "" when every named value is >= 0, else the first that is not.
+std::string RequireNonNegative(absl::Span<const double> options,
+                               std::initializer_list<std::pair<int, const char*>> checks) {
+  for (const auto& [index, what] : checks) {
+    if (!(options[index] >= 0)) return Invalid(what, options[index]);
+  }
+  return "";
+}
+
+bool IsFlag(double value) { return value == 0 || value == 1; }
+
 }  // namespace
 
-ParamList::ParamList(std::vector<Tensor> params) {
+ParamList::ParamList(std::vector<Tensor> params) : positional(true) {
   for (size_t i = 0; i < params.size(); ++i) entries.emplace_back(absl::StrCat(i), params[i]);
 }
 ParamList::ParamList(std::initializer_list<Tensor> params)
     : ParamList(std::vector<Tensor>(params)) {}
 ParamList::ParamList(NamedTensors named) : entries(std::move(named)) {}
 
-Optimizer::Optimizer(absl::string_view name, ParamList params, double lr,
-                     std::vector<std::string> slots)
-    : name_(name), params_(std::move(params.entries)), slot_names_(std::move(slots)), lr_(lr) {
-  Require(lr >= 0, name_, absl::StrCat("invalid learning rate ", lr));
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto& [key, p] = params_[i];
-    Require(p.defined(), name_, absl::StrCat("parameter ", key, " is undefined"));
-    Require(p.dtype() == DType::kF32 || p.dtype() == DType::kF64, name_,
-            absl::StrCat("parameter ", key, " has dtype ", DTypeName(p.dtype()),
-                         "; only f32 and f64 parameters can be optimized"));
-    Require(p.is_contiguous(), name_, absl::StrCat("parameter ", key, " is not contiguous"));
-    for (size_t j = 0; j < i; ++j) {
-      Require(!params_[j].second.same(p), name_,
-              absl::StrCat("parameter ", key, " is the same tensor as ", params_[j].first));
+Optimizer::Optimizer(Definition definition, std::vector<ParamGroup> groups)
+    : name_(definition.name), definition_(std::move(definition)) {
+  for (const auto& [option, value] : definition_.defaults) option_names_.push_back(option);
+  Require(!groups.empty(), name_, "no parameter groups");
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<double> values;
+    for (const auto& [option, value] : definition_.defaults) values.push_back(value);
+    for (const auto& [option, value] : groups[g].options) {
+      const auto it = absl::c_find(option_names_, option);
+      Require(it != option_names_.end(), name_,
+              absl::StrCat("group ", g, " sets \"", option, "\", which is not an option (",
+                           absl::StrJoin(option_names_, ", "), ")"));
+      values[it - option_names_.begin()] = value;
     }
-    steps_.push_back(Tensor::Empty({}, DType::kI64));
-    std::vector<Tensor>& buffers = slots_.emplace_back();
-    for (size_t s = 0; s < slot_names_.size(); ++s) {
-      buffers.push_back(Tensor::Empty(p.shape(), p.dtype()));
+    const std::string problem = Check(values);
+    Require(problem.empty(), name_, InGroup(g, groups.size(), problem));
+    std::vector<Tensor>& stored = group_options_.emplace_back();
+    for (double v : values) stored.push_back(scalar(v, DType::kF64));
+    const std::vector<std::string> slots = definition_.slots(values);
+    for (const auto& [key, p] : groups[g].params.entries) {
+      const std::string full_key = groups[g].params.positional ? absl::StrCat(params_.size()) : key;
+      Require(p.defined(), name_, absl::StrCat("parameter ", full_key, " is undefined"));
+      Require(p.dtype() == DType::kF32 || p.dtype() == DType::kF64, name_,
+              absl::StrCat("parameter ", full_key, " has dtype ", DTypeName(p.dtype()),
+                           "; only f32 and f64 parameters can be optimized"));
+      Require(p.is_contiguous(), name_, absl::StrCat("parameter ", full_key, " is not contiguous"));
+      for (const auto& [other_key, other] : params_) {
+        Require(!other.same(p), name_,
+                absl::StrCat("parameter ", full_key, " is the same tensor as ", other_key));
+        Require(other_key != full_key, name_,
+                absl::StrCat("two parameters have the key ", full_key));
+      }
+      params_.emplace_back(full_key, p);
+      group_of_.push_back(static_cast<int>(g));
+      slot_names_.push_back(slots);
+      steps_.push_back(Tensor::Empty({}, DType::kI64));
+      std::vector<Tensor>& buffers = slots_.emplace_back();
+      for (size_t i = 0; i < slots.size(); ++i)
+        buffers.push_back(Tensor::Empty(p.shape(), p.dtype()));
     }
   }
 }
 
+std::string Optimizer::Check(absl::Span<const double> values) const {
+  if (!(values[0] >= 0)) return absl::StrCat("invalid learning rate ", values[0]);
+  return definition_.check(values);
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
+  // The groups' values, read once per step: at most kMaxOptions, on the stack.
+  absl::InlinedVector<double, kMaxOptions> options(option_names_.size());
+  int group = -1;
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& [key, p] = params_[i];
     Tensor grad = p.grad();
@@ -121,9 +227,15 @@ void Optimizer::step() {
                                p.type().ToString()));
     }
     grad = grad.contiguous();
+    if (group_of_[i] != group) {
+      group = group_of_[i];
+      for (size_t o = 0; o < options.size(); ++o) {
+        options[o] = *group_options_[group][o].data<double>();
+      }
+    }
     int64_t& count = steps_[i].data<int64_t>()[0];
     ++count;
-    Update(p, grad, slots_[i], count);
+    Update(p, grad, slots_[i], count, options);
   }
 }
 
@@ -131,13 +243,73 @@ void Optimizer::zero_grad() {
   for (const auto& [key, p] : params_) p.set_grad(Tensor());
 }
 
+NamedTensors Optimizer::group_params(int group) const {
+  RequireGroup(group);
+  NamedTensors out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (group_of_[i] == group) out.push_back(params_[i]);
+  }
+  return out;
+}
+
+bool Optimizer::has_option(absl::string_view name) const {
+  return absl::c_linear_search(option_names_, name);
+}
+
+int Optimizer::OptionIndex(absl::string_view name) const {
+  const auto it = absl::c_find(option_names_, name);
+  Require(it != option_names_.end(), name_,
+          absl::StrCat("no option \"", name, "\" (", absl::StrJoin(option_names_, ", "), ")"));
+  return static_cast<int>(it - option_names_.begin());
+}
+
+void Optimizer::RequireGroup(int group) const {
+  Require(group >= 0 && group < num_groups(), name_,
+          absl::StrCat("no group ", group, "; there are ", num_groups()));
+}
+
+double Optimizer::option(int group, absl::string_view name) const {
+  RequireGroup(group);
+  return *group_options_[group][OptionIndex(name)].data<double>();
+}
+
+std::vector<double> Optimizer::GroupValues(int group) const {
+  std::vector<double> values;
+  for (const Tensor& t : group_options_[group]) values.push_back(*t.data<double>());
+  return values;
+}
+
+void Optimizer::set_option(int group, absl::string_view name, double value) {
+  RequireGroup(group);
+  const int index = OptionIndex(name);
+  std::vector<double> values = GroupValues(group);
+  const std::vector<std::string> slots_before = definition_.slots(values);
+  values[index] = value;
+  const std::string problem = Check(values);
+  Require(problem.empty(), name_, InGroup(group, num_groups(), problem));
+  Require(definition_.slots(values) == slots_before, name_,
+          absl::StrCat("setting ", name, " of group ", group, " to ", value,
+                       " changes the state buffers it needs, which are allocated at "
+                       "construction: build the optimizer with that value"));
+  *group_options_[group][index].data<double>() = value;
+}
+
+void Optimizer::set_lr(double lr) {
+  for (int g = 0; g < num_groups(); ++g) set_option(g, "lr", lr);
+}
+
 NamedTensors Optimizer::state() const {
   NamedTensors out;
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string& key = params_[i].first;
     out.emplace_back(StateName(key, "step"), steps_[i]);
-    for (size_t s = 0; s < slot_names_.size(); ++s) {
-      out.emplace_back(StateName(key, slot_names_[s]), slots_[i][s]);
+    for (size_t s = 0; s < slot_names_[i].size(); ++s) {
+      out.emplace_back(StateName(key, slot_names_[i][s]), slots_[i][s]);
+    }
+  }
+  for (int g = 0; g < num_groups(); ++g) {
+    for (size_t o = 0; o < option_names_.size(); ++o) {
+      out.emplace_back(GroupOptionName(g, option_names_[o]), group_options_[g][o]);
     }
   }
   return out;
@@ -160,71 +332,240 @@ absl::Status Optimizer::load_state(const NamedTensors& state) {
                                                      "; a step count cannot be negative"));
     }
   }
+  for (int g = 0; g < num_groups(); ++g) {
+    std::vector<double> values;
+    for (const std::string& option : option_names_) {
+      values.push_back(by_name.at(GroupOptionName(g, option))->item<double>());
+    }
+    std::string problem = Check(values);
+    if (problem.empty() && definition_.slots(values) != definition_.slots(GroupValues(g))) {
+      problem = "its options need other state buffers than this optimizer's";
+    }
+    if (!problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, " state: group ", g, ": ", problem));
+    }
+  }
   for (const auto& [name, t] : current) CopyValues(t, *by_name.at(name));
   return absl::OkStatus();
 }
 
+// ---- SGD
+
+namespace {
+
+enum SgdOption { kSgdLr, kSgdMomentum, kSgdDampening, kSgdWeightDecay, kSgdNesterov };
+
+std::vector<std::string> SgdSlots(absl::Span<const double> o) {
+  return o[kSgdMomentum] != 0 ? std::vector<std::string>{"momentum_buffer"}
+                              : std::vector<std::string>{};
+}
+
+std::string SgdCheck(absl::Span<const double> o) {
+  std::string problem =
+      RequireNonNegative(o, {{kSgdMomentum, "momentum"}, {kSgdWeightDecay, "weight_decay"}});
+  if (!problem.empty()) return problem;
+  if (!IsFlag(o[kSgdNesterov])) return Invalid("nesterov (0 or 1)", o[kSgdNesterov]);
+  if (o[kSgdNesterov] == 1 && !(o[kSgdMomentum] > 0 && o[kSgdDampening] == 0)) {
+    return "Nesterov momentum requires a momentum and zero dampening";
+  }
+  return "";
+}
+
+}  // namespace
+
 SGD::SGD(ParamList params, double lr, double momentum, double dampening, double weight_decay,
          bool nesterov)
-    : Optimizer(
-          "SGD", std::move(params), lr,
-          momentum != 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{}),
-      momentum_(momentum),
-      dampening_(dampening),
-      weight_decay_(weight_decay),
-      nesterov_(nesterov) {
-  Require(momentum >= 0, name_, absl::StrCat("invalid momentum ", momentum));
-  Require(weight_decay >= 0, name_, absl::StrCat("invalid weight_decay ", weight_decay));
-  Require(!nesterov || (momentum > 0 && dampening == 0), name_,
-          "Nesterov momentum requires a momentum and zero dampening");
-}
+    : SGD(std::vector<ParamGroup>{{std::move(params)}}, lr, momentum, dampening, weight_decay,
+          nesterov) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double dampening,
+         double weight_decay, bool nesterov)
+    : Optimizer({"SGD",
+                 {{"lr", lr},
+                  {"momentum", momentum},
+                  {"dampening", dampening},
+                  {"weight_decay", weight_decay},
+                  {"nesterov", nesterov ? 1.0 : 0.0}},
+                 &SgdSlots,
+                 &SgdCheck},
+                std::move(groups)) {}
 
 void SGD::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                 int64_t step) {
-  const bool first = step == 1;
-  if (param.dtype() == DType::kF32) {
-    SgdLoop(param.data<float>(), grad.data<float>(),
-            slots.empty() ? nullptr : slots[0].data<float>(), param.numel(), lr(), momentum_,
-            dampening_, weight_decay_, nesterov_, first);
-  } else {
-    SgdLoop(param.data<double>(), grad.data<double>(),
-            slots.empty() ? nullptr : slots[0].data<double>(), param.numel(), lr(), momentum_,
-            dampening_, weight_decay_, nesterov_, first);
-  }
+                 int64_t step, absl::Span<const double> o) {
+  ForParamType(param, [&](auto zero) {
+    using T = decltype(zero);
+    SgdLoop(param.data<T>(), grad.data<T>(), SlotData<T>(slots, slots.empty() ? -1 : 0),
+            param.numel(), o[kSgdLr], o[kSgdMomentum], o[kSgdDampening], o[kSgdWeightDecay],
+            o[kSgdNesterov] != 0, step == 1);
+  });
 }
+
+// ---- Adam, AdamW
+
+namespace {
+
+enum AdamOption { kAdamLr, kAdamBeta1, kAdamBeta2, kAdamEps, kAdamWeightDecay };
+
+std::vector<std::string> AdamSlots(absl::Span<const double>) { return {"exp_avg", "exp_avg_sq"}; }
+
+std::string AdamCheck(absl::Span<const double> o) {
+  if (!(o[kAdamBeta1] >= 0 && o[kAdamBeta1] < 1)) return Invalid("beta1", o[kAdamBeta1]);
+  if (!(o[kAdamBeta2] >= 0 && o[kAdamBeta2] < 1)) return Invalid("beta2", o[kAdamBeta2]);
+  return RequireNonNegative(o, {{kAdamEps, "eps"}, {kAdamWeightDecay, "weight_decay"}});
+}
+
+}  // namespace
 
 Adam::Adam(ParamList params, double lr, double beta1, double beta2, double eps, double weight_decay)
-    : Adam("Adam", std::move(params), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/false) {}
+    : Adam(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay) {}
 
-Adam::Adam(absl::string_view name, ParamList params, double lr, double beta1, double beta2,
-           double eps, double weight_decay, bool decoupled)
-    : Optimizer(name, std::move(params), lr, {"exp_avg", "exp_avg_sq"}),
-      beta1_(beta1),
-      beta2_(beta2),
-      eps_(eps),
-      weight_decay_(weight_decay),
-      decoupled_(decoupled) {
-  Require(beta1 >= 0 && beta1 < 1, name_, absl::StrCat("invalid beta1 ", beta1));
-  Require(beta2 >= 0 && beta2 < 1, name_, absl::StrCat("invalid beta2 ", beta2));
-  Require(eps >= 0, name_, absl::StrCat("invalid eps ", eps));
-  Require(weight_decay >= 0, name_, absl::StrCat("invalid weight_decay ", weight_decay));
-}
+Adam::Adam(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps,
+           double weight_decay)
+    : Adam("Adam", std::move(groups), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/false) {}
+
+Adam::Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, double beta1,
+           double beta2, double eps, double weight_decay, bool decoupled)
+    : Optimizer({std::string(name),
+                 {{"lr", lr},
+                  {"beta1", beta1},
+                  {"beta2", beta2},
+                  {"eps", eps},
+                  {"weight_decay", weight_decay}},
+                 &AdamSlots,
+                 &AdamCheck},
+                std::move(groups)),
+      decoupled_(decoupled) {}
 
 void Adam::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                  int64_t step) {
-  if (param.dtype() == DType::kF32) {
-    AdamLoop(param.data<float>(), grad.data<float>(), slots[0].data<float>(),
-             slots[1].data<float>(), param.numel(), lr(), beta1_, beta2_, eps_, weight_decay_,
-             decoupled_, step);
-  } else {
-    AdamLoop(param.data<double>(), grad.data<double>(), slots[0].data<double>(),
-             slots[1].data<double>(), param.numel(), lr(), beta1_, beta2_, eps_, weight_decay_,
-             decoupled_, step);
-  }
+                  int64_t step, absl::Span<const double> o) {
+  ForParamType(param, [&](auto zero) {
+    using T = decltype(zero);
+    AdamLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), slots[1].data<T>(), param.numel(),
+             o[kAdamLr], o[kAdamBeta1], o[kAdamBeta2], o[kAdamEps], o[kAdamWeightDecay], decoupled_,
+             step);
+  });
 }
 
 AdamW::AdamW(ParamList params, double lr, double beta1, double beta2, double eps,
              double weight_decay)
-    : Adam("AdamW", std::move(params), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/true) {}
+    : AdamW(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps,
+             double weight_decay)
+    : Adam("AdamW", std::move(groups), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/true) {}
+
+// ---- RMSprop
+
+namespace {
+
+enum RmspropOption { kRmsLr, kRmsAlpha, kRmsEps, kRmsWeightDecay, kRmsMomentum, kRmsCentered };
+
+std::vector<std::string> RmspropSlots(absl::Span<const double> o) {
+  std::vector<std::string> slots = {"square_avg"};
+  if (o[kRmsMomentum] > 0) slots.push_back("momentum_buffer");
+  if (o[kRmsCentered] != 0) slots.push_back("grad_avg");
+  return slots;
+}
+
+std::string RmspropCheck(absl::Span<const double> o) {
+  std::string problem = RequireNonNegative(o, {{kRmsAlpha, "alpha"},
+                                               {kRmsEps, "eps"},
+                                               {kRmsWeightDecay, "weight_decay"},
+                                               {kRmsMomentum, "momentum"}});
+  if (problem.empty() && !IsFlag(o[kRmsCentered])) {
+    problem = Invalid("centered (0 or 1)", o[kRmsCentered]);
+  }
+  return problem;
+}
+
+}  // namespace
+
+RMSprop::RMSprop(ParamList params, double lr, double alpha, double eps, double weight_decay,
+                 double momentum, bool centered)
+    : RMSprop(std::vector<ParamGroup>{{std::move(params)}}, lr, alpha, eps, weight_decay, momentum,
+              centered) {}
+
+RMSprop::RMSprop(std::vector<ParamGroup> groups, double lr, double alpha, double eps,
+                 double weight_decay, double momentum, bool centered)
+    : Optimizer({"RMSprop",
+                 {{"lr", lr},
+                  {"alpha", alpha},
+                  {"eps", eps},
+                  {"weight_decay", weight_decay},
+                  {"momentum", momentum},
+                  {"centered", centered ? 1.0 : 0.0}},
+                 &RmspropSlots,
+                 &RmspropCheck},
+                std::move(groups)) {}
+
+void RMSprop::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+                     int64_t, absl::Span<const double> o) {
+  const bool with_momentum = o[kRmsMomentum] > 0;
+  const int momentum_slot = with_momentum ? 1 : -1;
+  const int grad_avg_slot = o[kRmsCentered] != 0 ? (with_momentum ? 2 : 1) : -1;
+  ForParamType(param, [&](auto zero) {
+    using T = decltype(zero);
+    RmspropLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(),
+                SlotData<T>(slots, momentum_slot), SlotData<T>(slots, grad_avg_slot), param.numel(),
+                o[kRmsLr], o[kRmsAlpha], o[kRmsEps], o[kRmsWeightDecay], o[kRmsMomentum]);
+  });
+}
+
+// ---- Adagrad
+
+namespace {
+
+enum AdagradOption {
+  kAdagradLr,
+  kAdagradLrDecay,
+  kAdagradWeightDecay,
+  kAdagradInitial,
+  kAdagradEps
+};
+
+std::vector<std::string> AdagradSlots(absl::Span<const double>) { return {"sum"}; }
+
+std::string AdagradCheck(absl::Span<const double> o) {
+  return RequireNonNegative(o, {{kAdagradLrDecay, "lr_decay"},
+                                {kAdagradWeightDecay, "weight_decay"},
+                                {kAdagradInitial, "initial_accumulator_value"},
+                                {kAdagradEps, "eps"}});
+}
+
+}  // namespace
+
+Adagrad::Adagrad(ParamList params, double lr, double lr_decay, double weight_decay,
+                 double initial_accumulator_value, double eps)
+    : Adagrad(std::vector<ParamGroup>{{std::move(params)}}, lr, lr_decay, weight_decay,
+              initial_accumulator_value, eps) {}
+
+Adagrad::Adagrad(std::vector<ParamGroup> groups, double lr, double lr_decay, double weight_decay,
+                 double initial_accumulator_value, double eps)
+    : Optimizer({"Adagrad",
+                 {{"lr", lr},
+                  {"lr_decay", lr_decay},
+                  {"weight_decay", weight_decay},
+                  {"initial_accumulator_value", initial_accumulator_value},
+                  {"eps", eps}},
+                 &AdagradSlots,
+                 &AdagradCheck},
+                std::move(groups)) {
+  // The sums start at each group's initial_accumulator_value.
+  for (size_t i = 0; i < params().size(); ++i) {
+    const double initial = option(group_of(i), "initial_accumulator_value");
+    if (initial != 0)
+      CopyValues(slots_of(i)[0],
+                 full(params()[i].second.shape(), initial, params()[i].second.dtype()));
+  }
+}
+
+void Adagrad::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+                     int64_t step, absl::Span<const double> o) {
+  ForParamType(param, [&](auto zero) {
+    using T = decltype(zero);
+    AdagradLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), param.numel(), o[kAdagradLr],
+                o[kAdagradLrDecay], o[kAdagradWeightDecay], o[kAdagradEps], step);
+  });
+}
 
 }  // namespace tc::nn

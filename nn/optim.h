@@ -1,5 +1,6 @@
 // Optimizers, as torch.optim: SGD (momentum, dampening, Nesterov, weight decay),
-// Adam and AdamW, with exactly PyTorch's update formulas.
+// Adam, AdamW, RMSprop and Adagrad, with exactly PyTorch's update formulas
+// and parameter groups with hyper-parameters of their own.
 //
 //   nn::Adam opt(model.named_parameters(), /*lr=*/1e-3);
 //   for (...) {
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,18 +30,32 @@
 
 namespace tc::nn {
 
-// Optimizer state names start with this prefix: "optim.<key>.<slot>".
+// Optimizer state names start with this prefix: "optim.<key>.<slot>", and
+// the groups' hyper-parameters "optim.param_groups.<group>.<option>".
 inline constexpr absl::string_view kOptimizerStatePrefix = "optim.";
 
 // The parameters an optimizer updates, each with the key its state is saved
-// under: the position ("0", "1", ...) for a plain list, the fully qualified
-// name for a module's named_parameters().
+// under: the position ("0", "1", ...) for a plain list, counted across every
+// group as PyTorch counts them; the fully qualified name for a module's
+// named_parameters().
 struct ParamList {
   ParamList(std::vector<Tensor> params);  // NOLINT: implicit on purpose
   ParamList(std::initializer_list<Tensor> params);
   ParamList(NamedTensors named);  // NOLINT: implicit on purpose
 
   NamedTensors entries;
+  bool positional = false;  // keys are positions, renumbered across groups
+};
+
+// A parameter group, as PyTorch's param_groups: parameters and the
+// hyper-parameters, by PyTorch's names, in which they differ from the
+// optimizer's (its constructor's arguments):
+//   nn::SGD sgd({{body->named_parameters()},
+//                {head->named_parameters(), {{"lr", 0.1}, {"weight_decay", 0}}}},
+//               /*lr=*/0.01, /*momentum=*/0.9);
+struct ParamGroup {
+  ParamList params;
+  std::map<std::string, double> options = {};
 };
 
 class Optimizer {
@@ -55,81 +71,135 @@ class Optimizer {
   // Clears every parameter's grad (PyTorch's default, set_to_none=True).
   void zero_grad();
 
-  // "SGD", "Adam" or "AdamW".
+  // "SGD", "Adam", "AdamW", "RMSprop" or "Adagrad".
   absl::string_view name() const { return name_; }
-  double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  // Every parameter, group after group.
   const NamedTensors& params() const { return params_; }
+
+  int num_groups() const { return static_cast<int>(group_options_.size()); }
+  // The parameters of group `group`.
+  NamedTensors group_params(int group) const;
+  // The hyper-parameters' names, "lr" first ("momentum", "beta1", ...).
+  const std::vector<std::string>& option_names() const { return option_names_; }
+  bool has_option(absl::string_view name) const;
+  // A group's hyper-parameter; an unknown name or group throws tc::Error.
+  double option(int group, absl::string_view name) const;
+  // Sets it (a scheduler's learning rates, momentum cycling); a value the
+  // optimizer refuses, or one that needs state buffers it did not allocate
+  // (SGD's momentum from 0), throws tc::Error and changes nothing.
+  void set_option(int group, absl::string_view name, double value);
+  // The first group's learning rate; set_lr sets every group's.
+  double lr() const { return option(0, "lr"); }
+  void set_lr(double lr);
 
   // The state, per parameter in order: "optim.<key>.step" (i64 scalar) then
   // the optimizer's buffers ("optim.<key>.momentum_buffer", "optim.<key>.exp_avg",
-  // ...). The tensors are the live state (as PyTorch's state_dict): clone them
-  // to keep a snapshot.
+  // ...), then each group's hyper-parameters ("optim.param_groups.0.lr", f64
+  // scalars). The tensors are the live state (as PyTorch's state_dict): clone
+  // them to keep a snapshot.
   NamedTensors state() const;
   // Copies `state` into this optimizer's state after checking that it has
-  // exactly the names, dtypes and shapes of state() and non-negative step
-  // counts; on error nothing changes.
+  // exactly the names, dtypes and shapes of state(), non-negative step
+  // counts and hyper-parameters this optimizer accepts; on error nothing
+  // changes.
   absl::Status load_state(const NamedTensors& state);
 
  protected:
-  // `slots` names the per-parameter buffers the subclass needs, each allocated
-  // with the parameter's dtype and shape, zero-filled. Throws tc::Error for a
-  // parameter that is undefined, not f32/f64, not contiguous or listed twice.
-  Optimizer(absl::string_view name, ParamList params, double lr, std::vector<std::string> slots);
+  // What a subclass declares: its hyper-parameters with their values for the
+  // groups that do not set them ("lr" first), the state buffers a parameter
+  // of a group needs (each allocated with the parameter's dtype and shape,
+  // zero-filled), and the check of a group's values ("" when valid, else
+  // what is wrong: "invalid momentum -1").
+  struct Definition {
+    std::string name;
+    std::vector<std::pair<std::string, double>> defaults;
+    std::vector<std::string> (*slots)(absl::Span<const double> options);
+    std::string (*check)(absl::Span<const double> options);
+  };
+
+  // Throws tc::Error for a parameter that is undefined, not f32/f64, not
+  // contiguous or listed twice, an empty group list, an unknown option name,
+  // or values `check` refuses.
+  Optimizer(Definition definition, std::vector<ParamGroup> groups);
 
   // Updates one parameter from its grad (same type, contiguous). `slots` are
-  // its buffers in the order given to the constructor; `step` counts this
-  // update (1 on the first).
+  // its buffers in the order `slots` gave; `step` counts this update (1 on
+  // the first); `options` are its group's values in the order of `defaults`.
   virtual void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                      int64_t step) = 0;
+                      int64_t step, absl::Span<const double> options) = 0;
+
+  // A parameter's buffers, for a subclass that starts them at other values
+  // than zero (Adagrad's initial_accumulator_value).
+  absl::Span<const Tensor> slots_of(size_t param) const { return slots_[param]; }
+  int group_of(size_t param) const { return group_of_[param]; }
 
   std::string name_;  // "SGD", "Adam", ...: prefixes error messages
 
  private:
+  static constexpr size_t kMaxOptions = 8;
+
+  // What is wrong with a group's values (the learning rate, then `check`);
+  // "" when they are valid.
+  std::string Check(absl::Span<const double> values) const;
+  int OptionIndex(absl::string_view name) const;  // throws for an unknown name
+  void RequireGroup(int group) const;             // throws for an unknown group
+  std::vector<double> GroupValues(int group) const;
+
+  Definition definition_;
+  std::vector<std::string> option_names_;
   NamedTensors params_;
-  std::vector<std::string> slot_names_;
-  std::vector<Tensor> steps_;               // one i64 scalar per parameter
-  std::vector<std::vector<Tensor>> slots_;  // per parameter, in slot_names_ order
-  double lr_;
+  std::vector<int> group_of_;                         // per parameter
+  std::vector<std::vector<std::string>> slot_names_;  // per parameter
+  std::vector<Tensor> steps_;                         // one i64 scalar per parameter
+  std::vector<std::vector<Tensor>> slots_;            // per parameter, in slot_names_ order
+  // Per group, one f64 scalar per option: live state, saved in checkpoints.
+  std::vector<std::vector<Tensor>> group_options_;
 };
+
+// Each optimizer takes either one list of parameters or parameter groups,
+// then its hyper-parameters, which are the values of the groups that do not
+// set their own; the option names are the arguments' names.
 
 // torch.optim.SGD: with g the grad,
 //   g += weight_decay * p
 //   buf = g on the first step, else momentum * buf + (1 - dampening) * g
 //   g = nesterov ? g + momentum * buf : buf          (when momentum != 0)
 //   p -= lr * g
+// Options lr, momentum, dampening, weight_decay, nesterov (0 or 1). The
+// momentum buffers exist for groups built with a momentum.
 class SGD : public Optimizer {
  public:
   SGD(ParamList params, double lr, double momentum = 0, double dampening = 0,
       double weight_decay = 0, bool nesterov = false);
+  SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0, double dampening = 0,
+      double weight_decay = 0, bool nesterov = false);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              int64_t step) override;
-
-  double momentum_, dampening_, weight_decay_;
-  bool nesterov_;
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+              absl::Span<const double> options) override;
 };
 
 // torch.optim.Adam: with g the grad and t the step,
 //   g += weight_decay * p                                   (L2 penalty)
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// Options lr, beta1, beta2, eps, weight_decay (PyTorch's betas as two).
 class Adam : public Optimizer {
  public:
   Adam(ParamList params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
        double eps = 1e-8, double weight_decay = 0);
+  Adam(std::vector<ParamGroup> groups, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
+       double eps = 1e-8, double weight_decay = 0);
 
  protected:
   // decoupled: AdamW's weight decay, p *= 1 - lr * weight_decay before the update.
-  Adam(absl::string_view name, ParamList params, double lr, double beta1, double beta2, double eps,
-       double weight_decay, bool decoupled);
+  Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, double beta1,
+       double beta2, double eps, double weight_decay, bool decoupled);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              int64_t step) override;
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+              absl::Span<const double> options) override;
 
-  double beta1_, beta2_, eps_, weight_decay_;
   bool decoupled_;
 };
 
@@ -139,6 +209,46 @@ class AdamW : public Adam {
  public:
   AdamW(ParamList params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
         double eps = 1e-8, double weight_decay = 1e-2);
+  AdamW(std::vector<ParamGroup> groups, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
+        double eps = 1e-8, double weight_decay = 1e-2);
+};
+
+// torch.optim.RMSprop: with g the grad,
+//   g += weight_decay * p
+//   v = alpha * v + (1 - alpha) * g^2                       (square_avg)
+//   centered: a = a + (1 - alpha) * (g - a), v' = v - a^2   (grad_avg)
+//   d = sqrt(v') + eps
+//   momentum > 0: buf = momentum * buf + g / d, p -= lr * buf
+//   else:         p -= lr * g / d
+// Options lr, alpha, eps, weight_decay, momentum, centered (0 or 1); state
+// square_avg, then momentum_buffer and grad_avg where the group needs them.
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(ParamList params, double lr = 1e-2, double alpha = 0.99, double eps = 1e-8,
+          double weight_decay = 0, double momentum = 0, bool centered = false);
+  RMSprop(std::vector<ParamGroup> groups, double lr = 1e-2, double alpha = 0.99, double eps = 1e-8,
+          double weight_decay = 0, double momentum = 0, bool centered = false);
+
+ private:
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+              absl::Span<const double> options) override;
+};
+
+// torch.optim.Adagrad: with g the grad and t the step,
+//   g += weight_decay * p
+//   s += g^2                       (sum, starting at initial_accumulator_value)
+//   p -= lr / (1 + (t - 1) * lr_decay) * g / (sqrt(s) + eps)
+// Options lr, lr_decay, weight_decay, initial_accumulator_value, eps.
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(ParamList params, double lr = 1e-2, double lr_decay = 0, double weight_decay = 0,
+          double initial_accumulator_value = 0, double eps = 1e-10);
+  Adagrad(std::vector<ParamGroup> groups, double lr = 1e-2, double lr_decay = 0,
+          double weight_decay = 0, double initial_accumulator_value = 0, double eps = 1e-10);
+
+ private:
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+              absl::Span<const double> options) override;
 };
 
 }  // namespace tc::nn

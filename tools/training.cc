@@ -311,6 +311,9 @@ absl::Status Trainer::Restore(const nn::Metadata& metadata) {
   TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
   TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));
+  // The checkpoint holds the learning rate it was trained with; --lr holds
+  // over it, so a resumed run may change it.
+  optimizer_->set_lr(options_.lr);
   step_ = first_step_ = static_cast<int64_t>(step);
   DefaultGenerator().Reseed(rng_seed);
   DefaultGenerator().Advance(rng_offset);

@@ -446,7 +446,9 @@ TEST_CASE("optimizer state is saved and restored with the module") {
   CHECK(load(resumed, path, &sgd).message() ==
         "checkpoint " + path +
             " does not match the module: missing: optim.scale.step, optim.fc.weight.step, "
-            "optim.fc.bias.step");
+            "optim.fc.bias.step, optim.param_groups.0.lr, optim.param_groups.0.momentum, "
+            "optim.param_groups.0.dampening, optim.param_groups.0.weight_decay, "
+            "optim.param_groups.0.nesterov");
 }
 
 TEST_CASE("saving is atomic") {

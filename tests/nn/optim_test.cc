@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <new>
 #include <string>
 #include <vector>
@@ -107,6 +108,68 @@ struct RefAdam {
   }
 };
 
+// torch.optim.RMSprop, one step, in double.
+struct RefRmsprop {
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered;
+  Vec square_avg, buf, grad_avg;
+
+  void Step(Vec& p, const Vec& grad) {
+    if (square_avg.empty()) {
+      square_avg.assign(p.size(), 0), buf.assign(p.size(), 0), grad_avg.assign(p.size(), 0);
+    }
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = grad[i] + weight_decay * p[i];
+      square_avg[i] = alpha * square_avg[i] + (1 - alpha) * g * g;
+      double avg = square_avg[i];
+      if (centered) {
+        grad_avg[i] = alpha * grad_avg[i] + (1 - alpha) * g;
+        avg -= grad_avg[i] * grad_avg[i];
+      }
+      const double d = std::sqrt(avg) + eps;
+      if (momentum > 0) {
+        buf[i] = momentum * buf[i] + g / d;
+        p[i] -= lr * buf[i];
+      } else {
+        p[i] -= lr * g / d;
+      }
+    }
+  }
+};
+
+// torch.optim.Adagrad, one step, in double.
+struct RefAdagrad {
+  double lr, lr_decay, weight_decay, initial, eps;
+  Vec sum;
+  int step = 0;
+
+  void Step(Vec& p, const Vec& grad) {
+    ++step;
+    if (sum.empty()) sum.assign(p.size(), initial);
+    const double clr = lr / (1 + (step - 1) * lr_decay);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = grad[i] + weight_decay * p[i];
+      sum[i] += g * g;
+      p[i] -= clr * g / (std::sqrt(sum[i]) + eps);
+    }
+  }
+};
+
+std::string ThrownMessage(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(e.status().message());
+  }
+  return "no error";
+}
+
+std::vector<std::string> Names(const NamedTensors& named) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : named) names.push_back(name);
+  return names;
+}
+
 // Checks the first three steps of `opt` against `ref`.
 template <typename Ref>
 void CheckThreeSteps(Optimizer& opt, Ref ref, double tolerance) {
@@ -183,6 +246,140 @@ TEST_CASE("Adam and AdamW match torch.optim over three steps") {
   }
 }
 
+TEST_CASE("RMSprop and Adagrad match torch.optim over three steps") {
+  struct RmsConfig {
+    const char* name;
+    double lr, alpha, eps, weight_decay, momentum;
+    bool centered;
+  };
+  const RmsConfig rms_configs[] = {{"defaults", 1e-2, 0.99, 1e-8, 0, 0, false},
+                                   {"momentum", 0.05, 0.9, 1e-6, 0, 0.8, false},
+                                   {"centered", 0.05, 0.9, 1e-6, 0.1, 0, true},
+                                   {"centered with momentum", 0.02, 0.95, 1e-8, 0.01, 0.5, true}};
+  for (const RmsConfig& c : rms_configs) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      INFO("RMSprop " << c.name << " " << DTypeName(dtype));
+      RMSprop opt({MakeTensor(kInit, dtype)}, c.lr, c.alpha, c.eps, c.weight_decay, c.momentum,
+                  c.centered);
+      CheckThreeSteps(opt, RefRmsprop{c.lr, c.alpha, c.eps, c.weight_decay, c.momentum, c.centered},
+                      ToleranceFor(dtype));
+    }
+  }
+  struct AdagradConfig {
+    const char* name;
+    double lr, lr_decay, weight_decay, initial, eps;
+  };
+  const AdagradConfig adagrad_configs[] = {{"defaults", 1e-2, 0, 0, 0, 1e-10},
+                                           {"decays", 0.1, 0.5, 0.1, 0, 1e-10},
+                                           {"initial accumulator", 0.1, 0, 0, 0.3, 1e-6}};
+  for (const AdagradConfig& c : adagrad_configs) {
+    for (DType dtype : {DType::kF32, DType::kF64}) {
+      INFO("Adagrad " << c.name << " " << DTypeName(dtype));
+      Adagrad opt({MakeTensor(kInit, dtype)}, c.lr, c.lr_decay, c.weight_decay, c.initial, c.eps);
+      CheckThreeSteps(opt, RefAdagrad{c.lr, c.lr_decay, c.weight_decay, c.initial, c.eps},
+                      ToleranceFor(dtype));
+    }
+  }
+}
+
+TEST_CASE("RMSprop and Adagrad first steps by hand") {
+  // RMSprop: v = 0.01 g^2, p -= lr g / (0.1 |g| + eps).
+  Tensor p = MakeTensor({1.0, -2.0}, DType::kF64);
+  p.set_grad(MakeTensor({0.5, -4.0}, DType::kF64));
+  RMSprop rms({p}, /*lr=*/0.01);
+  rms.step();
+  CHECK(p.to_vector<double>()[0] == Approx(1.0 - 0.01 * 0.5 / (0.05 + 1e-8)).epsilon(1e-14));
+  CHECK(p.to_vector<double>()[1] == Approx(-2.0 + 0.01 * 4.0 / (0.4 + 1e-8)).epsilon(1e-14));
+  // Adagrad: s = g^2, p -= lr g / (|g| + eps): a step of lr against the sign.
+  Tensor q = MakeTensor({1.0, -2.0}, DType::kF64);
+  q.set_grad(MakeTensor({0.5, -4.0}, DType::kF64));
+  Adagrad adagrad({q}, /*lr=*/0.1);
+  adagrad.step();
+  CHECK(q.to_vector<double>()[0] == Approx(0.9).epsilon(1e-9));
+  CHECK(q.to_vector<double>()[1] == Approx(-1.9).epsilon(1e-9));
+  CHECK(Names(rms.state()) ==
+        std::vector<std::string>{"optim.0.step", "optim.0.square_avg", "optim.param_groups.0.lr",
+                                 "optim.param_groups.0.alpha", "optim.param_groups.0.eps",
+                                 "optim.param_groups.0.weight_decay",
+                                 "optim.param_groups.0.momentum", "optim.param_groups.0.centered"});
+  CHECK(Names(RMSprop({q}, 0.1, 0.9, 1e-8, 0, 0.9, true).state())[3] == "optim.0.grad_avg");
+  CHECK(Names(adagrad.state())[1] == "optim.0.sum");
+}
+
+TEST_CASE("parameter groups take their own hyper-parameters") {
+  // Two groups of the same SGD: the second overrides lr and momentum.
+  Tensor a = MakeTensor(kInit, DType::kF64), b = MakeTensor(kInit, DType::kF64);
+  SGD sgd({{NamedTensors{{"body.w", a}}},
+           {NamedTensors{{"head.w", b}}, {{"lr", 0.5}, {"momentum", 0}}}},
+          /*lr=*/0.1, /*momentum=*/0.9);
+  CHECK(sgd.num_groups() == 2);
+  CHECK(sgd.option(0, "lr") == 0.1);
+  CHECK(sgd.option(1, "lr") == 0.5);
+  CHECK(Names(sgd.group_params(1)) == std::vector<std::string>{"head.w"});
+  RefSgd body{0.1, 0.9, 0, 0, false}, head{0.5, 0, 0, 0, false};
+  Vec want_a = kInit, want_b = kInit;
+  for (int t = 1; t <= 3; ++t) {
+    a.set_grad(MakeTensor(GradAt(t), DType::kF64));
+    b.set_grad(MakeTensor(GradAt(t), DType::kF64));
+    sgd.step();
+    body.Step(want_a, GradAt(t));
+    head.Step(want_b, GradAt(t));
+  }
+  REQUIRE_TENSORS_CLOSE(a, MakeTensor(want_a, DType::kF64), 1e-13, 1e-13);
+  REQUIRE_TENSORS_CLOSE(b, MakeTensor(want_b, DType::kF64), 1e-13, 1e-13);
+  // Only the group with a momentum has momentum buffers.
+  CHECK(Names(sgd.state())[1] == "optim.body.w.momentum_buffer");
+  CHECK(Names(sgd.state())[2] == "optim.head.w.step");
+
+  // Positional keys count across the groups, as PyTorch's state indices.
+  Adam adam(
+      {{{MakeTensor(kInit, DType::kF32)}}, {{MakeTensor(kInit, DType::kF32)}, {{"beta1", 0.5}}}});
+  CHECK(Names(adam.params()) == std::vector<std::string>{"0", "1"});
+  CHECK(adam.option(1, "beta1") == 0.5);
+  CHECK(adam.option(1, "beta2") == 0.999);
+
+  // set_option and set_lr, as a scheduler uses them.
+  sgd.set_option(1, "lr", 0.25);
+  CHECK(sgd.option(1, "lr") == 0.25);
+  sgd.set_lr(0.01);
+  CHECK(sgd.option(0, "lr") == 0.01);
+  CHECK(sgd.option(1, "lr") == 0.01);
+  CHECK(sgd.lr() == 0.01);
+  CHECK(sgd.has_option("nesterov"));
+  CHECK(!sgd.has_option("beta1"));
+}
+
+TEST_CASE("parameter groups and options refuse what PyTorch refuses") {
+  Tensor a = MakeTensor(kInit, DType::kF32), b = MakeTensor(kInit, DType::kF32);
+  CHECK(ThrownMessage([&] {
+          SGD({{{a}}, {{b}, {{"betas", 0.9}}}}, 0.1);
+        }) ==
+        "SGD: group 1 sets \"betas\", which is not an option (lr, momentum, dampening, "
+        "weight_decay, nesterov)");
+  CHECK(ThrownMessage([&] {
+          SGD({{{a}}, {{b}, {{"lr", -0.5}}}}, 0.1);
+        }) == "SGD: group 1: invalid learning rate -0.5");
+  CHECK(ThrownMessage([&] {
+          SGD(std::vector<ParamGroup>{{{a}}, {{a}}}, 0.1);
+        }) == "SGD: parameter 1 is the same tensor as 0");
+  CHECK(ThrownMessage([&] {
+          SGD({{NamedTensors{{"w", a}}}, {NamedTensors{{"w", b}}}}, 0.1);
+        }) == "SGD: two parameters have the key w");
+  CHECK(ThrownMessage([&] { SGD(std::vector<ParamGroup>{}, 0.1); }) == "SGD: no parameter groups");
+  CHECK(ThrownMessage([&] { RMSprop({a}, 0.1, -0.5); }) == "RMSprop: invalid alpha -0.5");
+  CHECK(ThrownMessage([&] { Adagrad({a}, 0.1, -1); }) == "Adagrad: invalid lr_decay -1");
+  SGD sgd({a}, 0.1);
+  CHECK(ThrownMessage([&] { sgd.option(1, "lr"); }) == "SGD: no group 1; there are 1");
+  CHECK(ThrownMessage([&] { sgd.option(0, "beta1"); }) ==
+        "SGD: no option \"beta1\" (lr, momentum, dampening, weight_decay, nesterov)");
+  CHECK(ThrownMessage([&] { sgd.set_option(0, "weight_decay", -1); }) ==
+        "SGD: invalid weight_decay -1");
+  CHECK(ThrownMessage([&] { sgd.set_option(0, "momentum", 0.9); }) ==
+        "SGD: setting momentum of group 0 to 0.9 changes the state buffers it needs, which are "
+        "allocated at construction: build the optimizer with that value");
+  CHECK(sgd.option(0, "momentum") == 0);
+}
+
 TEST_CASE("AdamW decouples weight decay from the gradient") {
   // With a zero grad, Adam's L2 term drives the whole step (about lr * sign(p)),
   // while AdamW only shrinks p by the factor 1 - lr * wd.
@@ -216,18 +413,25 @@ TEST_CASE("parameters without a grad are skipped") {
   CHECK(!a.grad().defined());
 }
 
-TEST_CASE("state names follow the parameter keys") {
+TEST_CASE("state names follow the parameter keys, then the groups' options") {
   Tensor w = MakeTensor({1.0}, DType::kF32);
   std::vector<std::string> names;
   for (const auto& [name, t] : SGD(NamedTensors{{"fc.weight", w}}, 0.1, 0.9).state()) {
     names.push_back(name);
   }
-  CHECK(names ==
-        std::vector<std::string>{"optim.fc.weight.step", "optim.fc.weight.momentum_buffer"});
+  CHECK(names == std::vector<std::string>{
+                     "optim.fc.weight.step", "optim.fc.weight.momentum_buffer",
+                     "optim.param_groups.0.lr", "optim.param_groups.0.momentum",
+                     "optim.param_groups.0.dampening", "optim.param_groups.0.weight_decay",
+                     "optim.param_groups.0.nesterov"});
   names.clear();
   for (const auto& [name, t] : Adam({w}).state()) names.push_back(name);
-  CHECK(names == std::vector<std::string>{"optim.0.step", "optim.0.exp_avg", "optim.0.exp_avg_sq"});
-  CHECK(SGD({w}, 0.1).state().size() == 1);  // no momentum: only the step count
+  CHECK(names == std::vector<std::string>{"optim.0.step", "optim.0.exp_avg", "optim.0.exp_avg_sq",
+                                          "optim.param_groups.0.lr", "optim.param_groups.0.beta1",
+                                          "optim.param_groups.0.beta2", "optim.param_groups.0.eps",
+                                          "optim.param_groups.0.weight_decay"});
+  // No momentum: the step count and the options only.
+  CHECK(SGD({w}, 0.1).state().size() == 1 + 5);
 }
 
 // 3 steps, save, restore into a fresh optimizer over a copy of the parameter,
@@ -260,6 +464,23 @@ TEST_CASE("restored state continues identically") {
   CheckResume([](Tensor p) { return std::make_unique<SGD>(ParamList{p}, 0.1, 0.9, 0, 0, true); });
   CheckResume([](Tensor p) { return std::make_unique<Adam>(ParamList{p}, 0.05, 0.9, 0.99); });
   CheckResume([](Tensor p) { return std::make_unique<AdamW>(ParamList{p}, 0.05); });
+  CheckResume([](Tensor p) {
+    return std::make_unique<RMSprop>(ParamList{p}, 0.05, 0.9, 1e-8, 0.01, 0.5, true);
+  });
+  CheckResume([](Tensor p) { return std::make_unique<Adagrad>(ParamList{p}, 0.1, 0.1, 0, 0.2); });
+}
+
+// A clone of `state` with `name` replaced by `value` (or removed, if undefined).
+NamedTensors With(const NamedTensors& state, const std::string& name, const Tensor& value) {
+  NamedTensors out;
+  for (const auto& [n, t] : state) {
+    if (n != name) {
+      out.emplace_back(n, t.clone());
+    } else if (value.defined()) {
+      out.emplace_back(n, value);
+    }
+  }
+  return out;
 }
 
 TEST_CASE("load_state rejects a mismatched state and changes nothing") {
@@ -268,35 +489,31 @@ TEST_CASE("load_state rejects a mismatched state and changes nothing") {
   p.set_grad(MakeTensor({1.0, -1.0}, DType::kF32));
   opt.step();
   const Vec exp_avg = opt.state()[1].second.to_vector<double>();
+  const NamedTensors good = opt.state();
 
-  const NamedTensors bad = {{"optim.0.step", scalar(1, DType::kI64)},
-                            {"optim.0.exp_avg", zeros({3}, DType::kF32)},
-                            {"optim.1.exp_avg", zeros({2}, DType::kF32)}};
+  NamedTensors bad = With(good, "optim.0.exp_avg_sq", Tensor());
+  bad = With(bad, "optim.0.exp_avg", zeros({3}, DType::kF32));
+  bad.emplace_back("optim.1.exp_avg", zeros({2}, DType::kF32));
   CHECK(opt.load_state(bad).message() ==
         "Adam state does not match the optimizer: missing: optim.0.exp_avg_sq; unexpected: "
         "optim.1.exp_avg; mismatched: optim.0.exp_avg (expected f32[2], got f32[3])");
-  const NamedTensors wrong_dtype = {{"optim.0.step", scalar(1, DType::kF32)},
-                                    {"optim.0.exp_avg", zeros({2}, DType::kF32)},
-                                    {"optim.0.exp_avg_sq", zeros({2}, DType::kF32)}};
-  CHECK(opt.load_state(wrong_dtype).message() ==
+  CHECK(opt.load_state(With(good, "optim.0.step", scalar(1, DType::kF32))).message() ==
         "Adam state does not match the optimizer: mismatched: optim.0.step (expected i64[], got "
         "f32[])");
-  const NamedTensors negative = {{"optim.0.step", scalar(-2, DType::kI64)},
-                                 {"optim.0.exp_avg", zeros({2}, DType::kF32)},
-                                 {"optim.0.exp_avg_sq", zeros({2}, DType::kF32)}};
-  CHECK(opt.load_state(negative).message() ==
+  CHECK(opt.load_state(With(good, "optim.0.step", scalar(-2, DType::kI64))).message() ==
         "Adam state: optim.0.step is -2; a step count cannot be negative");
+  CHECK(opt.load_state(With(good, "optim.param_groups.0.beta1", scalar(1.5, DType::kF64)))
+            .message() == "Adam state: group 0: invalid beta1 1.5");
   CHECK(opt.state()[0].second.item<int64_t>() == 1);
   CHECK(opt.state()[1].second.to_vector<double>() == exp_avg);
-}
-
-std::string ThrownMessage(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(e.status().message());
-  }
-  return "no error";
+  CHECK(opt.option(0, "beta1") == 0.9);
+  // A group option that would need other buffers (SGD's momentum from 0).
+  SGD plain({p}, 0.1);
+  CHECK(plain
+            .load_state(
+                With(plain.state(), "optim.param_groups.0.momentum", scalar(0.9, DType::kF64)))
+            .message() ==
+        "SGD state: group 0: its options need other state buffers than this optimizer's");
 }
 
 TEST_CASE("invalid hyperparameters, parameters and grads throw") {
@@ -324,11 +541,15 @@ TEST_CASE("a step allocates nothing") {
   b.set_grad(MakeTensor({0.5, 0.5}, DType::kF64));
   SGD sgd({w, b}, 0.1, 0.9, 0, 0.01, true);
   AdamW adamw({w, b});
+  RMSprop rmsprop({{{w}}, {{b}, {{"momentum", 0.9}, {"centered", 1}}}});
+  Adagrad adagrad({w, b});
   g_allocations = 0;
   g_counting = true;
   for (int i = 0; i < 3; ++i) {
     sgd.step();
     adamw.step();
+    rmsprop.step();
+    adagrad.step();
   }
   g_counting = false;
   CHECK(g_allocations == 0);
