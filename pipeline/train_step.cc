@@ -5,6 +5,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "nn/clip_grad.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
 #include "runtime/kernels/strided.h"
@@ -110,9 +111,11 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   mutated_buffers_ = pipeline.mutated_buffer_tensors();
   num_forward_outputs_ = layout.num_forward_outputs;
   grad_params_.clear();
+  clipped_params_.clear();
   for (int primal : layout.grad_primal_indices) {
     const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
     grad_params_.push_back(is_param ? forward_args_[primal] : Tensor());
+    if (is_param) clipped_params_.push_back(forward_args_[primal]);
   }
   backward_args_.assign(part.num_fw_outs_saved_for_bw, Tensor());
   backward_args_.insert(backward_args_.end(), tangents.begin(), tangents.end());
@@ -183,6 +186,13 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   if (!s.ok()) return s;
   for (size_t k = 0; k < grad_params_.size(); ++k) {
     if (grad_params_[k].defined()) grad_params_[k].set_grad(backward_outputs_[k]);
+  }
+  if (options_.clip_grad_value.has_value()) {
+    nn::clip_grad_value_(clipped_params_, *options_.clip_grad_value);
+  }
+  if (options_.clip_grad_norm.has_value()) {
+    last_grad_norm_ =
+        nn::clip_grad_norm_(clipped_params_, *options_.clip_grad_norm, options_.clip_norm_type);
   }
   optimizer_->step();
   optimizer_->zero_grad();

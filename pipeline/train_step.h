@@ -27,6 +27,7 @@
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,12 @@ struct TrainStepOptions {
   // the dims that differed made symbols; false: such a batch is an error.
   bool automatic_dynamic = true;
   int plan_cache_size = 8;  // per-size plans kept by each half
+  // Gradient clipping before each update, over the gradients the backward
+  // wrote, as nn::clip_grad_value_ and then nn::clip_grad_norm_ (nn/clip_grad.h)
+  // would clip them: unset, no clipping.
+  std::optional<double> clip_grad_value;
+  std::optional<double> clip_grad_norm;  // max_norm
+  double clip_norm_type = 2.0;
 };
 
 class TrainStep {
@@ -83,6 +90,9 @@ class TrainStep {
   int compilations() const { return compilations_; }
   // The symbolic dims the step compiled with (empty: static).
   const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
+  // The gradients' total norm of the last run, before clipping; NaN unless
+  // clip_grad_norm is set.
+  double last_grad_norm() const { return last_grad_norm_; }
 
  private:
   TrainStep() = default;
@@ -106,7 +116,9 @@ class TrainStep {
   RandomInputs random_;                  // the forward's random inputs, drawn each run
   std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
   std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined
-  int num_forward_outputs_ = 0;          // the loss, then the mutated buffers
+  std::vector<Tensor> clipped_params_;   // the defined ones, which clipping reads
+  double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+  int num_forward_outputs_ = 0;  // the loss, then the mutated buffers
   std::vector<Tensor> forward_args_, forward_outputs_;
   std::vector<Tensor> backward_args_, backward_outputs_;
 };

@@ -3,7 +3,10 @@
 // and f32, with SGD and Adam; and the errors a caller can hit.
 #include "pipeline/train_step.h"
 
+#include <cmath>
+
 #include "catch2/catch.hpp"
+#include "nn/clip_grad.h"
 #include "nn/layers.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
@@ -68,6 +71,43 @@ TEST_CASE("a compiled training step trains as eager does, under either compiler"
       CheckAgainstEager(name, DType::kF64, "sgd", 1e-10, compiler);
       CheckAgainstEager(name, DType::kF32, "adam", 1e-4, compiler);
     }
+  }
+}
+
+TEST_CASE("gradient clipping inside a step equals clipping the eager gradients") {
+  for (const bool by_norm : {true, false}) {
+    INFO((by_norm ? "clip_grad_norm" : "clip_grad_value"));
+    nn::ModelSpec compiled = Model("mlp", DType::kF64), eager = Model("mlp", DType::kF64);
+    nn::SGD opt_c(compiled.module->named_parameters(), 0.05, 0.9);
+    nn::SGD opt_e(eager.module->named_parameters(), 0.05, 0.9);
+    // Small enough that every step clips.
+    TrainStepOptions options;
+    if (by_norm) {
+      options.clip_grad_norm = 0.05;
+      options.clip_norm_type = 3;
+    } else {
+      options.clip_grad_value = 1e-3;
+    }
+    std::unique_ptr<TrainStep> step =
+        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets, opt_c,
+                          options)
+            .value();
+    const std::vector<Tensor> batch = Batch(compiled);
+    for (int i = 0; i < 3; ++i) {
+      step->Run(batch).value();
+      opt_e.zero_grad();
+      eager.loss((*eager.module)(eager.inputs), eager.targets).backward();
+      if (by_norm) {
+        const double norm = nn::clip_grad_norm_(eager.module->parameters(), 0.05, 3);
+        CHECK(norm > 0.05);
+        CHECK(step->last_grad_norm() == Approx(norm).epsilon(1e-10));
+      } else {
+        nn::clip_grad_value_(eager.module->parameters(), 1e-3);
+        CHECK(std::isnan(step->last_grad_norm()));
+      }
+      opt_e.step();
+    }
+    testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/false);
   }
 }
 
