@@ -21,6 +21,7 @@
 #include "codegen/layout_templates.h"
 #include "codegen/loop_region.h"
 #include "codegen/memory_plan.h"
+#include "graph/passes/strip_stop_gradients.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
@@ -176,6 +177,7 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
   }
   std::shared_ptr<Program> program(new Program(graph.Clone()));
   const std::vector<Pass> lowering = {
+      StripStopGradients(),    // stop_gradient has done its work in autodiff
       FoldConstants(),         // elementwise ops and views of constants, computed now
       FoldConvolutionBias(),   // a convolution's bias add into the convolution
       FuseElementwise(),       // elementwise chains into fused nodes

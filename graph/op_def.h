@@ -37,16 +37,16 @@ enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kN
 // What later stages may assume about an op. A bitmask.
 enum OpTrait : uint32_t {
   kTraitNone = 0,
-  kTraitElementwise = 1 << 0,          // output[i] depends on input[i] only (after broadcasting)
-  kTraitView = 1 << 1,                 // eager result may share storage with input 0
-  kTraitReduction = 1 << 2,            // reduces dims of its input
-  kTraitCreation = 1 << 3,             // no inputs; a constant made from attributes
-  kTraitRandom = 1 << 4,               // draws random numbers (from its seed and offset operands)
-  kTraitExpensive = 1 << 5,            // matmul/conv class: never worth recomputing
-  kTraitNonDifferentiable = 1 << 6,    // outputs carry no gradient (bool/int results)
-  kTraitBackward = 1 << 7,             // only appears in backward graphs
-  kTraitFusible = 1 << 8,              // may sit in a fused region: the fused kernel evaluates it
-  kTraitRegion = 1 << 9,               // holds a body graph (Node::body); results are its outputs
+  kTraitElementwise = 1 << 0,        // output[i] depends on input[i] only (after broadcasting)
+  kTraitView = 1 << 1,               // eager result may share storage with input 0
+  kTraitReduction = 1 << 2,          // reduces dims of its input
+  kTraitCreation = 1 << 3,           // no inputs; a constant made from attributes
+  kTraitRandom = 1 << 4,             // draws random numbers (from its seed and offset operands)
+  kTraitExpensive = 1 << 5,          // matmul/conv class: never worth recomputing
+  kTraitNonDifferentiable = 1 << 6,  // outputs carry no gradient (bool/int results, stop_gradient)
+  kTraitBackward = 1 << 7,           // only appears in backward graphs
+  kTraitFusible = 1 << 8,            // may sit in a fused region: the fused kernel evaluates it
+  kTraitRegion = 1 << 9,             // holds a body graph (Node::body); results are its outputs
   kTraitChannelsLastResult = 1 << 10,  // its out-variant writes result 0 channels-last when asked
   kTraitCommutative = 1 << 11,         // a binary op whose operands may be swapped
 };

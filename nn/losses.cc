@@ -242,9 +242,10 @@ Tensor binary_cross_entropy(const Tensor& probs, const Tensor& targets,
     return maximum(where(positive, log_p, scalar(-100, dtype)), scalar(-100, dtype));
   };
   // The gradient in p is PyTorch's, (p - t) / max(p (1 - p), 1e-12), not the
-  // clamped logs' derivative (infinite for a denormal p, 0 at p = 0 with
-  // t = 1): the value is taken on a detached p, and (p - detach(p)) times
-  // that gradient, detached, adds 0 to the value and the gradient to p.
+  // clamped logs' derivative (infinite for a denormal p with t > 0, 0 at
+  // p = 0 with t = 1): the value is taken on a detached p, and
+  // (p - detach(p)) times that gradient, detached, adds 0 to the value and
+  // the gradient to p (a first derivative only, which is all autodiff takes).
   const Tensor p = probs.detach();
   const Tensor p_grad = (p - targets) / maximum(p * (1.0 - p), scalar(1e-12, dtype));
   Tensor losses = -(targets * clamped_log(p) + (1.0 - targets) * clamped_log(1.0 - p)) +

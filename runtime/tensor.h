@@ -127,7 +127,9 @@ class Tensor {
   // True for tensors not computed by a recorded op.
   bool is_leaf() const;
   // A tensor sharing this one's data, cut from the backward graph. Of a
-  // traced floating tensor: a stop_gradient node, so the cut is in the graph.
+  // traced floating tensor (a bound parameter's included): a stop_gradient
+  // node, so the cut is in the graph; its result, like any traced result,
+  // has no data to read.
   Tensor detach() const;
   // Runs the backward graph from this tensor, accumulating into the .grad of
   // the leaves that require grad. A non-scalar needs `grad_output`. Defined in

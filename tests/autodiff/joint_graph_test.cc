@@ -160,7 +160,8 @@ TEST_CASE("an input no gradient reaches gets zeros and is detached") {
 TEST_CASE("detach inside the traced code cuts the joint graph's gradient there") {
   Tensor w = testing::Random({3}, DType::kF64, 1);
   const Tensor x = testing::Random({3}, DType::kF64, 2);
-  // d/dw of x * stop(w) + w * stop(w) is stop(w); through the cuts, 2 w + x.
+  // d/dw of x * stop(w) + w * stop(w) is stop(w); were the gradient to flow
+  // through the cuts, it would be 2 w + x.
   absl::StatusOr<TracedProgram> program =
       Trace([&](const T& in) { return T::MakeLeaf(in[0].leaf() * w.detach() + w * w.detach()); },
             T::Tuple({T::MakeLeaf(x)}), {{"w", w}});

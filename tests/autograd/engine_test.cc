@@ -64,6 +64,13 @@ TEST_CASE("NoGradGuard stops recording; detach cuts the graph") {
   CHECK(x.grad().to_vector<double>() == std::vector<double>{2, 2});
 }
 
+TEST_CASE("stop_gradient passes values and no gradient, as detach does") {
+  Tensor x = from_vector<double>({1, -2}, {2}).requires_grad_();
+  CHECK_FALSE(stop_gradient(x).requires_grad());
+  sum(stop_gradient(x) * x).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{1, -2});  // d(c x)/dx = c
+}
+
 TEST_CASE("integer and comparison results do not require grad") {
   Tensor x = from_vector<double>({1, -2}, {2}).requires_grad_();
   CHECK_FALSE(gt(x, zeros({2}, DType::kF64)).requires_grad());

@@ -5,6 +5,7 @@
 #include "graph/pass.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/strip_stop_gradients.h"
 #include "graph/printer.h"
 #include "tests/graph/graphs.h"
 
@@ -35,6 +36,27 @@ TEST_CASE("dce removes unused chains, keeps outputs, placeholders and their prod
         "{eps=0.10000000000000001}\n"
         "  return (%0, %4)\n"
         "}\n");
+}
+
+TEST_CASE("strip_stop_gradients makes readers and outputs read the input") {
+  const auto [text, changed] =
+      Run("graph(%x: f32[3]) {\n"
+          "  %0: f32[3] = exp(%x)\n"
+          "  %1: f32[3] = stop_gradient(%0)\n"
+          "  %2: f32[3] = mul(%1, %0)\n"
+          "  %3: f32[3] = stop_gradient(%x)\n"
+          "  return (%2, %1, %3)\n"
+          "}\n",
+          {StripStopGradients()});
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[3]) {\n"
+        "  %0: f32[3] = exp(%x)\n"
+        "  %2: f32[3] = mul(%0, %0)\n"
+        "  return (%2, %0, %x)\n"
+        "}\n");
+  const std::string plain = ToString(testing::Mlp());
+  CHECK(Run(plain, {StripStopGradients()}) == std::make_pair(plain, false));
 }
 
 TEST_CASE("dce reports no change on a graph without dead code") {

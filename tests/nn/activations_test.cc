@@ -76,6 +76,8 @@ TEST_CASE("Softplus is log(1 + exp(beta x)) / beta, linear past the threshold") 
   CHECK(g[0] == Approx(0.5));
   CHECK(g[1] == 1);
   CHECK(g[2] == 1);
+  // log1p keeps e^x in f32 where log(1 + e^x) would round to 0.
+  CHECK(nn::softplus(scalar(-20.0f)).item<float>() == Approx(std::exp(-20.0)).epsilon(1e-5));
   CHECK(nn::Softplus().ToString() == "Softplus(beta=1.0, threshold=20.0)");
   CheckLayer(Factory<nn::Softplus>(1.5, 3.0), Smooth());
 }

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <functional>
 
+#include "autodiff/engine.h"
 #include "catch2/catch.hpp"
 #include "nn/loss_modules.h"
 #include "nn/losses.h"
+#include "pipeline/compiler_pipeline.h"
 #include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
 #include "tests/test_util.h"
@@ -134,6 +136,17 @@ TEST_CASE("class losses over [N, C, d1, d2] are the losses of each position's ro
   CHECK(nn::cross_entropy(one, label, "none").shape() == Shape{});
   CHECK(nn::cross_entropy(one, label).item<double>() ==
         Approx(nn::cross_entropy(slice(rows, 0, 1, 2), reshape(label, {1})).item<double>()));
+  CHECK(nn::nll_loss(log_softmax(one, 0), label, "none").item<double>() ==
+        Approx(-log_softmax(one, 0).to_vector<double>()[2]));
+  const Tensor probs = softmax(one * 0.5, 0);
+  CHECK(nn::cross_entropy(one, probs, "none").shape() == Shape{});
+  CHECK(nn::cross_entropy(one, probs).item<double>() ==
+        Approx(-sum(log_softmax(one, 0) * probs).item<double>()));
+  CHECK_THROWS_WITH(nn::cross_entropy(one, reshape(label, {1})),
+                    "cross_entropy: expected targets i64[] of class indices or f64[3] of class "
+                    "probabilities for logits f64[3], got i64[1]");
+  CHECK_THROWS_WITH(nn::cross_entropy(logits, targets, {.weight = zeros({2}, DType::kF64)}),
+                    "cross_entropy: expected weight f64[3], one per class, got f64[2]");
 }
 
 TEST_CASE("cross_entropy against class probabilities, smoothed and weighted, by hand") {
@@ -177,6 +190,49 @@ TEST_CASE("cross_entropy against class probabilities, smoothed and weighted, by 
   const Tensor spatial = Random({2, 3, 4}, DType::kF64, 7);
   CheckLoss([](const Tensor& a, const Tensor& b) { return nn::cross_entropy(a, b, "sum"); },
             spatial, softmax(Random({2, 3, 4}, DType::kF64, 8), 1));
+}
+
+TEST_CASE("class losses compile over a symbolic batch, indices and probabilities") {
+  const Tensor w = from_vector<double>({0.5, 2, 1}, {3});
+  struct Case {
+    const char* name;
+    Shape logits;  // with the batch first; targets follow
+    bool probabilities;
+  };
+  for (const Case c : {Case{"[N, C, d]", {0, 3, 4}, false}, Case{"[N, C]", {0, 3}, true},
+                       Case{"[N, C, d] probabilities", {0, 3, 2}, true}}) {
+    INFO(c.name);
+    auto criterion = std::make_shared<nn::CrossEntropyLoss>(
+        nn::ClassLossOptions{.weight = w, .ignore_index = 1, .label_smoothing = 0.1});
+    auto inputs = [&](int64_t n, uint64_t seed) {
+      Shape shape = c.logits;
+      shape[0] = n;
+      const Tensor x = Random(shape, DType::kF64, seed).requires_grad_();
+      Shape sample = shape;
+      sample.erase(sample.begin() + 1);
+      std::vector<int64_t> classes(static_cast<size_t>(n * (sample.size() > 1 ? sample[1] : 1)));
+      for (size_t i = 0; i < classes.size(); ++i)
+        classes[i] = static_cast<int64_t>(i * 7 + seed) % 3;
+      const Tensor t = c.probabilities ? softmax(Random(shape, DType::kF64, seed + 1), 1)
+                                       : from_vector<int64_t>(classes, sample);
+      return TensorTree::Tuple({TensorTree::MakeLeaf(x), TensorTree::MakeLeaf(t)});
+    };
+    Function f =
+        compile(*criterion, inputs(2, 1),
+                {.dynamic_dims = {{"arg0", {0}}, {"arg1", {0}}}, .automatic_dynamic = false})
+            .value();
+    for (int64_t n : {3, 5}) {
+      INFO("batch " << n);
+      const TensorTree in = inputs(n, 10 * n);
+      const Tensor x = in[0].leaf();
+      const Tensor compiled = f(in).value().leaf();
+      const Tensor eager = (*criterion)(x, in[1].leaf());
+      REQUIRE_TENSORS_CLOSE(compiled, eager, 1e-12, 1e-12);
+      const Tensor g_compiled = grad({compiled}, {x}).value()[0];
+      const Tensor g_eager = grad({eager}, {x}).value()[0];
+      REQUIRE_TENSORS_CLOSE(g_compiled, g_eager, 1e-12, 1e-12);
+    }
+  }
 }
 
 TEST_CASE("L1, smooth L1 and Huber on hand-worked differences") {

@@ -4,6 +4,7 @@
 #include "nn/normalization.h"
 
 #include "catch2/catch.hpp"
+#include "pipeline/compiler_pipeline.h"
 #include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
 
@@ -97,6 +98,22 @@ TEST_CASE("BatchNorm with momentum None keeps the cumulative average of the batc
         return m;
       },
       RandomInput({3, 2, 2, 2}, 31));
+}
+
+TEST_CASE("BatchNorm with momentum None compiles over a symbolic batch") {
+  nn::BatchNorm1d compiled_bn(2, 1e-5, std::nullopt), eager_bn(2, 1e-5, std::nullopt);
+  compiled_bn.to(DType::kF64);
+  eager_bn.to(DType::kF64);
+  Function f = compile(compiled_bn, TensorTree::MakeLeaf(Random({4, 2}, DType::kF64, 50)),
+                       {.dynamic_dims = {{"arg", {0}}}, .automatic_dynamic = false})
+                   .value();
+  for (int64_t n : {3, 6}) {
+    const Tensor x = Random({n, 2}, DType::kF64, 50 + n);
+    REQUIRE_TENSORS_CLOSE(f(TensorTree::MakeLeaf(x)).value().leaf(), eager_bn(x), 1e-12, 1e-12);
+  }
+  REQUIRE_TENSORS_CLOSE(compiled_bn.running_mean(), eager_bn.running_mean(), 1e-12, 1e-12);
+  REQUIRE_TENSORS_CLOSE(compiled_bn.running_var(), eager_bn.running_var(), 1e-12, 1e-12);
+  CHECK(compiled_bn.num_batches_tracked().item<int64_t>() == 2);
 }
 
 TEST_CASE("without affine or tracking, batch norm has no parameters or buffers") {

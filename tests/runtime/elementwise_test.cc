@@ -191,6 +191,19 @@ TEST_CASE("log") {
   CheckUnaryOp(
       log, [](double x) { return std::log(x); }, kFloats, Positive);
 }
+TEST_CASE("log1p") {
+  CheckUnaryOp(
+      log1p, [](double x) { return std::log1p(x); }, kFloats, Positive);
+  // Exact where log(1 + x) rounds 1 + x to 1.
+  CHECK(log1p(scalar(1e-10f)).item<float>() == Approx(1e-10).epsilon(1e-6));
+  CHECK(log1p(scalar(-0.5, DType::kF64)).item<double>() == std::log1p(-0.5));
+}
+TEST_CASE("stop_gradient: the input's values, on floats") {
+  CheckUnaryOp(
+      stop_gradient, [](double x) { return x; }, kFloats);
+  CHECK(Call(OpKind::kStopGradient, {zeros({2}, DType::kI64)}, {}).status().message() ==
+        "stop_gradient: input must be floating point, got i64[2]");
+}
 TEST_CASE("sqrt") {
   CheckUnaryOp(
       sqrt, [](double x) { return std::sqrt(x); }, kFloats, Positive);
