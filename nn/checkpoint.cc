@@ -431,11 +431,15 @@ absl::Status WithPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrCat("checkpoint ", path, ": ", status.message()));
 }
 
-// The module's state_dict, then optimizer state.
-NamedTensors CheckpointTensors(const Module& module, const Optimizer* optimizer) {
+// The module's state_dict, then the optimizer's and the scheduler's states.
+NamedTensors CheckpointTensors(const Module& module, const Optimizer* optimizer,
+                               const LRScheduler* scheduler) {
   NamedTensors out = module.state_dict();
   if (optimizer != nullptr) {
     for (auto& entry : optimizer->state()) out.push_back(std::move(entry));
+  }
+  if (scheduler != nullptr) {
+    for (auto& entry : scheduler->state()) out.push_back(std::move(entry));
   }
   return out;
 }
@@ -517,38 +521,54 @@ absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* meta
   return tensors;
 }
 
-absl::Status save(const Module& module, const std::string& path, const Optimizer* optimizer) {
-  return SaveTensors(CheckpointTensors(module, optimizer), path);
+absl::Status save(const Module& module, const std::string& path, const Optimizer* optimizer,
+                  const LRScheduler* scheduler) {
+  return SaveTensors(CheckpointTensors(module, optimizer, scheduler), path);
 }
 
-absl::Status load(Module& module, const std::string& path, Optimizer* optimizer) {
+absl::Status load(Module& module, const std::string& path, Optimizer* optimizer,
+                  LRScheduler* scheduler) {
   TC_ASSIGN_OR_RETURN(NamedTensors file, LoadTensors(path));
-  const NamedTensors module_tensors = CheckpointTensors(module, nullptr);
+  const NamedTensors module_tensors = CheckpointTensors(module, nullptr, nullptr);
   const NamedTensors state = optimizer ? optimizer->state() : NamedTensors();
+  const NamedTensors schedule = scheduler ? scheduler->state() : NamedTensors();
   NamedTensors expected = module_tensors;
   expected.insert(expected.end(), state.begin(), state.end());
-  absl::flat_hash_set<absl::string_view> expected_names, state_names;
+  expected.insert(expected.end(), schedule.begin(), schedule.end());
+  absl::flat_hash_set<absl::string_view> expected_names, state_names, schedule_names;
   for (const auto& [name, t] : expected) expected_names.insert(name);
   for (const auto& [name, t] : state) state_names.insert(name);
-  NamedTensors relevant, state_part;
+  for (const auto& [name, t] : schedule) schedule_names.insert(name);
+  NamedTensors relevant, state_part, schedule_part;
   for (const auto& [name, t] : file) {
-    // Without an optimizer, a training checkpoint's optimizer state is skipped.
-    if (optimizer == nullptr && !expected_names.contains(name) &&
-        absl::StartsWith(name, kOptimizerStatePrefix)) {
-      continue;
-    }
+    // Without an optimizer (or a scheduler), a training checkpoint's state
+    // for it is skipped.
+    const bool skipped =
+        absl::StartsWith(name, kSchedulerStatePrefix)
+            ? scheduler == nullptr
+            : optimizer == nullptr && absl::StartsWith(name, kOptimizerStatePrefix);
+    if (skipped && !expected_names.contains(name)) continue;
     relevant.emplace_back(name, t);
     if (state_names.contains(name)) state_part.emplace_back(name, t);
+    if (schedule_names.contains(name)) schedule_part.emplace_back(name, t);
   }
   const std::string mismatch = DescribeMismatch(expected, relevant, "file has");
   if (!mismatch.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", path, " does not match the module: ", mismatch));
   }
-  // The optimizer checks its step counts before changing anything; after that
-  // nothing can fail.
+  // The scheduler and the optimizer check their states before changing
+  // anything; after that nothing can fail.
+  if (scheduler != nullptr) {
+    absl::Status status = scheduler->CheckState(schedule_part);
+    if (!status.ok()) return WithPath(status, path);
+  }
   if (optimizer != nullptr) {
     absl::Status status = optimizer->load_state(state_part);
+    if (!status.ok()) return WithPath(status, path);
+  }
+  if (scheduler != nullptr) {
+    absl::Status status = scheduler->load_state(schedule_part);
     if (!status.ok()) return WithPath(status, path);
   }
   absl::flat_hash_map<absl::string_view, const Tensor*> by_name;

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nn/lr_scheduler.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 
@@ -46,16 +47,19 @@ absl::Status CheckWritable(const std::string& path);
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata = nullptr);
 
 // Saves the module's state_dict (parameters and persistent buffers, by FQN)
-// and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg").
+// and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg")
+// and the learning-rate scheduler's ("optim.lr_scheduler.last_epoch").
 absl::Status save(const Module& module, const std::string& path,
-                  const Optimizer* optimizer = nullptr);
+                  const Optimizer* optimizer = nullptr, const LRScheduler* scheduler = nullptr);
 
 // Loads a checkpoint written by save() into the existing tensors (handles stay
-// valid). The file must hold exactly the module's state_dict (and
-// the optimizer's state when one is given; without one, optimizer entries in
-// the file are ignored) with the same dtypes and shapes; otherwise the status
-// lists what is missing, unexpected and mismatched, and nothing changes.
-absl::Status load(Module& module, const std::string& path, Optimizer* optimizer = nullptr);
+// valid). The file must hold exactly the module's state_dict (and the
+// optimizer's and the scheduler's states when they are given; without them,
+// their entries in the file are ignored) with the same dtypes and shapes;
+// otherwise the status lists what is missing, unexpected and mismatched, and
+// nothing changes.
+absl::Status load(Module& module, const std::string& path, Optimizer* optimizer = nullptr,
+                  LRScheduler* scheduler = nullptr);
 
 }  // namespace tc::nn
 

@@ -169,6 +169,7 @@ Optimizer::Optimizer(Definition definition, std::vector<ParamGroup> groups)
     }
     const std::string problem = Check(values);
     Require(problem.empty(), name_, InGroup(g, groups.size(), problem));
+    initial_lrs_.emplace_back();
     std::vector<Tensor>& stored = group_options_.emplace_back();
     for (double v : values) stored.push_back(scalar(v, DType::kF64));
     const std::vector<std::string> slots = definition_.slots(values);

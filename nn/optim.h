@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,10 @@ class Optimizer {
   // optimizer refuses, or one that needs state buffers it did not allocate
   // (SGD's momentum from 0), throws tc::Error and changes nothing.
   void set_option(int group, absl::string_view name, double value);
+  // The rate a group had when the first learning-rate scheduler attached
+  // (PyTorch's initial_lr; nn/lr_scheduler.h); unset before.
+  std::optional<double> initial_lr(int group) const { return initial_lrs_[group]; }
+  void set_initial_lr(int group, double lr) { initial_lrs_[group] = lr; }
   // The first group's learning rate; set_lr sets every group's.
   double lr() const { return option(0, "lr"); }
   void set_lr(double lr);
@@ -154,6 +159,7 @@ class Optimizer {
   std::vector<std::vector<Tensor>> slots_;            // per parameter, in slot_names_ order
   // Per group, one f64 scalar per option: live state, saved in checkpoints.
   std::vector<std::vector<Tensor>> group_options_;
+  std::vector<std::optional<double>> initial_lrs_;  // per group
 };
 
 // Each optimizer takes either one list of parameters or parameter groups,

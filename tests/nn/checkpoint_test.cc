@@ -451,6 +451,51 @@ TEST_CASE("optimizer state is saved and restored with the module") {
             "optim.param_groups.0.nesterov");
 }
 
+TEST_CASE("a learning-rate scheduler's state is saved and restored with the optimizer's") {
+  const std::string path = TempPath("scheduled.safetensors");
+  auto train = [](Net& net, Adam& opt, LRScheduler& schedule, int steps) {
+    for (int i = 0; i < steps; ++i) {
+      for (const auto& [name, p] : net.named_parameters()) p.set_grad(ones(p.shape()) * 0.5);
+      opt.step();
+      schedule.step();
+    }
+  };
+  Net straight(DType::kF32, 1);
+  Adam straight_opt(straight.named_parameters(), 0.1);
+  CosineAnnealingLR straight_schedule(straight_opt, 8);
+  train(straight, straight_opt, straight_schedule, 6);
+
+  Net net(DType::kF32, 1);
+  Adam opt(net.named_parameters(), 0.1);
+  CosineAnnealingLR schedule(opt, 8);
+  train(net, opt, schedule, 3);
+  REQUIRE(save(net, path, &opt, &schedule).ok());
+
+  Net resumed(DType::kF32, 9);
+  Adam resumed_opt(resumed.named_parameters(), 0.1);
+  CosineAnnealingLR resumed_schedule(resumed_opt, 8);
+  REQUIRE(load(resumed, path, &resumed_opt, &resumed_schedule).ok());
+  CHECK(resumed_schedule.last_epoch() == 3);
+  train(resumed, resumed_opt, resumed_schedule, 3);
+  CHECK(Snapshot(resumed) == Snapshot(straight));
+  CHECK(resumed_opt.lr() == straight_opt.lr());
+
+  // Without a scheduler its state is skipped; one of another kind is refused
+  // before anything changes.
+  Net plain(DType::kF32, 9);
+  Adam plain_opt(plain.named_parameters(), 0.1);
+  REQUIRE(load(plain, path, &plain_opt).ok());
+  Net other(DType::kF32, 9);
+  Adam other_opt(other.named_parameters(), 0.1);
+  ReduceLROnPlateau plateau(other_opt);
+  const std::vector<std::string> before = Snapshot(other);
+  CHECK(load(other, path, &other_opt, &plateau).message() ==
+        "checkpoint " + path +
+            " does not match the module: missing: optim.lr_scheduler.best, "
+            "optim.lr_scheduler.num_bad_epochs, optim.lr_scheduler.cooldown_counter");
+  CHECK(Snapshot(other) == before);
+}
+
 TEST_CASE("saving is atomic") {
   Net net(DType::kF32, 1);
   const std::string bad = TempPath("no_such_dir/ckpt.safetensors");
