@@ -105,16 +105,7 @@ absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
   return absl::OkStatus();
 }
 
-std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t stream) {
-  std::vector<int64_t> order(n);
-  for (int64_t i = 0; i < n; ++i) order[i] = i;
-  for (int64_t i = n - 1; i > 0; --i) {
-    std::swap(order[i], order[RandomBits(stream, static_cast<uint64_t>(i)) % (i + 1)]);
-  }
-  return order;
-}
-
-void Gather(const nn::Dataset& data, const std::vector<int64_t>& order, int64_t first,
+void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, int64_t first,
             const Tensor& x, const Tensor& y) {
   const int64_t n = x.size(0), row = x.numel() / n;
   for (int64_t i = 0; i < n; ++i) {

@@ -70,13 +70,9 @@ std::string OutputPath(const std::string& path);
 // Writes `text` to `path`, replacing the file (pass paths through OutputPath).
 absl::Status WriteTextFile(const std::string& path, absl::string_view text);
 
-// 0 .. n-1 shuffled (Fisher-Yates) by the counter RNG's `stream`
-// (runtime/random.h), so an order is a pure function of the stream.
-std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t stream);
-
 // Copies examples order[first .. first + x.size(0)) of `data` into `x` (f32,
 // one example per row: [n, 784] or [n, 1, 28, 28]) and their labels into `y`.
-void Gather(const nn::Dataset& data, const std::vector<int64_t>& order, int64_t first,
+void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, int64_t first,
             const Tensor& x, const Tensor& y);
 
 // The fraction of rows of `logits` whose argmax is the row's label.

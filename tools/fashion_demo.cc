@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "nn/checkpoint.h"
+#include "nn/data/data_loader.h"
 #include "nn/data/idx.h"
 #include "nn/layers.h"
 #include "nn/losses.h"
@@ -46,8 +47,10 @@ absl::Status Run() {
   const int64_t batch = absl::GetFlag(FLAGS_batch);
   if (batch < 1) return absl::InvalidArgumentError("--batch must be at least 1");
   const Clock::time_point start = Clock::now();
-  TC_ASSIGN_OR_RETURN(nn::Dataset train, nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), true));
-  TC_ASSIGN_OR_RETURN(nn::Dataset test, nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), false));
+  TC_ASSIGN_OR_RETURN(nn::LabeledImages train,
+                      nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), true));
+  TC_ASSIGN_OR_RETURN(nn::LabeledImages test,
+                      nn::LoadFashionMnist(absl::GetFlag(FLAGS_data), false));
   std::printf(
       "tensorcut demo: Fashion-MNIST, %lld training and %lld test images (loaded in %.1fs)\n",
       static_cast<long long>(train.labels.numel()), static_cast<long long>(test.labels.numel()),
@@ -77,7 +80,7 @@ absl::Status Run() {
 
   nn::Adam optimizer(model->named_parameters(), absl::GetFlag(FLAGS_lr));
   const int64_t steps = train.labels.numel() / batch;
-  const std::vector<int64_t> order = ShuffledOrder(train.labels.numel(), /*stream=*/1);
+  const std::vector<int64_t> order = nn::ShuffledOrder(train.labels.numel(), /*stream=*/1);
   ProgressBar progress(0, steps, batch, /*every=*/100);
   const Clock::time_point train_start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {

@@ -24,9 +24,11 @@ run() {
 set +e
 # --keep_going: a test that fails to build is reported as such, the rest still run.
 run bazel test --keep_going //... "$@"
-# A compiled program called from several threads at once, under ThreadSanitizer,
-# three times: a race shows in some runs only.
-run bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurrency_test
+# A compiled program called from several threads at once, and the DataLoader's
+# prefetch thread, under ThreadSanitizer, three times: a race shows in some
+# runs only.
+run bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurrency_test \
+  //tests/nn:data_loader_test
 # Address and undefined-behaviour sanitizers over every test but the three
 # that take over 15 minutes each there (.bazelrc's asan config says which).
 run bazel test --config=asan --keep_going //...

@@ -11,6 +11,7 @@
 #include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
+#include "nn/data/data_loader.h"
 #include "partition/strategies.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
@@ -38,7 +39,7 @@ namespace {
 // images that fill no whole batch, as a smaller batch, unless `drop_last`.
 class FashionData : public TrainingData {
  public:
-  FashionData(nn::Dataset data, Shape input_shape, uint64_t seed, bool drop_last)
+  FashionData(nn::LabeledImages data, Shape input_shape, uint64_t seed, bool drop_last)
       : data_(std::move(data)),
         x_(tc::empty(input_shape)),
         y_(tc::empty({input_shape[0]}, DType::kI64)),
@@ -71,11 +72,12 @@ class FashionData : public TrainingData {
 
  private:
   void Shuffle(int64_t epoch) {
-    order_ = ShuffledOrder(data_.labels.numel(), RandomBits(seed_, static_cast<uint64_t>(epoch)));
+    order_ =
+        nn::ShuffledOrder(data_.labels.numel(), RandomBits(seed_, static_cast<uint64_t>(epoch)));
     order_epoch_ = epoch;
   }
 
-  nn::Dataset data_;
+  nn::LabeledImages data_;
   Tensor x_, y_;                  // refilled each step: the previous step's backward has run
   Tensor x_partial_, y_partial_;  // the last batch, when partial
   int64_t full_batches_ = 0;
@@ -263,7 +265,7 @@ absl::Status Trainer::MakeData() {
     });
     return absl::OkStatus();
   }
-  TC_ASSIGN_OR_RETURN(nn::Dataset data, nn::LoadFashionMnist(options_.data_dir, true));
+  TC_ASSIGN_OR_RETURN(nn::LabeledImages data, nn::LoadFashionMnist(options_.data_dir, true));
   const Tensor& example = spec_.inputs.leaf();
   const int64_t values = example.numel() / example.size(0);
   const int64_t rows = data.images.size(2), cols = data.images.size(3);
@@ -363,7 +365,7 @@ int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
 
 absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
   if (synthetic()) return std::optional<double>();
-  TC_ASSIGN_OR_RETURN(nn::Dataset test, nn::LoadFashionMnist(options_.data_dir, false));
+  TC_ASSIGN_OR_RETURN(nn::LabeledImages test, nn::LoadFashionMnist(options_.data_dir, false));
   if (test.labels.numel() == 0) return std::optional<double>();
   spec_.module->eval();
   absl::StatusOr<double> accuracy =
@@ -379,7 +381,7 @@ int64_t Trainer::last_batch() const {
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
 
-absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::Dataset& data,
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::LabeledImages& data,
                                         Shape input_shape, int64_t batch) {
   const int64_t images = data.labels.numel();
   input_shape[0] = std::min(batch, images);

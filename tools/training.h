@@ -149,7 +149,7 @@ class Trainer {
 // `batch`, the last one smaller. `input_shape` is the model's input at any
 // batch size; the caller sets the module's mode (eval, for BatchNorm's
 // running statistics).
-absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::Dataset& data,
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::LabeledImages& data,
                                         Shape input_shape, int64_t batch);
 
 }  // namespace tc

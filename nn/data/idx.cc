@@ -102,7 +102,7 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   return array;
 }
 
-absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, bool train) {
+absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   const std::string images_path = Locate(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = Locate(dir, prefix + "-labels-idx1-ubyte");
@@ -121,7 +121,7 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, bool train) {
     return Bad(labels_path,
                absl::StrCat(labels.dims[0], " labels for ", n, " images in ", images_path));
   }
-  Dataset data;
+  LabeledImages data;
   data.images = empty({n, 1, images.dims[1], images.dims[2]});
   float* px = data.images.data<float>();
   for (size_t i = 0; i < images.data.size(); ++i) px[i] = images.data[i] / 255.0f;

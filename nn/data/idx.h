@@ -1,7 +1,7 @@
 // Reading the IDX files of the MNIST family (gzip-compressed or plain), and
 // Fashion-MNIST as tensors.
 //
-//   absl::StatusOr<nn::Dataset> train = nn::LoadFashionMnist(nn::kFashionMnistDir, true);
+//   absl::StatusOr<nn::LabeledImages> train = nn::LoadFashionMnist(nn::kFashionMnistDir, true);
 //   // train->images: f32 [60000, 1, 28, 28] in [0, 1]; train->labels: i64 [60000]
 //
 // Every check names the file and what was wrong: a bad magic number, an
@@ -30,13 +30,13 @@ struct IdxArray {
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path);
 
-struct Dataset {
+struct LabeledImages {
   Tensor images;  // f32 [N, 1, rows, cols], pixel / 255
   Tensor labels;  // i64 [N], in [0, 10)
 };
 
 // Reads `train-*` (train) or `t10k-*` files from `dir`, each `.gz` or plain.
-absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir, bool train);
+absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool train);
 
 }  // namespace tc::nn
 

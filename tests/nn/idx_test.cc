@@ -118,14 +118,14 @@ TEST_CASE("a dataset whose files disagree is rejected") {
   CHECK(LoadFashionMnist(dir, true).status().message() ==
         dir + "/train-labels-idx1-ubyte: label 12 at index 1 is not a class in [0, 10)");
   WritePlain("bad_set/train-labels-idx1-ubyte", Idx({2}, {1, 9}));
-  Dataset ok = LoadFashionMnist(dir, true).value();
+  LabeledImages ok = LoadFashionMnist(dir, true).value();
   CHECK(ok.images.shape() == Shape{2, 1, 2, 2});
   CHECK(ok.images.at<float>({1, 0, 1, 1}) == 1.0f);
   CHECK(ok.labels.to_vector<int64_t>() == std::vector<int64_t>{1, 9});
 }
 
 TEST_CASE("the installed Fashion-MNIST test set loads") {
-  Dataset test = LoadFashionMnist(kFashionMnistDir, /*train=*/false).value();
+  LabeledImages test = LoadFashionMnist(kFashionMnistDir, /*train=*/false).value();
   CHECK(test.images.shape() == Shape{10000, 1, 28, 28});
   CHECK(test.labels.shape() == Shape{10000});
   std::vector<int64_t> counts(10, 0);

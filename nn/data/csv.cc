@@ -1,0 +1,135 @@
+#include "nn/data/csv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tc::nn {
+namespace {
+
+absl::Status Bad(absl::string_view where, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+}
+
+// One line's fields: commas split them, double quotes protect commas and
+// write a quote as "". False for an unterminated quote.
+bool SplitFields(absl::string_view line, std::vector<std::string>& fields) {
+  fields.clear();
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::string(absl::StripAsciiWhitespace(field)));
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  fields.push_back(std::string(absl::StripAsciiWhitespace(field)));
+  return !quoted;
+}
+
+template <typename T>
+Array Make(ElementType type, std::vector<int64_t> shape, const std::vector<T>& values) {
+  Array a{type, std::move(shape), std::vector<uint8_t>(values.size() * sizeof(T))};
+  if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  return a;
+}
+
+}  // namespace
+
+absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::string line;
+  std::vector<std::string> header, fields;
+  int64_t line_number = 0;
+  auto next_line = [&]() -> bool {
+    while (std::getline(in, line)) {
+      ++line_number;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!absl::StripAsciiWhitespace(line).empty()) return true;
+    }
+    return false;
+  };
+  if (!next_line()) return Bad(path, "empty: expected a header line naming the columns");
+  const std::string header_where = absl::StrCat(path, ":", line_number);
+  if (!SplitFields(line, header)) return Bad(header_where, "unterminated quote");
+  const auto label_it = std::find(header.begin(), header.end(), label_column);
+  if (label_it == header.end()) {
+    return Bad(path, absl::StrCat("no column \"", label_column,
+                                  "\" (columns: ", absl::StrJoin(header, ", "), ")"));
+  }
+  const size_t label_index = static_cast<size_t>(label_it - header.begin());
+  if (header.size() < 2) return Bad(path, "no feature columns beside the label column");
+
+  CsvData data;
+  for (size_t c = 0; c < header.size(); ++c) {
+    if (c != label_index) data.feature_names.push_back(header[c]);
+  }
+  std::vector<float> features;
+  std::vector<std::string> label_text;
+  while (next_line()) {
+    const std::string where = absl::StrCat(path, ":", line_number);
+    if (!SplitFields(line, fields)) return Bad(where, "unterminated quote");
+    if (fields.size() != header.size()) {
+      return Bad(where, absl::StrCat("expected ", header.size(), " fields, got ", fields.size()));
+    }
+    for (size_t c = 0; c < fields.size(); ++c) {
+      if (c == label_index) {
+        if (fields[c].empty())
+          return Bad(where, absl::StrCat("column \"", header[c], "\" is empty"));
+        label_text.push_back(fields[c]);
+        continue;
+      }
+      double value = 0;
+      if (!absl::SimpleAtod(fields[c], &value)) {
+        return Bad(where,
+                   absl::StrCat("column \"", header[c], "\": \"", fields[c], "\" is not a number"));
+      }
+      features.push_back(static_cast<float>(value));
+    }
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  const auto rows = static_cast<int64_t>(label_text.size());
+  if (rows == 0) return Bad(path, "no rows after the header");
+
+  std::vector<int64_t> labels(label_text.size());
+  bool integers = true;
+  for (size_t r = 0; r < label_text.size() && integers; ++r) {
+    integers = absl::SimpleAtoi(label_text[r], &labels[r]);
+  }
+  if (!integers) {
+    std::map<std::string, int64_t> classes;
+    for (const std::string& text : label_text) classes.emplace(text, 0);
+    for (auto& [name, index] : classes) {
+      index = static_cast<int64_t>(data.class_names.size());
+      data.class_names.push_back(name);
+    }
+    for (size_t r = 0; r < label_text.size(); ++r) labels[r] = classes.at(label_text[r]);
+  }
+  data.features =
+      Make(ElementType::kF32, {rows, static_cast<int64_t>(header.size() - 1)}, features);
+  data.labels = Make(ElementType::kI64, {rows}, labels);
+  return data;
+}
+
+}  // namespace tc::nn

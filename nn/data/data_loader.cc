@@ -1,0 +1,204 @@
+#include "nn/data/data_loader.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/error.h"
+#include "runtime/random.h"
+
+namespace tc::nn {
+namespace {
+
+[[noreturn]] void Fail(absl::string_view what) {
+  throw Error(absl::InvalidArgumentError(absl::StrCat("DataLoader: ", what)));
+}
+
+}  // namespace
+
+std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t stream) {
+  std::vector<int64_t> order(n);
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) {
+    std::swap(order[i], order[RandomBits(stream, static_cast<uint64_t>(i)) % (i + 1)]);
+  }
+  return order;
+}
+
+// ---- ArrayDataset
+
+ArrayDataset::ArrayDataset(std::vector<Field> fields) : fields_(std::move(fields)) {
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const Field& f = fields_[i];
+    if (f.array.rows() != fields_[0].array.rows()) {
+      throw Error(absl::InvalidArgumentError(absl::StrCat(
+          "ArrayDataset: field ", i, " (", f.array.ToString(), ") has ", f.array.rows(),
+          " rows, field 0 (", fields_[0].array.ToString(), ") ", fields_[0].array.rows())));
+    }
+    if (f.scale != 1 && !IsFloating(f.dtype)) {
+      throw Error(
+          absl::InvalidArgumentError(absl::StrCat("ArrayDataset: field ", i, " converts to ",
+                                                  DTypeName(f.dtype), ", which takes no scale")));
+    }
+  }
+}
+
+int64_t ArrayDataset::size() const { return fields_.empty() ? 0 : fields_[0].array.rows(); }
+
+std::vector<TensorType> ArrayDataset::field_types() const {
+  std::vector<TensorType> types;
+  for (const Field& f : fields_) types.push_back({f.dtype, f.array.row_shape()});
+  return types;
+}
+
+absl::Status ArrayDataset::Gather(absl::Span<const int64_t> indices,
+                                  absl::Span<const Tensor> fields) const {
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    if (absl::Status s = fields_[i].array.GatherRows(indices, fields[i]); !s.ok()) return s;
+    if (fields_[i].scale != 1) {
+      const Tensor& t = fields[i];
+      const double scale = fields_[i].scale;
+      if (t.dtype() == DType::kF32) {
+        float* p = t.data<float>();
+        for (int64_t e = 0; e < t.numel(); ++e) p[e] = static_cast<float>(p[e] * scale);
+      } else {
+        double* p = t.data<double>();
+        for (int64_t e = 0; e < t.numel(); ++e) p[e] *= scale;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- DataLoader
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  if (options_.batch_size < 1)
+    Fail(absl::StrCat("batch_size must be >= 1, got ", options_.batch_size));
+  const int64_t n = dataset_->size();
+  batches_per_epoch_ = n / options_.batch_size;
+  if (!options_.drop_last && n % options_.batch_size != 0) ++batches_per_epoch_;
+  if (batches_per_epoch_ == 0) {
+    Fail(absl::StrCat("an epoch of ", n, " examples has no ",
+                      options_.drop_last ? "full batch" : "batch", " of ", options_.batch_size));
+  }
+  if (options_.prefetch) {
+    want_ = true;  // before the thread exists
+    worker_ = std::thread([this] { Prefetch(); });
+  }
+}
+
+DataLoader::~DataLoader() {
+  if (!worker_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+DataLoader::Position DataLoader::position() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return position_;
+}
+
+absl::Status DataLoader::set_position(Position position) {
+  if (position.epoch < 0 || position.batch < 0 || position.batch >= batches_per_epoch_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DataLoader: position epoch ", position.epoch, " batch ", position.batch,
+                     " is outside an epoch of ", batches_per_epoch_, " batches"));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    position_ = position;
+    ready_at_.reset();
+    ready_.reset();
+    want_ = worker_.joinable();
+  }
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+DataLoader::Position DataLoader::After(Position at) const {
+  return at.batch + 1 == batches_per_epoch_ ? Position{at.epoch + 1, 0}
+                                            : Position{at.epoch, at.batch + 1};
+}
+
+std::shared_ptr<const std::vector<int64_t>> DataLoader::OrderOf(int64_t epoch) const {
+  std::lock_guard<std::mutex> lock(order_mu_);
+  if (order_epoch_ != epoch) {
+    const int64_t n = dataset_->size();
+    std::vector<int64_t> order;
+    if (options_.shuffle) {
+      order = ShuffledOrder(n, RandomBits(options_.seed, static_cast<uint64_t>(epoch)));
+    } else {
+      order.resize(n);
+      for (int64_t i = 0; i < n; ++i) order[i] = i;
+    }
+    order_ = std::make_shared<const std::vector<int64_t>>(std::move(order));
+    order_epoch_ = epoch;
+  }
+  return order_;
+}
+
+absl::StatusOr<std::vector<Tensor>> DataLoader::Make(Position at) const {
+  const std::shared_ptr<const std::vector<int64_t>> order = OrderOf(at.epoch);
+  const int64_t first = at.batch * options_.batch_size;
+  const int64_t count = std::min(options_.batch_size, dataset_->size() - first);
+  std::vector<Tensor> fields;
+  for (const TensorType& type : dataset_->field_types()) {
+    Shape shape = type.shape;
+    shape.insert(shape.begin(), count);
+    fields.push_back(Tensor::Uninitialized(shape, type.dtype));
+  }
+  absl::Status s = dataset_->Gather(
+      absl::MakeConstSpan(order->data() + first, static_cast<size_t>(count)), fields);
+  if (!s.ok()) return s;
+  return fields;
+}
+
+absl::StatusOr<std::vector<Tensor>> DataLoader::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const Position at = position_;
+  // The thread may be making this very batch: wait for it rather than
+  // make it twice.
+  changed_.wait(lock, [&] { return !(making_.has_value() && *making_ == at); });
+  std::optional<absl::StatusOr<std::vector<Tensor>>> batch;
+  if (ready_at_.has_value() && *ready_at_ == at) {
+    batch = std::move(ready_);
+  } else {
+    lock.unlock();
+    batch = Make(at);
+    lock.lock();
+  }
+  ready_at_.reset();
+  ready_.reset();
+  position_ = After(at);
+  want_ = worker_.joinable();
+  lock.unlock();
+  changed_.notify_all();
+  return *std::move(batch);
+}
+
+void DataLoader::Prefetch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    changed_.wait(lock, [&] { return want_ || stop_; });
+    if (stop_) return;
+    const Position target = position_;
+    want_ = false;
+    making_ = target;
+    lock.unlock();
+    absl::StatusOr<std::vector<Tensor>> batch = Make(target);
+    lock.lock();
+    making_.reset();
+    if (position_ == target) {
+      ready_at_ = target;
+      ready_ = std::move(batch);
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace tc::nn

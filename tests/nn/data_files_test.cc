@@ -1,0 +1,294 @@
+// Datasets' files as arrays: .npy (types, Fortran order, header forms),
+// .npz (stored and deflated members, CRC), CSV (numeric and class labels,
+// quoting); row gathering into batch tensors; and each malformed input's
+// error, naming the file, member, line or column.
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "catch2/catch.hpp"
+#include "nn/data/array.h"
+#include "nn/data/csv.h"
+#include "nn/data/npy.h"
+#include "runtime/ops.h"
+#include "tests/test_util.h"
+
+namespace tc::nn {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+std::string Temp(const std::string& name) {
+  return absl::StrCat(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp", "/", name);
+}
+
+std::string Write(const std::string& name, const std::string& contents) {
+  const std::string path = Temp(name);
+  std::ofstream(path, std::ios::binary) << contents;
+  return path;
+}
+
+std::string Str(const Bytes& b) { return std::string(b.begin(), b.end()); }
+
+template <typename T>
+Bytes Raw(const std::vector<T>& values) {
+  Bytes b(values.size() * sizeof(T));
+  std::memcpy(b.data(), values.data(), b.size());
+  return b;
+}
+
+// An .npy file (version 1) with this header dict and data.
+Bytes Npy(const std::string& dict, const Bytes& data) {
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  Bytes out = {0x93,
+               'N',
+               'U',
+               'M',
+               'P',
+               'Y',
+               1,
+               0,
+               static_cast<uint8_t>(header.size() & 0xff),
+               static_cast<uint8_t>(header.size() >> 8)};
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void Put(Bytes& out, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+// A zip archive of `members`, each deflated when `deflated`.
+Bytes Zip(const std::vector<std::pair<std::string, Bytes>>& members, bool deflated) {
+  Bytes out, directory;
+  for (const auto& [name, data] : members) {
+    Bytes packed = data;
+    if (deflated) {
+      packed.assign(compressBound(static_cast<uLong>(data.size())) + 64, 0);
+      z_stream s{};
+      REQUIRE(deflateInit2(&s, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+      s.next_in = const_cast<Bytef*>(data.data());
+      s.avail_in = static_cast<uInt>(data.size());
+      s.next_out = packed.data();
+      s.avail_out = static_cast<uInt>(packed.size());
+      REQUIRE(::deflate(&s, Z_FINISH) == Z_STREAM_END);
+      packed.resize(s.total_out);
+      deflateEnd(&s);
+    }
+    const uint64_t crc = crc32(0, data.data(), static_cast<uInt>(data.size()));
+    const uint64_t offset = out.size();
+    auto header = [&](Bytes& b, bool central) {
+      Put(b, central ? 0x02014b50 : 0x04034b50, 4);
+      if (central) Put(b, 20, 2);  // made by
+      Put(b, 20, 2);               // needed
+      Put(b, 0, 2);                // flags
+      Put(b, deflated ? 8 : 0, 2);
+      Put(b, 0, 4);  // time, date
+      Put(b, crc, 4);
+      Put(b, packed.size(), 4);
+      Put(b, data.size(), 4);
+      Put(b, name.size(), 2);
+      Put(b, 0, 2);  // extra
+      if (central) {
+        Put(b, 0, 2);  // comment
+        Put(b, 0, 4);  // disk, internal attributes
+        Put(b, 0, 4);  // external attributes
+        Put(b, offset, 4);
+      }
+      b.insert(b.end(), name.begin(), name.end());
+    };
+    header(out, false);
+    out.insert(out.end(), packed.begin(), packed.end());
+    header(directory, true);
+  }
+  const uint64_t start = out.size();
+  out.insert(out.end(), directory.begin(), directory.end());
+  Put(out, 0x06054b50, 4);
+  Put(out, 0, 4);
+  Put(out, members.size(), 2);
+  Put(out, members.size(), 2);
+  Put(out, directory.size(), 4);
+  Put(out, start, 4);
+  Put(out, 0, 2);
+  return out;
+}
+
+std::vector<double> Values(const Array& a, DType dtype = DType::kF64) {
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < a.rows(); ++r) rows.push_back(r);
+  std::vector<int64_t> shape = a.row_shape();
+  shape.insert(shape.begin(), a.rows());
+  const Tensor out = tc::empty(shape, dtype);
+  REQUIRE(a.GatherRows(rows, out).ok());
+  return out.to(DType::kF64).to_vector<double>();
+}
+
+TEST_CASE(".npy arrays load in their stored type and gather into batches") {
+  const std::string path =
+      Write("u8.npy", Str(Npy("{'descr': '|u1', 'fortran_order': False, 'shape': (3, 2), }",
+                              Bytes{1, 2, 3, 4, 250, 6})));
+  const Array a = ReadNpy(path).value();
+  CHECK(a.ToString() == "u8[3,2]");
+  CHECK(a.bytes.size() == 6);  // bytes, not floats
+  CHECK(Values(a) == std::vector<double>{1, 2, 3, 4, 250, 6});
+  // Rows 2 and 0, as f32 and as i64.
+  const Tensor f = tc::empty({2, 2});
+  REQUIRE(a.GatherRows({2, 0}, f).ok());
+  CHECK(f.to_vector<float>() == std::vector<float>{250, 6, 1, 2});
+  const Tensor i = tc::empty({2, 2}, DType::kI64);
+  REQUIRE(a.GatherRows({1, 1}, i).ok());
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{3, 4, 3, 4});
+
+  struct Case {
+    std::string descr;
+    Bytes data;
+    std::vector<double> want;
+  };
+  for (const Case& c : {Case{"<f4", Raw<float>({1.5f, -2}), {1.5, -2}},
+                        Case{"<f8", Raw<double>({0.25, 1e300}), {0.25, 1e300}},
+                        Case{"<i4", Raw<int32_t>({-7, 70000}), {-7, 70000}},
+                        Case{"<u2", Raw<uint16_t>({65535, 1}), {65535, 1}},
+                        Case{"<i8", Raw<int64_t>({-1, 1LL << 40}), {-1, 1099511627776.0}},
+                        Case{"|b1", Bytes{0, 1}, {0, 1}}}) {
+    INFO(c.descr);
+    const std::string p = Write("typed.npy", Str(Npy(absl::StrCat("{'descr': '", c.descr,
+                                                                  "', 'fortran_order': False, "
+                                                                  "'shape': (2,), }"),
+                                                     c.data)));
+    CHECK(Values(ReadNpy(p).value()) == c.want);
+  }
+  // Fortran order (np.save of a transposed array): made row-major. The
+  // column-major data 1 4 2 5 3 6 is [[1, 2, 3], [4, 5, 6]].
+  const std::string fortran =
+      Write("fortran.npy", Str(Npy("{'descr': '<i8', 'fortran_order': True, 'shape': (2, 3), }",
+                                   Raw<int64_t>({1, 4, 2, 5, 3, 6}))));
+  CHECK(Values(ReadNpy(fortran).value()) == std::vector<double>{1, 2, 3, 4, 5, 6});
+  // A scalar and an empty array.
+  CHECK(ReadNpy(Write("scalar.npy", Str(Npy("{'descr': '<f8', 'fortran_order': False, 'shape': "
+                                            "(), }",
+                                            Raw<double>({3.5})))))
+            .value()
+            .ToString() == "f64[]");
+  CHECK(ReadNpy(Write("empty.npy", Str(Npy("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                                           "(0, 4), }",
+                                           {}))))
+            .value()
+            .rows() == 0);
+}
+
+TEST_CASE("malformed .npy files give errors naming the file and the problem") {
+  auto error = [](const std::string& name, const Bytes& bytes) {
+    const std::string path = Write(name, Str(bytes));
+    return std::string(ReadNpy(path).status().message()).substr(path.size());
+  };
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  CHECK(error("magic.npy", Bytes{'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0}) ==
+        ": not an .npy file (no \\x93NUMPY magic)");
+  CHECK(error("short.npy", Npy(dict, Raw<float>({1}))) == ": the data is 4 bytes; f32[2] needs 8");
+  CHECK(error("big.npy", Npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }",
+                             Raw<float>({1, 2}))) ==
+        ": dtype '>f4' is big-endian; only little-endian arrays are read");
+  CHECK(error("complex.npy", Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+                                 Raw<float>({1, 2}))) ==
+        ": dtype '<c8' is not supported (bool, u1-u8, i1-i8, f4, f8 are)");
+  CHECK(error("struct.npy", Npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': "
+                                "(1,), }",
+                                Raw<float>({1}))) ==
+        ": dtype [('a' is not supported (structured or object)");
+  CHECK(error("noshape.npy", Npy("{'descr': '<f4', 'fortran_order': False, }", {})) ==
+        ": the header has no 'shape': {'descr': '<f4', 'fortran_order': False, }");
+  CHECK(error("dim.npy", Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", {})) ==
+        ": shape (2, x) has a bad dim ' x'");
+  Bytes truncated = Npy(dict, Raw<float>({1, 2}));
+  truncated.resize(20);
+  CHECK(error("truncated.npy", truncated) == ": truncated header");
+  CHECK(ReadNpy(Temp("missing.npy")).status().message() == "cannot open " + Temp("missing.npy"));
+}
+
+TEST_CASE(".npz archives, stored or deflated, load every member by name") {
+  const Bytes x =
+      Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", Raw<float>({1, 2, 3, 4}));
+  const Bytes y =
+      Npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", Raw<int64_t>({7, 9}));
+  for (const bool deflate : {false, true}) {
+    INFO((deflate ? "deflated" : "stored"));
+    const std::string path = Write("data.npz", Str(Zip({{"x.npy", x}, {"y.npy", y}}, deflate)));
+    const NamedArrays arrays = ReadNpz(path).value();
+    REQUIRE(arrays.size() == 2);
+    CHECK(arrays[0].first == "x");
+    CHECK(arrays[0].second.ToString() == "f32[2,2]");
+    CHECK(Values(arrays[1].second) == std::vector<double>{7, 9});
+  }
+  // A flipped data byte fails the CRC; a cut archive has no directory; a
+  // member that is no .npy is named.
+  Bytes corrupt = Zip({{"x.npy", x}}, false);
+  corrupt[30 + 5 + 60] ^= 0xff;
+  const std::string bad = Write("corrupt.npz", Str(corrupt));
+  CHECK(ReadNpz(bad).status().message() ==
+        bad + ": member x.npy: CRC mismatch: the archive is corrupt");
+  Bytes cut = Zip({{"x.npy", x}}, true);
+  cut.resize(cut.size() - 30);
+  const std::string short_path = Write("cut.npz", Str(cut));
+  CHECK(ReadNpz(short_path).status().message() ==
+        short_path + ": not a zip archive (no end of central directory)");
+  const std::string text = Write("text.npz", Str(Zip({{"notes.npy", Bytes{'h', 'i'}}}, false)));
+  CHECK(ReadNpz(text).status().message() ==
+        text + ": member notes.npy: not an .npy file (no \\x93NUMPY magic)");
+}
+
+TEST_CASE("CSV: numeric features, integer or class labels, quotes and CRLF") {
+  const std::string path = Write("data.csv",
+                                 "a, label ,\"b, quoted\"\r\n"
+                                 "1.5,2,3\r\n"
+                                 "\r\n"
+                                 "-4,0,\"5e-1\"\r\n");
+  const CsvData data = ReadCsv(path, "label").value();
+  CHECK(data.feature_names == std::vector<std::string>{"a", "b, quoted"});
+  CHECK(data.features.ToString() == "f32[2,2]");
+  CHECK(Values(data.features) == std::vector<double>{1.5, 3, -4, 0.5});
+  CHECK(Values(data.labels) == std::vector<double>{2, 0});
+  CHECK(data.class_names.empty());
+
+  const CsvData iris = ReadCsv(Write("classes.csv",
+                                     "x,species\n1,virginica\n2,setosa\n3,virginica\n"
+                                     "4,\"versicolor\"\n"),
+                               "species")
+                           .value();
+  CHECK(iris.class_names == std::vector<std::string>{"setosa", "versicolor", "virginica"});
+  CHECK(Values(iris.labels) == std::vector<double>{2, 0, 2, 1});
+}
+
+TEST_CASE("malformed CSV files give errors naming the file, line and column") {
+  auto error = [](const std::string& contents, const std::string& label = "y") {
+    const std::string path = Write("bad.csv", contents);
+    return std::string(ReadCsv(path, label).status().message()).substr(path.size());
+  };
+  CHECK(error("") == ": empty: expected a header line naming the columns");
+  CHECK(error("x,y\n") == ": no rows after the header");
+  CHECK(error("x,z\n1,2\n") == ": no column \"y\" (columns: x, z)");
+  CHECK(error("x,y\n1,2\n3\n") == ":3: expected 2 fields, got 1");
+  CHECK(error("x,y\n1,2\nabc,1\n") == ":3: column \"x\": \"abc\" is not a number");
+  CHECK(error("x,y\n,1\n") == ":2: column \"x\": \"\" is not a number");
+  CHECK(error("x,y\n1,\n") == ":2: column \"y\" is empty");
+  CHECK(error("x,y\n\"1,2\n") == ":2: unterminated quote");
+  CHECK(error("y\n1\n") == ": no feature columns beside the label column");
+}
+
+TEST_CASE("gathering rows checks the batch tensor and the row numbers") {
+  Array a{ElementType::kU8, {3, 2}, Bytes{1, 2, 3, 4, 5, 6}};
+  CHECK(a.GatherRows({0}, tc::empty({2, 2})).message() ==
+        "rows of u8[3,2] go into a contiguous tensor of shape [1,2], got f32[2,2]");
+  CHECK(a.GatherRows({3}, tc::empty({1, 2})).message() == "row 3 of u8[3,2] is out of range");
+  CHECK(a.GatherRows({0}, tc::empty({1, 2}, DType::kBF16)).message() ==
+        "rows of u8[3,2] convert to f32, f64, i64 or bool, not bf16");
+}
+
+}  // namespace
+}  // namespace tc::nn
