@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -31,15 +32,27 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 // us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// The element types a file may hold: tensorcut's dtypes (checkpoints and
+// LoadTensors) and those datasets store (LoadArrays).
 struct DTypeCode {
-  DType dtype;
   absl::string_view code;
+  std::optional<DType> dtype;
+  std::optional<ElementType> element;
+  int64_t size;
+  absl::string_view name;  // in type strings: "f32[2,3]"
 };
-constexpr DTypeCode kDTypeCodes[] = {{DType::kF32, "F32"},
-                                     {DType::kF64, "F64"},
-                                     {DType::kI64, "I64"},
-                                     {DType::kBool, "BOOL"},
-                                     {DType::kBF16, "BF16"}};
+constexpr DTypeCode kDTypeCodes[] = {{"F32", DType::kF32, ElementType::kF32, 4, "f32"},
+                                     {"F64", DType::kF64, ElementType::kF64, 8, "f64"},
+                                     {"I64", DType::kI64, ElementType::kI64, 8, "i64"},
+                                     {"BOOL", DType::kBool, ElementType::kBool, 1, "bool"},
+                                     {"BF16", DType::kBF16, std::nullopt, 2, "bf16"},
+                                     {"U8", std::nullopt, ElementType::kU8, 1, "u8"},
+                                     {"I8", std::nullopt, ElementType::kI8, 1, "i8"},
+                                     {"U16", std::nullopt, ElementType::kU16, 2, "u16"},
+                                     {"I16", std::nullopt, ElementType::kI16, 2, "i16"},
+                                     {"U32", std::nullopt, ElementType::kU32, 4, "u32"},
+                                     {"I32", std::nullopt, ElementType::kI32, 4, "i32"},
+                                     {"U64", std::nullopt, ElementType::kU64, 8, "u64"}};
 
 absl::string_view CodeOf(DType dtype) {
   for (const DTypeCode& c : kDTypeCodes) {
@@ -154,9 +167,11 @@ absl::Status CheckSavable(const NamedTensors& tensors, const Metadata& metadata)
 // One tensor of the header.
 struct Entry {
   std::string name;
-  DType dtype = DType::kF32;
+  const DTypeCode* code = &kDTypeCodes[0];
   Shape shape;
   int64_t begin = 0, end = 0;
+
+  std::string TypeString() const { return absl::StrCat(code->name, ShapeToString(shape)); }
 };
 
 // Reads a header from the JSON parser's events: an object of tensor entries,
@@ -167,6 +182,9 @@ struct Entry {
 // first problem stops the parse; it is in `status`.
 class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
  public:
+  // arrays: the element types datasets store; else tensorcut's dtypes.
+  explicit HeaderReader(bool arrays) : arrays_(arrays) {}
+
   std::vector<Entry> entries;
   Metadata metadata;
   absl::Status status;
@@ -211,8 +229,8 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
       return true;
     }
     for (const DTypeCode& c : kDTypeCodes) {
-      if (c.code == value) {
-        entries.back().dtype = c.dtype;
+      if (c.code == value && (arrays_ ? c.element.has_value() : c.dtype.has_value())) {
+        entries.back().code = &c;
         return true;
       }
     }
@@ -304,6 +322,7 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
     return false;
   }
 
+  bool arrays_;
   int depth_ = 0;  // 1 in the header, 2 in an entry, 3 in an entry's array
   std::string name_, field_;
   absl::flat_hash_set<std::string> names_, fields_;
@@ -311,12 +330,13 @@ class HeaderReader final : public nlohmann::json_sax<nlohmann::json> {
 };
 
 // Parses the header into its entries (in header order) and metadata.
-absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata& metadata) {
+absl::StatusOr<std::vector<Entry>> ParseHeader(absl::string_view text, Metadata& metadata,
+                                               bool arrays) {
   // The parser skips a byte-order mark, which the format does not allow.
   if (absl::StartsWith(text, "\xEF\xBB\xBF")) {
     return absl::DataLossError("invalid header: it starts with a byte-order mark");
   }
-  HeaderReader reader;
+  HeaderReader reader(arrays);
   // Its result is in reader.status: every way the parse stops goes through Fail.
   nlohmann::json::sax_parse(text.begin(), text.end(), &reader);
   if (!reader.status.ok()) return reader.status;
@@ -332,7 +352,7 @@ absl::Status CheckEntries(const std::vector<Entry>& entries, int64_t data_bytes)
       return absl::DataLossError(
           absl::StrCat(e.name, ": data_offsets [", e.begin, ", ", e.end, "] are reversed"));
     }
-    int64_t bytes = ItemSize(e.dtype);
+    int64_t bytes = e.code->size;
     for (const int64_t d : e.shape) {
       if (__builtin_mul_overflow(bytes, d, &bytes)) {
         return absl::DataLossError(
@@ -340,9 +360,9 @@ absl::Status CheckEntries(const std::vector<Entry>& entries, int64_t data_bytes)
       }
     }
     if (bytes != e.end - e.begin) {
-      return absl::DataLossError(absl::StrCat(e.name, ": ", TensorType{e.dtype, e.shape}.ToString(),
-                                              " needs ", bytes, " bytes but data_offsets [",
-                                              e.begin, ", ", e.end, "] hold ", e.end - e.begin));
+      return absl::DataLossError(absl::StrCat(e.name, ": ", e.TypeString(), " needs ", bytes,
+                                              " bytes but data_offsets [", e.begin, ", ", e.end,
+                                              "] hold ", e.end - e.begin));
     }
   }
   std::vector<const Entry*> by_offset;
@@ -381,9 +401,9 @@ absl::Status ReadAt(int fd, void* data, size_t size, int64_t offset) {
   return absl::OkStatus();
 }
 
-absl::Status CheckBools(const Tensor& t, absl::string_view name) {
-  const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
-  for (int64_t i = 0; i < t.numel(); ++i) {
+absl::Status CheckBools(const void* data, int64_t n, absl::string_view name) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (int64_t i = 0; i < n; ++i) {
     if (bytes[i] > 1) {
       return absl::DataLossError(absl::StrCat(name, ": element ", i, " is ",
                                               static_cast<int>(bytes[i]), ", not a BOOL (0 or 1)"));
@@ -392,7 +412,14 @@ absl::Status CheckBools(const Tensor& t, absl::string_view name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
+// A file's header, checked against its size: the entries, and where their
+// data starts.
+struct Layout {
+  std::vector<Entry> entries;
+  int64_t data_start = 0;
+};
+
+absl::StatusOr<Layout> ReadLayout(int fd, Metadata& metadata, bool arrays) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat");
   const int64_t file_bytes = st.st_size;
@@ -411,19 +438,58 @@ absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
   std::string header(header_bytes, '\0');
   status = ReadAt(fd, header.data(), header.size(), 8);
   if (!status.ok()) return status;
-  TC_ASSIGN_OR_RETURN(std::vector<Entry> entries, ParseHeader(header, metadata));
-  const int64_t data_start = 8 + static_cast<int64_t>(header_bytes);
-  status = CheckEntries(entries, file_bytes - data_start);
+  Layout layout;
+  TC_ASSIGN_OR_RETURN(layout.entries, ParseHeader(header, metadata, arrays));
+  layout.data_start = 8 + static_cast<int64_t>(header_bytes);
+  status = CheckEntries(layout.entries, file_bytes - layout.data_start);
   if (!status.ok()) return status;
+  return layout;
+}
+
+absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
+  TC_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(fd, metadata, /*arrays=*/false));
   NamedTensors out;
-  for (const Entry& e : entries) {
-    Tensor t = Tensor::Empty(e.shape, e.dtype);
-    if (t.bytes() > 0) status = ReadAt(fd, t.raw_data(), t.bytes(), data_start + e.begin);
-    if (status.ok() && e.dtype == DType::kBool) status = CheckBools(t, e.name);
+  for (const Entry& e : layout.entries) {
+    Tensor t = Tensor::Empty(e.shape, *e.code->dtype);
+    absl::Status status;
+    if (t.bytes() > 0) status = ReadAt(fd, t.raw_data(), t.bytes(), layout.data_start + e.begin);
+    if (status.ok() && t.dtype() == DType::kBool)
+      status = CheckBools(t.raw_data(), t.numel(), e.name);
     if (!status.ok()) return status;
     out.emplace_back(e.name, std::move(t));
   }
   return out;
+}
+
+absl::StatusOr<NamedArrays> ReadArrays(int fd) {
+  Metadata metadata;
+  TC_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(fd, metadata, /*arrays=*/true));
+  NamedArrays out;
+  for (const Entry& e : layout.entries) {
+    Array a{*e.code->element, e.shape, std::vector<uint8_t>(static_cast<size_t>(e.end - e.begin))};
+    absl::Status status;
+    if (!a.bytes.empty())
+      status = ReadAt(fd, a.bytes.data(), a.bytes.size(), layout.data_start + e.begin);
+    if (status.ok() && a.type == ElementType::kBool)
+      status = CheckBools(a.bytes.data(), a.numel(), e.name);
+    if (!status.ok()) return status;
+    out.emplace_back(e.name, std::move(a));
+  }
+  return out;
+}
+
+// Opens `path` for reading if it is a regular file; `what` names it in errors.
+absl::StatusOr<int> OpenRegular(const std::string& path, absl::string_view what) {
+  // Non-blocking, so that opening a FIFO returns at once; only a regular file
+  // is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", what, " ", path));
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", path, " is not a regular file"));
+  }
+  return fd;
 }
 
 absl::Status WithPath(const absl::Status& status, const std::string& path) {
@@ -504,21 +570,24 @@ absl::Status CheckWritable(const std::string& path) {
 }
 
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata) {
-  // Non-blocking, so that opening a FIFO returns at once; only a regular file
-  // is read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open checkpoint ", path));
-  struct stat info;
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " is not a regular file"));
-  }
+  TC_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, "checkpoint"));
   Metadata read;
   absl::StatusOr<NamedTensors> tensors = ReadTensors(fd, read);
   ::close(fd);
   if (!tensors.ok()) return WithPath(tensors.status(), path);
   if (metadata != nullptr) *metadata = std::move(read);
   return tensors;
+}
+
+absl::StatusOr<NamedArrays> LoadArrays(const std::string& path) {
+  TC_ASSIGN_OR_RETURN(const int fd, OpenRegular(path, "safetensors file"));
+  absl::StatusOr<NamedArrays> arrays = ReadArrays(fd);
+  ::close(fd);
+  if (!arrays.ok()) {
+    return absl::Status(arrays.status().code(),
+                        absl::StrCat(path, ": ", arrays.status().message()));
+  }
+  return arrays;
 }
 
 absl::Status save(const Module& module, const std::string& path, const Optimizer* optimizer,

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "nn/data/array.h"
 #include "nn/lr_scheduler.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -45,6 +46,12 @@ absl::Status CheckWritable(const std::string& path);
 // contiguous tensors; `metadata`, when given, receives the header's metadata.
 // Supported dtypes: F32, F64, I64, BOOL, BF16.
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata = nullptr);
+
+// Reads every tensor of a safetensors file as arrays in their stored element
+// types (a dataset's file: U8, I8, U16, I16, U32, I32, U64, I64, F32, F64,
+// BOOL; nn/data/array.h), in header order, with the checks LoadTensors
+// makes; errors start with the path.
+absl::StatusOr<NamedArrays> LoadArrays(const std::string& path);
 
 // Saves the module's state_dict (parameters and persistent buffers, by FQN)
 // and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg")

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,6 +44,8 @@ struct Array {
   // element converted (bool: nonzero). An error names what did not fit.
   absl::Status GatherRows(absl::Span<const int64_t> indices, const Tensor& out) const;
 };
+
+using NamedArrays = std::vector<std::pair<std::string, Array>>;
 
 }  // namespace tc::nn
 

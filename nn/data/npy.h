@@ -24,8 +24,6 @@
 
 namespace tc::nn {
 
-using NamedArrays = std::vector<std::pair<std::string, Array>>;
-
 absl::StatusOr<Array> ReadNpy(const std::string& path);
 // The members in archive order, named without ".npy".
 absl::StatusOr<NamedArrays> ReadNpz(const std::string& path);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
+#include "nn/checkpoint.h"
 #include "nn/data/array.h"
 #include "nn/data/csv.h"
 #include "nn/data/npy.h"
@@ -279,6 +280,44 @@ TEST_CASE("malformed CSV files give errors naming the file, line and column") {
   CHECK(error("x,y\n1,\n") == ":2: column \"y\" is empty");
   CHECK(error("x,y\n\"1,2\n") == ":2: unterminated quote");
   CHECK(error("y\n1\n") == ": no feature columns beside the label column");
+}
+
+// A safetensors file of these entries (JSON fields) and data.
+std::string Safetensors(const std::string& json, const Bytes& data) {
+  Bytes out;
+  Put(out, json.size(), 8);
+  out.insert(out.end(), json.begin(), json.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return Str(out);
+}
+
+TEST_CASE("safetensors datasets load as arrays in their stored types") {
+  Bytes data = {1, 2, 3, 4, 5, 6};
+  const Bytes labels = Raw<int32_t>({7, -1});
+  data.insert(data.end(), labels.begin(), labels.end());
+  const std::string path =
+      Write("data.safetensors",
+            Safetensors("{\"x\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                        "\"y\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[6,14]}}",
+                        data));
+  const NamedArrays arrays = LoadArrays(path).value();
+  REQUIRE(arrays.size() == 2);
+  CHECK(arrays[0].first == "x");
+  CHECK(arrays[0].second.ToString() == "u8[2,3]");
+  CHECK(Values(arrays[1].second) == std::vector<double>{7, -1});
+  // A checkpoint holds tensorcut's dtypes only.
+  CHECK(LoadTensors(path).status().message() ==
+        "checkpoint " + path + ": invalid header: x: unsupported dtype \"U8\"");
+  const std::string half = Write(
+      "half.safetensors",
+      Safetensors("{\"x\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}", Bytes{0, 0}));
+  CHECK(LoadArrays(half).status().message() ==
+        half + ": invalid header: x: unsupported dtype \"F16\"");
+  const std::string short_data = Write(
+      "short.safetensors",
+      Safetensors("{\"x\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[0,2]}}", Bytes{0, 0}));
+  CHECK(LoadArrays(short_data).status().message() ==
+        short_data + ": x: u16[2] needs 4 bytes but data_offsets [0, 2] hold 2");
 }
 
 TEST_CASE("gathering rows checks the batch tensor and the row numbers") {
