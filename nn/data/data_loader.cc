@@ -155,6 +155,21 @@ absl::StatusOr<std::vector<Tensor>> DataLoader::Make(Position at) const {
   absl::Status s = dataset_->Gather(
       absl::MakeConstSpan(order->data() + first, static_cast<size_t>(count)), fields);
   if (!s.ok()) return s;
+  if (!options_.transforms.empty()) {
+    if (options_.transform_field >= fields.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("DataLoader: transform_field ",
+                                                     options_.transform_field, " of a dataset of ",
+                                                     fields.size(), " fields"));
+    }
+    Generator gen(RandomBits(options_.seed + 1,
+                             static_cast<uint64_t>(at.epoch * batches_per_epoch_ + at.batch)));
+    Tensor& images = fields[options_.transform_field];
+    for (const auto& transform : options_.transforms) {
+      absl::StatusOr<Tensor> done = transform->Apply(images, gen);
+      if (!done.ok()) return done.status();
+      images = *std::move(done);
+    }
+  }
   return fields;
 }
 

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "nn/data/array.h"
+#include "nn/data/transforms.h"
 #include "runtime/tensor.h"
 
 namespace tc::nn {
@@ -75,6 +76,11 @@ struct DataLoaderOptions {
   uint64_t seed = 0;       // the order of epoch e is ShuffledOrder(n, RandomBits(seed, e))
   bool drop_last = false;  // else each epoch ends with its partial batch
   bool prefetch = true;    // prepare the next batch on a background thread
+  // Applied in order to field `transform_field` of each batch (images; see
+  // nn/data/transforms.h), drawing from Generator(RandomBits(seed + 1,
+  // batches before this one)): a batch is transformed alike on every run.
+  std::vector<std::shared_ptr<const Transform>> transforms = {};
+  size_t transform_field = 0;
 };
 
 class DataLoader {

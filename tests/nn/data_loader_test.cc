@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
@@ -121,6 +123,97 @@ TEST_CASE("loader and dataset errors name what was wrong") {
                     "ArrayDataset: field 1 (u8[4]) has 4 rows, field 0 (u8[3]) 3");
   CHECK_THROWS_WITH(ArrayDataset({{x, DType::kI64, 0.5}}),
                     "ArrayDataset: field 0 converts to i64, which takes no scale");
+}
+
+// Images [n, c, h, w] with every value distinct: i * 1000 + k * 100 + y * 10 + x.
+Tensor Images(int64_t n, int64_t c, int64_t h, int64_t w) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          v.push_back(static_cast<float>(i * 1000 + k * 100 + y * 10 + x));
+  return from_vector<float>(v, {n, c, h, w});
+}
+
+TEST_CASE("Normalize, RandomHorizontalFlip and RandomCrop on hand-made images") {
+  Generator gen(5);
+  const Tensor normalized = Normalize({100, 200}, {2, 4}).Apply(Images(1, 2, 1, 2), gen).value();
+  CHECK(normalized.to_vector<float>() == std::vector<float>{-50, -49.5f, -25, -24.75f});
+
+  const Tensor flipped = RandomHorizontalFlip(1).Apply(Images(2, 1, 2, 3), gen).value();
+  CHECK(flipped.to_vector<float>() ==
+        std::vector<float>{2, 1, 0, 12, 11, 10, 1002, 1001, 1000, 1012, 1011, 1010});
+  CHECK(RandomHorizontalFlip(0).Apply(Images(2, 1, 2, 3), gen).value().to_vector<float>() ==
+        Images(2, 1, 2, 3).to_vector<float>());
+  // p = 0.5 over 400 images: about half flipped.
+  const Tensor many = RandomHorizontalFlip().Apply(Images(400, 1, 1, 2), gen).value();
+  int flips = 0;
+  for (int64_t i = 0; i < 400; ++i)
+    flips += many.to_vector<float>()[2 * i] > many.to_vector<float>()[2 * i + 1];
+  CHECK(flips > 160);
+  CHECK(flips < 240);
+
+  // A 3x3 crop of 4x4 images padded by 1: each output is the padded image's
+  // window at some offset in [-1, 2] x [-1, 2], and offsets vary.
+  const Tensor source = Images(30, 2, 4, 4);
+  const Tensor crops = RandomCrop(3, 1).Apply(source, gen).value();
+  REQUIRE(crops.shape() == Shape{30, 2, 3, 3});
+  const std::vector<float> src = source.to_vector<float>(), out = crops.to_vector<float>();
+  std::set<std::pair<int, int>> offsets;
+  for (int i = 0; i < 30; ++i) {
+    bool found = false;
+    for (int oy = -1; oy <= 2 && !found; ++oy) {
+      for (int ox = -1; ox <= 2 && !found; ++ox) {
+        bool same = true;
+        for (int k = 0; k < 2; ++k)
+          for (int y = 0; y < 3; ++y)
+            for (int x = 0; x < 3; ++x) {
+              const int sy = oy + y, sx = ox + x;
+              const float want = sy < 0 || sy >= 4 || sx < 0 || sx >= 4
+                                     ? 0.0f
+                                     : src[((i * 2 + k) * 4 + sy) * 4 + sx];
+              same = same && out[((i * 2 + k) * 3 + y) * 3 + x] == want;
+            }
+        if (same) found = true, offsets.insert({oy, ox});
+      }
+    }
+    INFO("image " << i);
+    REQUIRE(found);
+  }
+  CHECK(offsets.size() > 4);
+
+  CHECK(RandomCrop(5, 0).Apply(source, gen).status().message() ==
+        "RandomCrop: a 5x5 crop of f32[30,2,4,4] padded by 0 does not fit");
+  CHECK(Normalize({0}, {1}).Apply(source, gen).status().message() ==
+        "Normalize: 1 channels' statistics for a batch of 2 channels, f32[30,2,4,4]");
+  CHECK(RandomHorizontalFlip().Apply(zeros({2, 3}), gen).status().message() ==
+        "RandomHorizontalFlip: expected a contiguous floating batch [N, C, H, W], got f32[2,3]");
+  CHECK_THROWS_WITH(Normalize({0, 1}, {1, 0}),
+                    "Normalize: a standard deviation must be > 0, got 0");
+}
+
+TEST_CASE("a loader's transforms are the same on every run and after a resume") {
+  Array images{ElementType::kU8, {20, 1, 4, 4}, std::vector<uint8_t>(320)};
+  for (size_t i = 0; i < images.bytes.size(); ++i) images.bytes[i] = static_cast<uint8_t>(i % 251);
+  auto data = std::make_shared<ArrayDataset>(
+      std::vector<ArrayDataset::Field>{{images, DType::kF32, 1.0 / 255}});
+  DataLoaderOptions options{.batch_size = 6, .shuffle = true, .seed = 2};
+  options.transforms = {
+      std::make_shared<RandomCrop>(4, 1), std::make_shared<RandomHorizontalFlip>(),
+      std::make_shared<Normalize>(std::vector<double>{0.5}, std::vector<double>{0.25})};
+  auto run = [&](int64_t skip, int64_t batches) {
+    DataLoader loader(data, options);
+    if (skip > 0) REQUIRE(loader.set_position({skip / 4, skip % 4}).ok());
+    std::vector<std::vector<float>> out;
+    for (int64_t b = 0; b < batches; ++b)
+      out.push_back(loader.Next().value()[0].to_vector<float>());
+    return out;
+  };
+  const auto straight = run(0, 10);
+  CHECK(run(0, 10) == straight);
+  CHECK(run(5, 5) == std::vector<std::vector<float>>(straight.begin() + 5, straight.end()));
+  CHECK(straight[0] != straight[4]);  // epoch 1 crops and flips differently
 }
 
 }  // namespace
