@@ -97,7 +97,11 @@ absl::Status Run() {
 
   // Evaluation through the compiled inference path, BatchNorm on running stats.
   model->eval();
-  TC_ASSIGN_OR_RETURN(const double test_accuracy, CompiledAccuracy(*model, test, x.shape(), batch));
+  TC_ASSIGN_OR_RETURN(const double test_accuracy,
+                      CompiledAccuracy(*model,
+                                       std::make_shared<nn::TensorDataset>(
+                                           std::vector<Tensor>{test.images, test.labels}),
+                                       x.shape(), batch));
 
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string path = OutputPath(flag.empty() ? "tensorcut_demo.safetensors" : flag);

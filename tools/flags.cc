@@ -4,7 +4,16 @@
 #include "nn/data/idx.h"
 
 ABSL_FLAG(std::string, data, tc::nn::kFashionMnistDir,
-          "folder with the Fashion-MNIST IDX files (.gz or plain)");
+          "folder with the Fashion-MNIST IDX files (.gz or plain); train: or a file of your data "
+          "for the mlp models, FILE.csv (numeric columns and --label-column), FILE.npz or "
+          "FILE.safetensors (arrays --features and --labels; a test split as <features>_test and "
+          "<labels>_test), which sizes the mlp's input and output");
+ABSL_FLAG(std::string, label_column, "label", "train: the CSV column holding the class labels");
+ABSL_FLAG(std::string, features, "x", "train: the .npz/safetensors array of the inputs");
+ABSL_FLAG(std::string, labels, "y", "train: the .npz/safetensors array of the class labels");
+ABSL_FLAG(std::string, test_data, "",
+          "train: a CSV file like --data to report test accuracy on (.npz/safetensors files "
+          "carry their test split)");
 ABSL_FLAG(std::string, checkpoint, "",
           "where to write the trained model, a safetensors file (default: "
           "tensorcut_demo.safetensors for demo, tensorcut_<model>.safetensors for train; "

@@ -13,6 +13,10 @@
 
 // demo, train
 ABSL_DECLARE_FLAG(std::string, data);
+ABSL_DECLARE_FLAG(std::string, label_column);
+ABSL_DECLARE_FLAG(std::string, features);
+ABSL_DECLARE_FLAG(std::string, labels);
+ABSL_DECLARE_FLAG(std::string, test_data);
 ABSL_DECLARE_FLAG(std::string, checkpoint);
 ABSL_DECLARE_FLAG(int, batch);
 ABSL_DECLARE_FLAG(bool, drop_last);

@@ -51,7 +51,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
      "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
-     "resume seed data threads"},
+     "resume seed data label_column features labels test_data threads"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget json dot seed"},
     {"compare", "every partition strategy on one model in a table; --sweep: the budget curve",

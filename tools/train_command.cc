@@ -51,6 +51,10 @@ absl::Status Run() {
   options.model = absl::GetFlag(FLAGS_model);
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
   options.data_dir = absl::GetFlag(FLAGS_data);
+  options.label_column = absl::GetFlag(FLAGS_label_column);
+  options.features = absl::GetFlag(FLAGS_features);
+  options.labels = absl::GetFlag(FLAGS_labels);
+  options.test_data = absl::GetFlag(FLAGS_test_data);
   options.batch = absl::GetFlag(FLAGS_batch);
   options.drop_last = absl::GetFlag(FLAGS_drop_last);
   options.epochs = absl::GetFlag(FLAGS_epochs);
@@ -91,8 +95,7 @@ absl::Status Run() {
   std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
   const std::string last =
       t.last_batch() == t.batch() ? "" : absl::StrCat(" (the last of ", t.last_batch(), ")");
-  std::printf("data: %s, %lld steps per epoch of %lld%s; %s lr %g\n",
-              t.synthetic() ? "synthetic batches like the model's example inputs" : "Fashion-MNIST",
+  std::printf("data: %s, %lld steps per epoch of %lld%s; %s lr %g\n", t.data_description().c_str(),
               static_cast<long long>(t.steps_per_epoch()), static_cast<long long>(t.batch()),
               last.c_str(), options.optimizer.c_str(), options.lr);
   std::printf(
@@ -144,7 +147,10 @@ absl::Status Run() {
   std::printf("trained %lld steps in %.1fs (%.0f %s)\n", static_cast<long long>(steps), seconds,
               examples / seconds, t.synthetic() ? "examples/s" : "img/s");
   TC_ASSIGN_OR_RETURN(const std::optional<double> accuracy, t.TestAccuracy());
-  if (accuracy) std::printf("test accuracy %.2f%% on Fashion-MNIST's test set\n", 100 * *accuracy);
+  if (accuracy) {
+    std::printf("test accuracy %.2f%% on %s test set\n", 100 * *accuracy,
+                t.data_description() == "Fashion-MNIST" ? "Fashion-MNIST's" : "the data's");
+  }
   std::printf("checkpoint: %s (step %lld, epoch %.2f)\n", checkpoint.c_str(),
               static_cast<long long>(t.step()), Epochs(t));
   return absl::OkStatus();

@@ -5,13 +5,17 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
+#include "nn/data/csv.h"
 #include "nn/data/data_loader.h"
+#include "nn/data/npy.h"
 #include "partition/strategies.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
@@ -29,61 +33,46 @@ class TrainingData {
   // when every batch is full.
   virtual int64_t partial_batch() const { return 0; }
   // The inputs and targets of step `step`, 0 being the first of training.
-  virtual void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) = 0;
+  virtual absl::Status Batch(int64_t step, TensorTree& inputs, TensorTree& targets) = 0;
 };
 
 namespace {
 
-// Fashion-MNIST images flattened to the model's input shape, shuffled per
-// epoch by the counter RNG from (seed, epoch). Each epoch ends with the
-// images that fill no whole batch, as a smaller batch, unless `drop_last`.
-class FashionData : public TrainingData {
+// A dataset's examples in the model's input shape (each row reshaped to it),
+// shuffled per epoch by the DataLoader from (seed, epoch). Each epoch ends
+// with the examples that fill no whole batch, as a smaller batch, unless
+// `drop_last`.
+class LoaderData : public TrainingData {
  public:
-  FashionData(nn::LabeledImages data, Shape input_shape, uint64_t seed, bool drop_last)
-      : data_(std::move(data)),
-        x_(tc::empty(input_shape)),
-        y_(tc::empty({input_shape[0]}, DType::kI64)),
-        seed_(seed) {
-    const int64_t images = data_.labels.numel(), batch = input_shape[0];
-    full_batches_ = images / batch;
-    if (!drop_last && images % batch != 0) {
-      input_shape[0] = images % batch;
-      x_partial_ = tc::empty(input_shape);
-      y_partial_ = tc::empty({input_shape[0]}, DType::kI64);
-    }
-  }
+  LoaderData(std::string name, std::shared_ptr<const nn::Dataset> data, Shape input_shape,
+             uint64_t seed, bool drop_last)
+      : name_(std::move(name)),
+        loader_(
+            data,
+            {.batch_size = input_shape[0], .shuffle = true, .seed = seed, .drop_last = drop_last}),
+        input_shape_(std::move(input_shape)),
+        partial_(drop_last ? 0 : data->size() % input_shape_[0]) {}
 
-  absl::string_view name() const override { return "fashion-mnist"; }
-  int64_t steps_per_epoch() const override {
-    return full_batches_ + (x_partial_.defined() ? 1 : 0);
-  }
-  int64_t partial_batch() const override { return x_partial_.defined() ? x_partial_.size(0) : 0; }
+  absl::string_view name() const override { return name_; }
+  int64_t steps_per_epoch() const override { return loader_.batches_per_epoch(); }
+  int64_t partial_batch() const override { return partial_; }
 
-  void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
-    const int64_t epoch = step / steps_per_epoch(), index = step % steps_per_epoch();
-    if (epoch != order_epoch_) Shuffle(epoch);
-    const bool partial = index == full_batches_;
-    const Tensor& x = partial ? x_partial_ : x_;
-    const Tensor& y = partial ? y_partial_ : y_;
-    Gather(data_, order_, index * x_.size(0), x, y);
-    inputs = TensorTree::MakeLeaf(x);
-    targets = TensorTree::MakeLeaf(y);
+  absl::Status Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
+    const nn::DataLoader::Position at{step / steps_per_epoch(), step % steps_per_epoch()};
+    if (!(loader_.position() == at)) TC_RETURN_IF_ERROR(loader_.set_position(at));
+    TC_ASSIGN_OR_RETURN(std::vector<Tensor> fields, loader_.Next());
+    Shape shape = input_shape_;
+    shape[0] = fields[0].size(0);
+    inputs = TensorTree::MakeLeaf(fields[0].reshape(shape));
+    targets = TensorTree::MakeLeaf(fields[1]);
+    return absl::OkStatus();
   }
 
  private:
-  void Shuffle(int64_t epoch) {
-    order_ =
-        nn::ShuffledOrder(data_.labels.numel(), RandomBits(seed_, static_cast<uint64_t>(epoch)));
-    order_epoch_ = epoch;
-  }
-
-  nn::LabeledImages data_;
-  Tensor x_, y_;                  // refilled each step: the previous step's backward has run
-  Tensor x_partial_, y_partial_;  // the last batch, when partial
-  int64_t full_batches_ = 0;
-  uint64_t seed_;
-  std::vector<int64_t> order_;
-  int64_t order_epoch_ = -1;
+  std::string name_;
+  nn::DataLoader loader_;
+  Shape input_shape_;
+  int64_t partial_;
 };
 
 // kSyntheticBatches batches like the example: floating tensors drawn once
@@ -104,10 +93,11 @@ class SyntheticData : public TrainingData {
   absl::string_view name() const override { return "synthetic"; }
   int64_t steps_per_epoch() const override { return kSyntheticBatches; }
 
-  void Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
+  absl::Status Batch(int64_t step, TensorTree& inputs, TensorTree& targets) override {
     const auto& [in, out] = batches_[step % kSyntheticBatches];
     inputs = in;
     targets = out;
+    return absl::OkStatus();
   }
 
  private:
@@ -122,6 +112,114 @@ bool TakesFashionMnist(const nn::ModelSpec& spec) {
   const Tensor& y = spec.targets.leaf();
   return x.dtype() == DType::kF32 && x.shape().size() >= 2 && x.numel() == x.size(0) * 784 &&
          y.dtype() == DType::kI64 && y.shape() == Shape{x.size(0)};
+}
+
+// A user's data file: its training examples (f32 features flattened, i64
+// labels), the test split when there is one, and the classifier's sizes.
+struct UserData {
+  std::shared_ptr<const nn::Dataset> train, test;
+  int64_t features = 0, classes = 0;
+};
+
+bool IsDataFile(const std::string& path) {
+  return absl::EndsWith(path, ".csv") || absl::EndsWith(path, ".npz") ||
+         absl::EndsWith(path, ".safetensors");
+}
+
+// Features as f32 rows [N, product of the other dims], labels (integers) as
+// i64 class indices; `classes` grows to the largest label + 1.
+absl::StatusOr<std::shared_ptr<const nn::Dataset>> Examples(nn::Array features, nn::Array labels,
+                                                            const std::string& where,
+                                                            int64_t& classes) {
+  if (features.shape.empty() || labels.shape.size() != 1 || labels.rows() != features.rows()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expected features [N, ...] and labels [N], got ",
+                     features.ToString(), " and ", labels.ToString()));
+  }
+  if (labels.type == nn::ElementType::kF32 || labels.type == nn::ElementType::kF64) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": labels ", labels.ToString(),
+                                                   " are floats; class labels are integers"));
+  }
+  const Tensor all = tc::empty({labels.rows()}, DType::kI64);
+  std::vector<int64_t> rows(static_cast<size_t>(labels.rows()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  TC_RETURN_IF_ERROR(labels.GatherRows(rows, all));
+  const int64_t* label = all.data<int64_t>();
+  for (int64_t i = 0; i < labels.rows(); ++i) {
+    if (label[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": label ", label[i], " of example ", i,
+                                                     " is not a class index (>= 0)"));
+    }
+    classes = std::max(classes, label[i] + 1);
+  }
+  features.shape = {features.rows(), features.numel() / std::max<int64_t>(features.rows(), 1)};
+  return std::make_shared<const nn::ArrayDataset>(std::vector<nn::ArrayDataset::Field>{
+      {std::move(features), DType::kF32}, {std::move(labels), DType::kI64}});
+}
+
+// The arrays `name` and, if there, `name`_test of an .npz or safetensors file.
+absl::StatusOr<nn::Array> Find(const nn::NamedArrays& arrays, const std::string& name,
+                               const std::string& path, const char* flag) {
+  std::vector<std::string> names;
+  for (const auto& [n, a] : arrays) {
+    if (n == name) return a;
+    names.push_back(n);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--data ", path, " has no array \"", name, "\" (",
+                                                 flag,
+                                                 "); its arrays: ", absl::StrJoin(names, ", ")));
+}
+
+absl::StatusOr<UserData> LoadUserData(const TrainOptions& o) {
+  UserData data;
+  const std::string& path = o.data_dir;
+  if (absl::EndsWith(path, ".csv")) {
+    TC_ASSIGN_OR_RETURN(nn::CsvData train, nn::ReadCsv(path, o.label_column));
+    data.features = train.features.shape[1];
+    if (!train.class_names.empty()) data.classes = static_cast<int64_t>(train.class_names.size());
+    if (!o.test_data.empty()) {
+      TC_ASSIGN_OR_RETURN(nn::CsvData test,
+                          nn::ReadCsv(o.test_data, o.label_column, train.class_names));
+      if (test.feature_names != train.feature_names) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--test-data ", o.test_data, " has the columns ",
+                         absl::StrJoin(test.feature_names, ", "), "; --data ", path, " has ",
+                         absl::StrJoin(train.feature_names, ", ")));
+      }
+      TC_ASSIGN_OR_RETURN(data.test, Examples(std::move(test.features), std::move(test.labels),
+                                              o.test_data, data.classes));
+    }
+    TC_ASSIGN_OR_RETURN(data.train, Examples(std::move(train.features), std::move(train.labels),
+                                             path, data.classes));
+    return data;
+  }
+  if (!o.test_data.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--test-data applies to CSV data; ", path,
+                                                   " holds its test split as arrays \"", o.features,
+                                                   "_test\" and \"", o.labels, "_test\""));
+  }
+  nn::NamedArrays arrays;
+  if (absl::EndsWith(path, ".npz")) {
+    TC_ASSIGN_OR_RETURN(arrays, nn::ReadNpz(path));
+  } else {
+    TC_ASSIGN_OR_RETURN(arrays, nn::LoadArrays(path));
+  }
+  TC_ASSIGN_OR_RETURN(nn::Array x, Find(arrays, o.features, path, "--features"));
+  TC_ASSIGN_OR_RETURN(nn::Array y, Find(arrays, o.labels, path, "--labels"));
+  data.features = x.numel() / std::max<int64_t>(x.rows(), 1);
+  TC_ASSIGN_OR_RETURN(data.train, Examples(std::move(x), std::move(y), path, data.classes));
+  absl::StatusOr<nn::Array> x_test = Find(arrays, o.features + "_test", path, "--features");
+  absl::StatusOr<nn::Array> y_test = Find(arrays, o.labels + "_test", path, "--labels");
+  if (x_test.ok() && y_test.ok()) {
+    if (x_test->numel() / std::max<int64_t>(x_test->rows(), 1) != data.features) {
+      return absl::InvalidArgumentError(absl::StrCat("--data ", path, ": ", o.features, "_test ",
+                                                     x_test->ToString(),
+                                                     " has other features than ", o.features));
+    }
+    TC_ASSIGN_OR_RETURN(data.test,
+                        Examples(*std::move(x_test), *std::move(y_test), path, data.classes));
+  }
+  return data;
 }
 
 // The checkpoint metadata keys of the training position.
@@ -204,11 +302,22 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   }
   TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
                       partition::PartitionerByName(options.partition, options.budget));
-  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
-
   std::unique_ptr<Trainer> t(new Trainer());
   t->options_ = options;
-  t->spec_ = std::move(spec);
+  if (IsDataFile(options.data_dir)) {
+    // The user's data sizes the model: its features in, its classes out.
+    TC_ASSIGN_OR_RETURN(UserData data, LoadUserData(options));
+    TC_ASSIGN_OR_RETURN(
+        t->spec_, nn::MakeClassifierFor(options.model, options.seed, data.features, data.classes));
+    t->train_set_ = std::move(data.train);
+    t->test_set_ = std::move(data.test);
+    t->data_description_ = absl::StrCat(
+        options.data_dir, " (", t->train_set_->size(), " examples of ", data.features,
+        " features, ", data.classes, " classes",
+        t->test_set_ ? absl::StrCat("; ", t->test_set_->size(), " for testing") : "", ")");
+  } else {
+    TC_ASSIGN_OR_RETURN(t->spec_, nn::MakeModel(options.model, options.seed));
+  }
   TC_ASSIGN_OR_RETURN(
       t->optimizer_,
       MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(), options.lr));
@@ -258,29 +367,38 @@ absl::Status Trainer::CheckResumable(const nn::Metadata& metadata) const {
 }
 
 absl::Status Trainer::MakeData() {
-  if (!TakesFashionMnist(spec_)) {
+  if (train_set_ == nullptr && !TakesFashionMnist(spec_)) {
     data_ = std::make_unique<SyntheticData>(spec_.inputs, spec_.targets, options_.seed);
     spec_.inputs.ForEachLeaf([&](const Tensor& x) {
       if (batch_ == 0 && !x.shape().empty()) batch_ = x.size(0);
     });
+    data_description_ = "synthetic batches like the model's example inputs";
     return absl::OkStatus();
   }
-  TC_ASSIGN_OR_RETURN(nn::LabeledImages data, nn::LoadFashionMnist(options_.data_dir, true));
-  const Tensor& example = spec_.inputs.leaf();
-  const int64_t values = example.numel() / example.size(0);
-  const int64_t rows = data.images.size(2), cols = data.images.size(3);
-  if (rows * cols != values) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data ", options_.data_dir, ": images are ", rows, "x", cols, " (", rows * cols,
-        " values each); ", options_.model, " takes ", values, " values per example (28x28)"));
+  std::string name = "user";
+  if (train_set_ == nullptr) {
+    // Fashion-MNIST as stored, bytes; each batch divided by 255.
+    TC_ASSIGN_OR_RETURN(nn::ImageArrays train, nn::LoadFashionMnistArrays(options_.data_dir, true));
+    const Tensor& example = spec_.inputs.leaf();
+    const int64_t values = example.numel() / example.size(0);
+    const int64_t rows = train.images.shape[1], cols = train.images.shape[2];
+    if (rows * cols != values) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data ", options_.data_dir, ": images are ", rows, "x", cols, " (", rows * cols,
+          " values each); ", options_.model, " takes ", values, " values per example (28x28)"));
+    }
+    train_set_ = std::make_shared<const nn::ArrayDataset>(std::vector<nn::ArrayDataset::Field>{
+        {std::move(train.images), DType::kF32, 255}, {std::move(train.labels), DType::kI64}});
+    name = "fashion-mnist";
+    data_description_ = "Fashion-MNIST";
   }
-  if (data.labels.numel() < options_.batch) {
+  if (train_set_->size() < options_.batch) {
     return absl::InvalidArgumentError(absl::StrCat("--batch ", options_.batch, " exceeds the ",
-                                                   data.labels.numel(), " training images"));
+                                                   train_set_->size(), " training examples"));
   }
   Shape shape = spec_.inputs.leaf().shape();
   shape[0] = options_.batch;
-  data_ = std::make_unique<FashionData>(std::move(data), shape, options_.seed, options_.drop_last);
+  data_ = std::make_unique<LoaderData>(name, train_set_, shape, options_.seed, options_.drop_last);
   batch_ = options_.batch;
   return absl::OkStatus();
 }
@@ -288,7 +406,7 @@ absl::Status Trainer::MakeData() {
 absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   const Clock::time_point start = Clock::now();
   TensorTree inputs, targets;
-  data_->Batch(0, inputs, targets);
+  TC_RETURN_IF_ERROR(data_->Batch(0, inputs, targets));
   // Batches of two sizes: one compiled step for any batch size, planned
   // for each size on its first call. Fashion-MNIST's input is one tensor,
   // the placeholder "arg".
@@ -324,7 +442,7 @@ absl::Status Trainer::Restore(const nn::Metadata& metadata) {
 
 absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
-  data_->Batch(step_, inputs, targets);
+  TC_RETURN_IF_ERROR(data_->Batch(step_, inputs, targets));
   TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
   return CatchErrors([&] {
     const Tensor loss = spec_.loss(out, targets);
@@ -365,11 +483,15 @@ int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
 
 absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
   if (synthetic()) return std::optional<double>();
-  TC_ASSIGN_OR_RETURN(nn::LabeledImages test, nn::LoadFashionMnist(options_.data_dir, false));
-  if (test.labels.numel() == 0) return std::optional<double>();
+  if (test_set_ == nullptr && data_->name() == "fashion-mnist") {
+    TC_ASSIGN_OR_RETURN(nn::ImageArrays test, nn::LoadFashionMnistArrays(options_.data_dir, false));
+    test_set_ = std::make_shared<const nn::ArrayDataset>(std::vector<nn::ArrayDataset::Field>{
+        {std::move(test.images), DType::kF32, 255}, {std::move(test.labels), DType::kI64}});
+  }
+  if (test_set_ == nullptr || test_set_->size() == 0) return std::optional<double>();
   spec_.module->eval();
   absl::StatusOr<double> accuracy =
-      CompiledAccuracy(*spec_.module, test, spec_.inputs.leaf().shape(), 1000);
+      CompiledAccuracy(*spec_.module, test_set_, spec_.inputs.leaf().shape(), 1000);
   spec_.module->train();
   if (!accuracy.ok()) return accuracy.status();
   return *accuracy;
@@ -381,26 +503,24 @@ int64_t Trainer::last_batch() const {
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
 
-absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::LabeledImages& data,
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, std::shared_ptr<const nn::Dataset> data,
                                         Shape input_shape, int64_t batch) {
-  const int64_t images = data.labels.numel();
-  input_shape[0] = std::min(batch, images);
+  const int64_t examples = data->size();
+  input_shape[0] = std::min(batch, examples);
   TC_ASSIGN_OR_RETURN(
       Function eval,
       compile(model, TensorTree::MakeLeaf(tc::empty(input_shape)),
               {.training = false, .dynamic_dims = {{"arg", {0}}}, .automatic_dynamic = false}));
-  std::vector<int64_t> order(images);
-  for (int64_t i = 0; i < images; ++i) order[i] = i;
+  nn::DataLoader loader(std::move(data), {.batch_size = input_shape[0], .prefetch = false});
   double correct = 0;
-  for (int64_t first = 0; first < images; first += input_shape[0]) {
-    Shape rows = input_shape;
-    rows[0] = std::min(input_shape[0], images - first);
-    const Tensor x = tc::empty(rows), y = tc::empty({rows[0]}, DType::kI64);
-    Gather(data, order, first, x, y);
-    TC_ASSIGN_OR_RETURN(TensorTree out, eval(TensorTree::MakeLeaf(x)));
-    correct += Accuracy(out.leaf(), y) * static_cast<double>(rows[0]);
+  for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    TC_ASSIGN_OR_RETURN(std::vector<Tensor> fields, loader.Next());
+    Shape shape = input_shape;
+    shape[0] = fields[0].size(0);
+    TC_ASSIGN_OR_RETURN(TensorTree out, eval(TensorTree::MakeLeaf(fields[0].reshape(shape))));
+    correct += Accuracy(out.leaf(), fields[1]) * static_cast<double>(shape[0]);
   }
-  return correct / static_cast<double>(images);
+  return correct / static_cast<double>(examples);
 }
 
 }  // namespace tc

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
+#include "nn/data/data_loader.h"
 #include "nn/data/idx.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
@@ -66,7 +67,14 @@ class TrainingData;  // the batches of a run (training.cc)
 struct TrainOptions {
   std::string model = "mlp";
   uint64_t seed = 0;  // parameters, synthetic data, data order
+  // A folder of Fashion-MNIST IDX files, or a file of the user's data for the
+  // mlp models: FILE.csv (its label_column), FILE.npz or FILE.safetensors
+  // (arrays `features` and `labels`, a test split in `<features>_test` and
+  // `<labels>_test`).
   std::string data_dir = nn::kFashionMnistDir;
+  std::string label_column = "label";
+  std::string features = "x", labels = "y";
+  std::string test_data;   // a CSV of the same columns: the test split
   int64_t batch = 100;     // Fashion-MNIST only; synthetic data keeps the example batch
   bool drop_last = false;  // skip each epoch's last batch when it is smaller
   int64_t epochs = 1;
@@ -109,10 +117,13 @@ class Trainer {
   // The size of each epoch's last batch: batch() unless it is partial.
   int64_t last_batch() const;
   bool synthetic() const;
-  // The accuracy on the data's test set (Fashion-MNIST's 10,000 images),
-  // through a compiled inference function in eval mode (BatchNorm on its
-  // running statistics); nullopt for synthetic data, which has none. The
-  // module is back in training mode after.
+  // "Fashion-MNIST", "data.csv (4 features, 3 classes)", or the synthetic batches.
+  const std::string& data_description() const { return data_description_; }
+  // The accuracy on the data's test set (Fashion-MNIST's 10,000 images, or
+  // the user data's test split), through a compiled inference function in
+  // eval mode (BatchNorm on its running statistics); nullopt for synthetic
+  // data and data without a test split. The module is back in training mode
+  // after.
   absl::StatusOr<std::optional<double>> TestAccuracy();
   double compile_seconds() const { return compile_seconds_; }
   const nn::ModelSpec& spec() const { return spec_; }
@@ -135,6 +146,10 @@ class Trainer {
   TrainOptions options_;
   nn::ModelSpec spec_;
   std::unique_ptr<TrainingData> data_;
+  std::string data_description_;
+  // The user's data or Fashion-MNIST as stored, and the test split (null
+  // when there is none).
+  std::shared_ptr<const nn::Dataset> train_set_, test_set_;
   int64_t batch_ = 0;
   std::unique_ptr<CompilerPipeline> pipeline_;
   partition::PartitionResult partition_;
@@ -144,12 +159,12 @@ class Trainer {
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };
 
-// The fraction of `data`'s images `model` classifies right, through one
-// compiled inference function (the batch dim a symbol) over batches of
-// `batch`, the last one smaller. `input_shape` is the model's input at any
-// batch size; the caller sets the module's mode (eval, for BatchNorm's
-// running statistics).
-absl::StatusOr<double> CompiledAccuracy(nn::Module& model, const nn::LabeledImages& data,
+// The fraction of `data`'s examples (inputs, class labels) `model`
+// classifies right, through one compiled inference function (the batch dim
+// a symbol) over batches of `batch`, the last one smaller. `input_shape` is
+// the model's input at any batch size; the caller sets the module's mode
+// (eval, for BatchNorm's running statistics).
+absl::StatusOr<double> CompiledAccuracy(nn::Module& model, std::shared_ptr<const nn::Dataset> data,
                                         Shape input_shape, int64_t batch);
 
 }  // namespace tc

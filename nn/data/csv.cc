@@ -56,7 +56,8 @@ Array Make(ElementType type, std::vector<int64_t> shape, const std::vector<T>& v
 
 }  // namespace
 
-absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column) {
+absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column,
+                                const std::vector<std::string>& classes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::string line;
@@ -113,18 +114,31 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   if (rows == 0) return Bad(path, "no rows after the header");
 
   std::vector<int64_t> labels(label_text.size());
-  bool integers = true;
+  bool integers = classes.empty();
   for (size_t r = 0; r < label_text.size() && integers; ++r) {
     integers = absl::SimpleAtoi(label_text[r], &labels[r]);
   }
   if (!integers) {
-    std::map<std::string, int64_t> classes;
-    for (const std::string& text : label_text) classes.emplace(text, 0);
-    for (auto& [name, index] : classes) {
-      index = static_cast<int64_t>(data.class_names.size());
-      data.class_names.push_back(name);
+    std::map<std::string, int64_t> index_of;
+    if (classes.empty()) {
+      for (const std::string& text : label_text) index_of.emplace(text, 0);
+      for (auto& [name, index] : index_of) {
+        index = static_cast<int64_t>(data.class_names.size());
+        data.class_names.push_back(name);
+      }
+    } else {
+      data.class_names = classes;
+      for (size_t c = 0; c < classes.size(); ++c) index_of.emplace(classes[c], c);
     }
-    for (size_t r = 0; r < label_text.size(); ++r) labels[r] = classes.at(label_text[r]);
+    for (size_t r = 0; r < label_text.size(); ++r) {
+      const auto it = index_of.find(label_text[r]);
+      if (it == index_of.end()) {
+        return Bad(path,
+                   absl::StrCat("label \"", label_text[r], "\" of data row ", r + 1,
+                                " is not one of the classes (", absl::StrJoin(classes, ", "), ")"));
+      }
+      labels[r] = it->second;
+    }
   }
   data.features =
       Make(ElementType::kF32, {rows, static_cast<int64_t>(header.size() - 1)}, features);

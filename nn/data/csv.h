@@ -27,7 +27,10 @@ struct CsvData {
   std::vector<std::string> class_names;    // empty when the labels are integers
 };
 
-absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column);
+// `classes`, when given (a training file's class_names), numbers the
+// labels of a file that must use only those classes (a test split).
+absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column,
+                                const std::vector<std::string>& classes = {});
 
 }  // namespace tc::nn
 

@@ -1,5 +1,6 @@
 #include "nn/data/data_loader.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -34,10 +35,10 @@ ArrayDataset::ArrayDataset(std::vector<Field> fields) : fields_(std::move(fields
           "ArrayDataset: field ", i, " (", f.array.ToString(), ") has ", f.array.rows(),
           " rows, field 0 (", fields_[0].array.ToString(), ") ", fields_[0].array.rows())));
     }
-    if (f.scale != 1 && !IsFloating(f.dtype)) {
+    if (f.divisor != 1 && !IsFloating(f.dtype)) {
       throw Error(
           absl::InvalidArgumentError(absl::StrCat("ArrayDataset: field ", i, " converts to ",
-                                                  DTypeName(f.dtype), ", which takes no scale")));
+                                                  DTypeName(f.dtype), ", which takes no divisor")));
     }
   }
 }
@@ -54,16 +55,56 @@ absl::Status ArrayDataset::Gather(absl::Span<const int64_t> indices,
                                   absl::Span<const Tensor> fields) const {
   for (size_t i = 0; i < fields_.size(); ++i) {
     if (absl::Status s = fields_[i].array.GatherRows(indices, fields[i]); !s.ok()) return s;
-    if (fields_[i].scale != 1) {
+    if (fields_[i].divisor != 1) {
       const Tensor& t = fields[i];
-      const double scale = fields_[i].scale;
       if (t.dtype() == DType::kF32) {
+        const float divisor = static_cast<float>(fields_[i].divisor);
         float* p = t.data<float>();
-        for (int64_t e = 0; e < t.numel(); ++e) p[e] = static_cast<float>(p[e] * scale);
+        for (int64_t e = 0; e < t.numel(); ++e) p[e] /= divisor;
       } else {
         double* p = t.data<double>();
-        for (int64_t e = 0; e < t.numel(); ++e) p[e] *= scale;
+        for (int64_t e = 0; e < t.numel(); ++e) p[e] /= fields_[i].divisor;
       }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- TensorDataset
+
+TensorDataset::TensorDataset(std::vector<Tensor> fields) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i].dim() == 0 || fields[i].size(0) != fields[0].size(0)) {
+      throw Error(absl::InvalidArgumentError(absl::StrCat(
+          "TensorDataset: field ", i, " is ", fields[i].type().ToString(),
+          "; every field needs dim 0 of size ", fields[0].dim() == 0 ? 0 : fields[0].size(0))));
+    }
+    fields_.push_back(fields[i].contiguous());
+  }
+}
+
+int64_t TensorDataset::size() const { return fields_.empty() ? 0 : fields_[0].size(0); }
+
+std::vector<TensorType> TensorDataset::field_types() const {
+  std::vector<TensorType> types;
+  for (const Tensor& t : fields_) {
+    types.push_back({t.dtype(), Shape(t.shape().begin() + 1, t.shape().end())});
+  }
+  return types;
+}
+
+absl::Status TensorDataset::Gather(absl::Span<const int64_t> indices,
+                                   absl::Span<const Tensor> fields) const {
+  for (size_t f = 0; f < fields_.size(); ++f) {
+    const Tensor& src = fields_[f];
+    const size_t row = src.bytes() / static_cast<size_t>(src.size(0));
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] < 0 || indices[i] >= src.size(0)) {
+        return absl::OutOfRangeError(
+            absl::StrCat("TensorDataset: example ", indices[i], " of ", src.size(0)));
+      }
+      std::memcpy(static_cast<char*>(fields[f].raw_data()) + i * row,
+                  static_cast<const char*>(src.raw_data()) + indices[i] * row, row);
     }
   }
   return absl::OkStatus();

@@ -7,7 +7,7 @@
 // an uninterrupted one would, mid-epoch included.
 //
 //   auto data = std::make_shared<nn::ArrayDataset>(std::vector<nn::ArrayDataset::Field>{
-//       {images, DType::kF32, 1.0 / 255}, {labels, DType::kI64}});
+//       {images, DType::kF32, 255}, {labels, DType::kI64}});
 //   nn::DataLoader loader(data, {.batch_size = 64, .shuffle = true, .seed = 1});
 //   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
 //     std::vector<Tensor> batch = loader.Next().value();  // {x [64, 28, 28], y [64]}
@@ -48,16 +48,17 @@ class Dataset {
 };
 
 // Arrays of equal row counts as a dataset: row i of each is example i's
-// field, converted to `dtype` and multiplied by `scale` (u8 pixels to [0, 1]
-// with 1 / 255) per batch, so the arrays stay in their stored type.
+// field, converted to `dtype` and divided by `divisor` (u8 pixels to [0, 1]
+// with 255, as torchvision's ToTensor) per batch, so the arrays stay in
+// their stored type.
 class ArrayDataset : public Dataset {
  public:
   struct Field {
     Array array;
     DType dtype = DType::kF32;
-    double scale = 1;  // floating fields only
+    double divisor = 1;  // floating fields only
   };
-  // Throws tc::Error when the fields' row counts differ or a scale is given
+  // Throws tc::Error when the fields' row counts differ or a divisor is given
   // for a non-floating dtype.
   explicit ArrayDataset(std::vector<Field> fields);
 
@@ -68,6 +69,22 @@ class ArrayDataset : public Dataset {
 
  private:
   std::vector<Field> fields_;
+};
+
+// Tensors of equal dim 0 as a dataset (PyTorch's TensorDataset): example i
+// is row i of each, in its dtype.
+class TensorDataset : public Dataset {
+ public:
+  // Throws tc::Error when the dim-0 sizes differ or a tensor is 0-d.
+  explicit TensorDataset(std::vector<Tensor> fields);
+
+  int64_t size() const override;
+  std::vector<TensorType> field_types() const override;
+  absl::Status Gather(absl::Span<const int64_t> indices,
+                      absl::Span<const Tensor> fields) const override;
+
+ private:
+  std::vector<Tensor> fields_;  // contiguous
 };
 
 struct DataLoaderOptions {

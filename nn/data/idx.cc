@@ -102,7 +102,7 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   return array;
 }
 
-absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool train) {
+absl::StatusOr<ImageArrays> LoadFashionMnistArrays(const std::string& dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   const std::string images_path = Locate(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = Locate(dir, prefix + "-labels-idx1-ubyte");
@@ -121,19 +121,26 @@ absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool trai
     return Bad(labels_path,
                absl::StrCat(labels.dims[0], " labels for ", n, " images in ", images_path));
   }
-  LabeledImages data;
-  data.images = empty({n, 1, images.dims[1], images.dims[2]});
-  float* px = data.images.data<float>();
-  for (size_t i = 0; i < images.data.size(); ++i) px[i] = images.data[i] / 255.0f;
-  data.labels = empty({n}, DType::kI64);
-  int64_t* lp = data.labels.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     if (labels.data[i] >= 10) {
       return Bad(labels_path, absl::StrCat("label ", int{labels.data[i]}, " at index ", i,
                                            " is not a class in [0, 10)"));
     }
-    lp[i] = labels.data[i];
   }
+  return ImageArrays{Array{ElementType::kU8, images.dims, std::move(images.data)},
+                     Array{ElementType::kU8, labels.dims, std::move(labels.data)}};
+}
+
+absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool train) {
+  TC_ASSIGN_OR_RETURN(ImageArrays arrays, LoadFashionMnistArrays(dir, train));
+  const std::vector<int64_t>& dims = arrays.images.shape;
+  LabeledImages data;
+  data.images = empty({dims[0], 1, dims[1], dims[2]});
+  float* px = data.images.data<float>();
+  for (size_t i = 0; i < arrays.images.bytes.size(); ++i) px[i] = arrays.images.bytes[i] / 255.0f;
+  data.labels = empty({dims[0]}, DType::kI64);
+  int64_t* lp = data.labels.data<int64_t>();
+  for (int64_t i = 0; i < dims[0]; ++i) lp[i] = arrays.labels.bytes[i];
   return data;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nn/data/array.h"
 #include "runtime/tensor.h"
 
 namespace tc::nn {
@@ -37,6 +38,13 @@ struct LabeledImages {
 
 // Reads `train-*` (train) or `t10k-*` files from `dir`, each `.gz` or plain.
 absl::StatusOr<LabeledImages> LoadFashionMnist(const std::string& dir, bool train);
+
+// The same files as stored: images u8 [N, rows, cols], labels u8 [N] in
+// [0, 10): a quarter of the floats' size.
+struct ImageArrays {
+  Array images, labels;
+};
+absl::StatusOr<ImageArrays> LoadFashionMnistArrays(const std::string& dir, bool train);
 
 }  // namespace tc::nn
 

@@ -64,19 +64,19 @@ ModelSpec MakeStructured(Generator* gen) {
   return spec;
 }
 
-// The 784-512-512-10 MLP, with Dropout(p) after each ReLU when p > 0.
-ModelSpec MakeMlpWith(Generator* gen, double p) {
+// The features-512-512-classes MLP, with Dropout(p) after each ReLU when p > 0.
+ModelSpec MakeMlpWith(Generator* gen, double p, int64_t features = 784, int64_t classes = 10) {
   Modules layers;
-  for (const auto [in, out] : {std::pair<int64_t, int64_t>{784, 512}, {512, 512}}) {
+  for (const auto [in, out] : {std::pair<int64_t, int64_t>{features, 512}, {512, 512}}) {
     layers.push_back(std::make_shared<Linear>(in, out, true, gen));
     layers.push_back(std::make_shared<ReLU>());
     if (p > 0) layers.push_back(std::make_shared<Dropout>(p));
   }
-  layers.push_back(std::make_shared<Linear>(512, 10, true, gen));
+  layers.push_back(std::make_shared<Linear>(512, classes, true, gen));
   ModelSpec spec;
   spec.module = std::make_shared<Sequential>(std::move(layers));
-  spec.inputs = LeafOf(randn({128, 784}, DType::kF32, gen));
-  spec.targets = LeafOf(Labels(128, 10, gen));
+  spec.inputs = LeafOf(randn({128, features}, DType::kF32, gen));
+  spec.targets = LeafOf(Labels(128, classes, gen));
   spec.loss = ClassificationLoss;
   return spec;
 }
@@ -199,6 +199,24 @@ absl::StatusOr<ModelSpec> MakeModel(absl::string_view name, uint64_t seed) {
   }
   return absl::NotFoundError(absl::StrCat("unknown model \"", name,
                                           "\"; known models: ", absl::StrJoin(ModelNames(), ", ")));
+}
+
+absl::StatusOr<ModelSpec> MakeClassifierFor(absl::string_view name, uint64_t seed, int64_t features,
+                                            int64_t classes) {
+  if (name != "mlp" && name != "mlp_dropout") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model \"", name, "\" takes no data of its own; the mlp models (mlp, mlp_dropout) do"));
+  }
+  if (features < 1 || classes < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a classifier needs at least 1 feature and 2 classes, got ", features, " and ", classes));
+  }
+  Generator gen(seed);
+  ModelSpec spec = MakeMlpWith(&gen, name == "mlp" ? 0 : 0.2, features, classes);
+  spec.name = std::string(name);
+  spec.description = absl::StrCat(features, "-512-512-", classes, " MLP with ReLU",
+                                  name == "mlp" ? "" : " and Dropout(0.2)", ", cross-entropy");
+  return spec;
 }
 
 }  // namespace tc::nn

@@ -69,6 +69,12 @@ std::vector<std::string> ModelNames();
 // NotFound (listing the known names) for an unknown name.
 absl::StatusOr<ModelSpec> MakeModel(absl::string_view name, uint64_t seed);
 
+// The mlp-style model `name` (mlp, mlp_dropout) sized for a dataset:
+// `features` inputs per example, `classes` outputs, cross-entropy; an error
+// for another model or sizes that make no classifier.
+absl::StatusOr<ModelSpec> MakeClassifierFor(absl::string_view name, uint64_t seed, int64_t features,
+                                            int64_t classes);
+
 // The sum over output tensors of mean(out^2): the loss of the models
 // without targets.
 Tensor MeanSquareLoss(const TensorTree& outputs, const TensorTree& targets);

@@ -19,7 +19,7 @@ namespace tc::nn {
 namespace {
 
 // n examples: features u8 [n, 2] = (2i, 2i + 1), labels i64 [n] = i.
-std::shared_ptr<ArrayDataset> Numbers(int64_t n, double scale = 1) {
+std::shared_ptr<ArrayDataset> Numbers(int64_t n, double divisor = 1) {
   Array x{ElementType::kU8, {n, 2}, std::vector<uint8_t>(static_cast<size_t>(2 * n))};
   Array y{ElementType::kI64, {n}, std::vector<uint8_t>(static_cast<size_t>(8 * n))};
   for (int64_t i = 0; i < n; ++i) {
@@ -28,7 +28,7 @@ std::shared_ptr<ArrayDataset> Numbers(int64_t n, double scale = 1) {
     std::memcpy(&y.bytes[8 * i], &i, 8);
   }
   return std::make_shared<ArrayDataset>(
-      std::vector<ArrayDataset::Field>{{x, DType::kF32, scale}, {y, DType::kI64}});
+      std::vector<ArrayDataset::Field>{{x, DType::kF32, divisor}, {y, DType::kI64}});
 }
 
 // The labels of the next `batches` batches, each batch a vector.
@@ -39,8 +39,8 @@ std::vector<std::vector<int64_t>> Labels(DataLoader& loader, int64_t batches) {
   return out;
 }
 
-TEST_CASE("batches in order, the last one partial, converted and scaled per batch") {
-  DataLoader loader(Numbers(10, 0.5), {.batch_size = 4});
+TEST_CASE("batches in order, the last one partial, converted and divided per batch") {
+  DataLoader loader(Numbers(10, 2), {.batch_size = 4});
   CHECK(loader.batches_per_epoch() == 3);
   const std::vector<Tensor> first = loader.Next().value();
   CHECK(first[0].type().ToString() == "f32[4,2]");
@@ -122,7 +122,7 @@ TEST_CASE("loader and dataset errors name what was wrong") {
   CHECK_THROWS_WITH(ArrayDataset({{x, DType::kF32}, {y, DType::kI64}}),
                     "ArrayDataset: field 1 (u8[4]) has 4 rows, field 0 (u8[3]) 3");
   CHECK_THROWS_WITH(ArrayDataset({{x, DType::kI64, 0.5}}),
-                    "ArrayDataset: field 0 converts to i64, which takes no scale");
+                    "ArrayDataset: field 0 converts to i64, which takes no divisor");
 }
 
 // Images [n, c, h, w] with every value distinct: i * 1000 + k * 100 + y * 10 + x.
@@ -197,7 +197,7 @@ TEST_CASE("a loader's transforms are the same on every run and after a resume") 
   Array images{ElementType::kU8, {20, 1, 4, 4}, std::vector<uint8_t>(320)};
   for (size_t i = 0; i < images.bytes.size(); ++i) images.bytes[i] = static_cast<uint8_t>(i % 251);
   auto data = std::make_shared<ArrayDataset>(
-      std::vector<ArrayDataset::Field>{{images, DType::kF32, 1.0 / 255}});
+      std::vector<ArrayDataset::Field>{{images, DType::kF32, 255}});
   DataLoaderOptions options{.batch_size = 6, .shuffle = true, .seed = 2};
   options.transforms = {
       std::make_shared<RandomCrop>(4, 1), std::make_shared<RandomHorizontalFlip>(),

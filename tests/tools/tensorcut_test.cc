@@ -2,6 +2,7 @@
 // checked against the library calls it stands for, --help for each, and the
 // exit codes and messages of mistakes.
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -173,7 +174,8 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.err ==
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
           "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
-          "--save_every --resume --seed --data --threads)\n");
+          "--save_every --resume --seed --data --label_column --features --labels --test_data "
+          "--threads)\n");
   r = Tensorcut("partition --model linear --threads 2");
   REQUIRE(r.code == 1);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
@@ -211,6 +213,142 @@ std::string SavedStep(const std::string& path) {
   nn::Metadata metadata;
   REQUIRE(nn::LoadTensors(path, &metadata).ok());
   return metadata["tensorcut.step"];
+}
+
+// Three well-separated classes of points in 2-D, `n` rows: x0, x1, label,
+// the label a name ("red", "green", "blue") or its index.
+std::string Points(int n, bool names, uint64_t seed) {
+  const char* kNames[] = {"red", "green", "blue"};
+  std::string csv = "x0,x1,y\n";
+  Generator gen(seed);
+  const std::vector<float> noise = randn({n, 2}, DType::kF32, &gen).to_vector<float>();
+  for (int i = 0; i < n; ++i) {
+    const int c = i % 3;
+    absl::StrAppend(&csv, 3 * c + 0.5 * noise[2 * i], ",",
+                    (c == 1 ? 3 : -1) + 0.5 * noise[2 * i + 1], ",",
+                    names ? kNames[c] : absl::StrCat(c), "\n");
+  }
+  return csv;
+}
+
+TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
+  const std::string train = TempPath("points.csv"), test = TempPath("points_test.csv");
+  std::ofstream(train) << Points(300, true, 1);
+  std::ofstream(test) << Points(90, true, 2);
+  const std::string ckpt = TempPath("points.safetensors");
+  Result r =
+      Tensorcut(absl::StrCat("train --model mlp --data ", train, " --label-column y --test-data ",
+                             test, " --batch 30 --steps 60 --checkpoint ", ckpt));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, "tensorcut train: mlp (2-512-512-3 MLP with ReLU, cross-entropy)"));
+  CHECK(Contains(r.out, absl::StrCat("data: ", train,
+                                     " (300 examples of 2 features, 3 classes; 90 for testing), "
+                                     "10 steps per epoch of 30")));
+  const size_t at = r.out.find("test accuracy ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(r.out.substr(at + 14)) > 90);
+  CHECK(Contains(r.out, "on the data's test set"));
+
+  // Mistakes name the flag or the file's line.
+  r = Tensorcut(absl::StrCat("train --model mlp --data ", train, " --label-column z --steps 1"));
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err, absl::StrCat(train, ": no column \"z\" (columns: x0, x1, y)")));
+  r = Tensorcut(absl::StrCat("train --model cnn --data ", train, " --label-column y --steps 1"));
+  CHECK(r.code == 1);
+  CHECK(Contains(r.err,
+                 "model \"cnn\" takes no data of its own; the mlp models (mlp, mlp_dropout) do"));
+}
+
+TEST_CASE("train reads .npz arrays with their test split") {
+  // np.savez's layout: one stored .npy member per array.
+  std::vector<float> x, x_test;
+  std::vector<int64_t> y, y_test;
+  std::vector<std::pair<std::string, std::string>> members;
+  auto npy = [](const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string header =
+        absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    return absl::StrCat(std::string("\x93NUMPY\x01\x00", 8),
+                        std::string(1, static_cast<char>(header.size() & 0xff)),
+                        std::string(1, static_cast<char>(header.size() >> 8)), header, data);
+  };
+  auto raw = [](const auto& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+  };
+  Generator gen(3);
+  const std::vector<float> noise = randn({400, 2}, DType::kF32, &gen).to_vector<float>();
+  for (int i = 0; i < 400; ++i) {
+    const int c = i % 2;
+    auto& xs = i < 300 ? x : x_test;
+    auto& ys = i < 300 ? y : y_test;
+    xs.push_back(4.0f * c + noise[2 * i]);
+    xs.push_back(noise[2 * i + 1]);
+    ys.push_back(c);
+  }
+  members = {{"x.npy", npy("<f4", "(300, 2)", raw(x))},
+             {"y.npy", npy("<i8", "(300,)", raw(y))},
+             {"x_test.npy", npy("<f4", "(100, 2)", raw(x_test))},
+             {"y_test.npy", npy("<i8", "(100,)", raw(y_test))}};
+  // A stored zip archive.
+  std::string zip, directory;
+  auto put = [](std::string& s, uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  for (const auto& [name, data] : members) {
+    const uint64_t crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), data.size());
+    const uint64_t offset = zip.size();
+    for (const bool central : {false, true}) {
+      std::string& s = central ? directory : zip;
+      put(s, central ? 0x02014b50 : 0x04034b50, 4);
+      if (central) put(s, 20, 2);
+      put(s, 20, 2);
+      put(s, 0, 2);
+      put(s, 0, 2);
+      put(s, 0, 4);
+      put(s, crc, 4);
+      put(s, data.size(), 4);
+      put(s, data.size(), 4);
+      put(s, name.size(), 2);
+      put(s, 0, 2);
+      if (central) {
+        put(s, 0, 2);
+        put(s, 0, 4);
+        put(s, 0, 4);
+        put(s, offset, 4);
+      }
+      s += name;
+      if (!central) s += data;
+    }
+  }
+  const uint64_t start = zip.size();
+  zip += directory;
+  put(zip, 0x06054b50, 4);
+  put(zip, 0, 4);
+  put(zip, members.size(), 2);
+  put(zip, members.size(), 2);
+  put(zip, directory.size(), 4);
+  put(zip, start, 4);
+  put(zip, 0, 2);
+  const std::string path = TempPath("blobs.npz");
+  std::ofstream(path, std::ios::binary) << zip;
+  const Result r = Tensorcut(absl::StrCat("train --model mlp --data ", path,
+                                          " --batch 50 --steps 30 --checkpoint ",
+                                          TempPath("blobs.safetensors")));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, absl::StrCat("data: ", path,
+                                     " (300 examples of 2 features, 2 classes; 100 for testing)")));
+  const size_t at = r.out.find("test accuracy ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(r.out.substr(at + 14)) > 90);
+  const Result missing =
+      Tensorcut(absl::StrCat("train --model mlp --data ", path, " --labels labels --steps 1"));
+  CHECK(missing.code == 1);
+  CHECK(Contains(missing.err, absl::StrCat("--data ", path,
+                                           " has no array \"labels\" (--labels); its "
+                                           "arrays: x, y, x_test, y_test")));
 }
 
 TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --save-every saves") {
