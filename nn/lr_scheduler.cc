@@ -109,6 +109,15 @@ absl::Status LRScheduler::CheckState(const NamedTensors& state) const {
       return absl::InvalidArgumentError(absl::StrCat(name_, " state: ", name, " is ",
                                                      t.item<int64_t>(), "; it cannot be negative"));
     }
+    if (t.dtype() == DType::kF64) {
+      for (double v : t.to_vector<double>()) {
+        // best may be infinite (nothing seen yet); rates are finite and >= 0.
+        const bool rates = absl::EndsWith(name, "_lrs");
+        if (std::isnan(v) || (rates && !(v >= 0 && std::isfinite(v)))) {
+          return absl::InvalidArgumentError(absl::StrCat(name_, " state: ", name, " holds ", v));
+        }
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -117,6 +126,7 @@ absl::Status LRScheduler::load_state(const NamedTensors& state) {
   if (absl::Status s = CheckState(state); !s.ok()) return s;
   ReadState(std::string(kSchedulerStatePrefix), state);
   for (int g = 0; g < num_groups(); ++g) optimizer_.set_option(g, "lr", last_lrs_[g]);
+  Restored();
   return absl::OkStatus();
 }
 
@@ -294,6 +304,10 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, const OneCycleOption
   InitialStep();
 }
 
+void OneCycleLR::Restored() {
+  if (!momentum_option_.empty() && last_epoch_ <= options_.total_steps) ComputeLr();
+}
+
 double OneCycleLR::Anneal(double start, double end, double pct) const {
   if (options_.anneal_strategy == "linear") return (end - start) * pct + start;
   return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1);
@@ -422,7 +436,7 @@ ChainedScheduler::ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> sch
     Require(&s->optimizer() == &optimizer_, name_, "every scheduler must drive one optimizer");
   }
   last_epoch_ = 0;
-  Apply(schedulers_.back()->get_last_lr());
+  Apply(ComputeLr());  // the rates the schedulers left, whatever their order
 }
 
 void ChainedScheduler::step() {

@@ -74,6 +74,8 @@ class LRScheduler {
   using Fields = std::vector<std::pair<std::string, double>>;
   virtual Fields ExtraState() const { return {}; }
   virtual void LoadExtraState(const Fields&) {}
+  // After load_state has read the state: what a subclass derives from it.
+  virtual void Restored() {}
   // The schedulers a composite steps, whose state it saves under "<i>.".
   virtual std::vector<LRScheduler*> Children() const { return {}; }
   // Restarts at step 0 from the closed form (SequentialLR's hand-over).
@@ -192,6 +194,7 @@ class OneCycleLR : public LRScheduler {
 
  protected:
   std::vector<double> ComputeLr() override;
+  void Restored() override;  // the momentum of the restored step
 
  private:
   struct Phase {

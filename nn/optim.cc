@@ -113,10 +113,22 @@ void AdagradLoop(T* __restrict p, const T* __restrict g, T* __restrict sum, int6
   }
 }
 
-// The pointer to a slot's data, or nullptr for a slot the group lacks.
+// The data of the buffer `name`, or nullptr when the parameter has none.
 template <typename T>
-T* SlotData(absl::Span<const Tensor> slots, int index) {
-  return index >= 0 ? slots[index].data<T>() : nullptr;
+T* SlotData(absl::Span<const Tensor> slots, absl::Span<const std::string> names,
+            absl::string_view name) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return slots[i].data<T>();
+  }
+  return nullptr;
+}
+
+// Whether every buffer `needed` names is among `allocated`.
+bool Covers(const std::vector<std::string>& allocated, const std::vector<std::string>& needed) {
+  for (const std::string& name : needed) {
+    if (!absl::c_linear_search(allocated, name)) return false;
+  }
+  return true;
 }
 
 // Calls fn(T{}) with T the parameter's element type (f32 or f64).
@@ -236,7 +248,7 @@ void Optimizer::step() {
     }
     int64_t& count = steps_[i].data<int64_t>()[0];
     ++count;
-    Update(p, grad, slots_[i], count, options);
+    Update(p, grad, slots_[i], slot_names_[i], count, options);
   }
 }
 
@@ -284,15 +296,46 @@ void Optimizer::set_option(int group, absl::string_view name, double value) {
   RequireGroup(group);
   const int index = OptionIndex(name);
   std::vector<double> values = GroupValues(group);
-  const std::vector<std::string> slots_before = definition_.slots(values);
   values[index] = value;
   const std::string problem = Check(values);
   Require(problem.empty(), name_, InGroup(group, num_groups(), problem));
-  Require(definition_.slots(values) == slots_before, name_,
+  // Buffers the new value needs are made while no parameter of the group
+  // has stepped (a scheduler setting momentum before training); after that
+  // they would start from nothing, so it is an error. Buffers it no longer
+  // needs stay, unused, as PyTorch keeps them.
+  const std::vector<std::string> needed = definition_.slots(values);
+  bool stepped = false, covered = true;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (group_of_[i] != group) continue;
+    stepped = stepped || *steps_[i].data<int64_t>() > 0;
+    covered = covered && Covers(slot_names_[i], needed);
+  }
+  Require(covered || !stepped, name_,
           absl::StrCat("setting ", name, " of group ", group, " to ", value,
-                       " changes the state buffers it needs, which are allocated at "
-                       "construction: build the optimizer with that value"));
+                       " needs state buffers (", absl::StrJoin(needed, ", "),
+                       ") its parameters lack after their first step: build the optimizer "
+                       "with that value"));
+  if (!covered) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (group_of_[i] != group) continue;
+      slot_names_[i] = needed;
+      slots_[i].clear();
+      for (size_t k = 0; k < needed.size(); ++k) {
+        slots_[i].push_back(Tensor::Empty(params_[i].second.shape(), params_[i].second.dtype()));
+      }
+    }
+  }
   *group_options_[group][index].data<double>() = value;
+}
+
+std::optional<double> Optimizer::initial_lr(int group) const {
+  RequireGroup(group);
+  return initial_lrs_[group];
+}
+
+void Optimizer::set_initial_lr(int group, double lr) {
+  RequireGroup(group);
+  initial_lrs_[group] = lr;
 }
 
 void Optimizer::set_lr(double lr) {
@@ -339,8 +382,11 @@ absl::Status Optimizer::load_state(const NamedTensors& state) {
       values.push_back(by_name.at(GroupOptionName(g, option))->item<double>());
     }
     std::string problem = Check(values);
-    if (problem.empty() && definition_.slots(values) != definition_.slots(GroupValues(g))) {
-      problem = "its options need other state buffers than this optimizer's";
+    const std::vector<std::string> needed = definition_.slots(values);
+    for (size_t i = 0; i < params_.size() && problem.empty(); ++i) {
+      if (group_of_[i] == g && !Covers(slot_names_[i], needed)) {
+        problem = "its options need state buffers this optimizer's parameters lack";
+      }
     }
     if (!problem.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(name_, " state: group ", g, ": ", problem));
@@ -392,12 +438,12 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double damp
                 std::move(groups)) {}
 
 void SGD::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                 int64_t step, absl::Span<const double> o) {
+                 absl::Span<const std::string> names, int64_t step, absl::Span<const double> o) {
   ForParamType(param, [&](auto zero) {
     using T = decltype(zero);
-    SgdLoop(param.data<T>(), grad.data<T>(), SlotData<T>(slots, slots.empty() ? -1 : 0),
-            param.numel(), o[kSgdLr], o[kSgdMomentum], o[kSgdDampening], o[kSgdWeightDecay],
-            o[kSgdNesterov] != 0, step == 1);
+    T* buffer = o[kSgdMomentum] != 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
+    SgdLoop(param.data<T>(), grad.data<T>(), buffer, param.numel(), o[kSgdLr], o[kSgdMomentum],
+            o[kSgdDampening], o[kSgdWeightDecay], o[kSgdNesterov] != 0, step == 1);
   });
 }
 
@@ -438,7 +484,7 @@ Adam::Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, do
       decoupled_(decoupled) {}
 
 void Adam::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                  int64_t step, absl::Span<const double> o) {
+                  absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
   ForParamType(param, [&](auto zero) {
     using T = decltype(zero);
     AdamLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), slots[1].data<T>(), param.numel(),
@@ -500,15 +546,14 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, double lr, double alpha, double
                 std::move(groups)) {}
 
 void RMSprop::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                     int64_t, absl::Span<const double> o) {
-  const bool with_momentum = o[kRmsMomentum] > 0;
-  const int momentum_slot = with_momentum ? 1 : -1;
-  const int grad_avg_slot = o[kRmsCentered] != 0 ? (with_momentum ? 2 : 1) : -1;
+                     absl::Span<const std::string> names, int64_t, absl::Span<const double> o) {
   ForParamType(param, [&](auto zero) {
     using T = decltype(zero);
-    RmspropLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(),
-                SlotData<T>(slots, momentum_slot), SlotData<T>(slots, grad_avg_slot), param.numel(),
-                o[kRmsLr], o[kRmsAlpha], o[kRmsEps], o[kRmsWeightDecay], o[kRmsMomentum]);
+    T* buffer = o[kRmsMomentum] > 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
+    T* grad_avg = o[kRmsCentered] != 0 ? SlotData<T>(slots, names, "grad_avg") : nullptr;
+    RmspropLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), buffer, grad_avg,
+                param.numel(), o[kRmsLr], o[kRmsAlpha], o[kRmsEps], o[kRmsWeightDecay],
+                o[kRmsMomentum]);
   });
 }
 
@@ -561,7 +606,7 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, double lr, double lr_decay, dou
 }
 
 void Adagrad::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                     int64_t step, absl::Span<const double> o) {
+                     absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
   ForParamType(param, [&](auto zero) {
     using T = decltype(zero);
     AdagradLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), param.numel(), o[kAdagradLr],

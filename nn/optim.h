@@ -86,13 +86,14 @@ class Optimizer {
   // A group's hyper-parameter; an unknown name or group throws tc::Error.
   double option(int group, absl::string_view name) const;
   // Sets it (a scheduler's learning rates, momentum cycling); a value the
-  // optimizer refuses, or one that needs state buffers it did not allocate
-  // (SGD's momentum from 0), throws tc::Error and changes nothing.
+  // optimizer refuses, or one that needs state buffers (SGD's momentum from
+  // 0) after the group's first step, throws tc::Error and changes nothing.
+  // Before that step the buffers are made.
   void set_option(int group, absl::string_view name, double value);
   // The rate a group had when the first learning-rate scheduler attached
   // (PyTorch's initial_lr; nn/lr_scheduler.h); unset before.
-  std::optional<double> initial_lr(int group) const { return initial_lrs_[group]; }
-  void set_initial_lr(int group, double lr) { initial_lrs_[group] = lr; }
+  std::optional<double> initial_lr(int group) const;
+  void set_initial_lr(int group, double lr);
   // The first group's learning rate; set_lr sets every group's.
   double lr() const { return option(0, "lr"); }
   void set_lr(double lr);
@@ -128,10 +129,13 @@ class Optimizer {
   Optimizer(Definition definition, std::vector<ParamGroup> groups);
 
   // Updates one parameter from its grad (same type, contiguous). `slots` are
-  // its buffers in the order `slots` gave; `step` counts this update (1 on
-  // the first); `options` are its group's values in the order of `defaults`.
+  // its buffers, named by `slot_names` (what `slots` asked for when they were
+  // made: a superset of what the current options need); `step` counts this
+  // update (1 on the first); `options` are its group's values in the order
+  // of `defaults`.
   virtual void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                      int64_t step, absl::Span<const double> options) = 0;
+                      absl::Span<const std::string> slot_names, int64_t step,
+                      absl::Span<const double> options) = 0;
 
   // A parameter's buffers, for a subclass that starts them at other values
   // than zero (Adagrad's initial_accumulator_value).
@@ -181,7 +185,8 @@ class SGD : public Optimizer {
       double weight_decay = 0, bool nesterov = false);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+              absl::Span<const std::string> slot_names, int64_t step,
               absl::Span<const double> options) override;
 };
 
@@ -203,7 +208,8 @@ class Adam : public Optimizer {
        double beta2, double eps, double weight_decay, bool decoupled);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+              absl::Span<const std::string> slot_names, int64_t step,
               absl::Span<const double> options) override;
 
   bool decoupled_;
@@ -236,7 +242,8 @@ class RMSprop : public Optimizer {
           double weight_decay = 0, double momentum = 0, bool centered = false);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+              absl::Span<const std::string> slot_names, int64_t step,
               absl::Span<const double> options) override;
 };
 
@@ -253,7 +260,8 @@ class Adagrad : public Optimizer {
           double weight_decay = 0, double initial_accumulator_value = 0, double eps = 1e-10);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots, int64_t step,
+  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
+              absl::Span<const std::string> slot_names, int64_t step,
               absl::Span<const double> options) override;
 };
 

@@ -41,6 +41,14 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
                                                              const TensorTree& targets,
                                                              nn::Optimizer& optimizer,
                                                              const TrainStepOptions& options) {
+  if (options.clip_grad_value.has_value() && !(*options.clip_grad_value >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainStep: clip_grad_value must be >= 0, got ", *options.clip_grad_value));
+  }
+  if (options.clip_grad_norm.has_value() && !(options.clip_norm_type > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TrainStep: clip_norm_type must be > 0, got ", options.clip_norm_type));
+  }
   std::unique_ptr<TrainStep> step(new TrainStep());
   step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss));
   step->optimizer_ = &optimizer;

@@ -146,9 +146,13 @@ absl::StatusOr<std::shared_ptr<const nn::Dataset>> Examples(nn::Array features, 
   TC_RETURN_IF_ERROR(labels.GatherRows(rows, all));
   const int64_t* label = all.data<int64_t>();
   for (int64_t i = 0; i < labels.rows(); ++i) {
-    if (label[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": label ", label[i], " of example ", i,
-                                                     " is not a class index (>= 0)"));
+    // The classifier has one output per class: an id column taken for the
+    // labels would make it huge.
+    constexpr int64_t kMaxClasses = 100000;
+    if (label[i] < 0 || label[i] >= kMaxClasses) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": label ", label[i], " of example ",
+                                                     i, " is not a class index in [0, ",
+                                                     kMaxClasses, ")"));
     }
     classes = std::max(classes, label[i] + 1);
   }
@@ -180,6 +184,12 @@ absl::StatusOr<UserData> LoadUserData(const TrainOptions& o) {
     if (!o.test_data.empty()) {
       TC_ASSIGN_OR_RETURN(nn::CsvData test,
                           nn::ReadCsv(o.test_data, o.label_column, train.class_names));
+      if (train.class_names.empty() != test.class_names.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--test-data ", o.test_data, ": its labels are ",
+            test.class_names.empty() ? "integers" : "names", " where --data ", path, " has ",
+            train.class_names.empty() ? "integers" : "names"));
+      }
       if (test.feature_names != train.feature_names) {
         return absl::InvalidArgumentError(
             absl::StrCat("--test-data ", o.test_data, " has the columns ",
@@ -210,6 +220,11 @@ absl::StatusOr<UserData> LoadUserData(const TrainOptions& o) {
   TC_ASSIGN_OR_RETURN(data.train, Examples(std::move(x), std::move(y), path, data.classes));
   absl::StatusOr<nn::Array> x_test = Find(arrays, o.features + "_test", path, "--features");
   absl::StatusOr<nn::Array> y_test = Find(arrays, o.labels + "_test", path, "--labels");
+  if (x_test.ok() != y_test.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data ", path, " has ", x_test.ok() ? o.features : o.labels, "_test but no ",
+        x_test.ok() ? o.labels : o.features, "_test: a test split needs both"));
+  }
   if (x_test.ok() && y_test.ok()) {
     if (x_test->numel() / std::max<int64_t>(x_test->rows(), 1) != data.features) {
       return absl::InvalidArgumentError(absl::StrCat("--data ", path, ": ", o.features, "_test ",

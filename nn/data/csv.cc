@@ -1,7 +1,9 @@
 #include "nn/data/csv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <map>
 
@@ -105,6 +107,10 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
       if (!absl::SimpleAtod(fields[c], &value)) {
         return Bad(where,
                    absl::StrCat("column \"", header[c], "\": \"", fields[c], "\" is not a number"));
+      }
+      if (!(std::abs(value) <= std::numeric_limits<float>::max())) {
+        return Bad(where, absl::StrCat("column \"", header[c], "\": ", fields[c],
+                                       " is not a finite f32 value"));
       }
       features.push_back(static_cast<float>(value));
     }

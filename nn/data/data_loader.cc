@@ -1,10 +1,12 @@
 #include "nn/data/data_loader.h"
 
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/error.h"
+#include "runtime/ops.h"
 #include "runtime/random.h"
 
 namespace tc::nn {
@@ -97,6 +99,7 @@ absl::Status TensorDataset::Gather(absl::Span<const int64_t> indices,
                                    absl::Span<const Tensor> fields) const {
   for (size_t f = 0; f < fields_.size(); ++f) {
     const Tensor& src = fields_[f];
+    if (indices.empty()) continue;
     const size_t row = src.bytes() / static_cast<size_t>(src.size(0));
     for (size_t i = 0; i < indices.size(); ++i) {
       if (indices[i] < 0 || indices[i] >= src.size(0)) {
@@ -119,6 +122,10 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   const int64_t n = dataset_->size();
   batches_per_epoch_ = n / options_.batch_size;
   if (!options_.drop_last && n % options_.batch_size != 0) ++batches_per_epoch_;
+  if (!options_.transforms.empty() && options_.transform_field >= dataset_->field_types().size()) {
+    Fail(absl::StrCat("transform_field ", options_.transform_field, " of a dataset of ",
+                      dataset_->field_types().size(), " fields"));
+  }
   if (batches_per_epoch_ == 0) {
     Fail(absl::StrCat("an epoch of ", n, " examples has no ",
                       options_.drop_last ? "full batch" : "batch", " of ", options_.batch_size));
@@ -161,6 +168,24 @@ absl::Status DataLoader::set_position(Position position) {
   return absl::OkStatus();
 }
 
+NamedTensors DataLoader::state() const {
+  const Position at = position();
+  return {{"data_loader.epoch", scalar(static_cast<double>(at.epoch), DType::kI64)},
+          {"data_loader.batch", scalar(static_cast<double>(at.batch), DType::kI64)}};
+}
+
+absl::Status DataLoader::load_state(const NamedTensors& state) {
+  const std::string mismatch = DescribeMismatch(this->state(), state, "got");
+  if (!mismatch.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("DataLoader state does not match: ", mismatch));
+  }
+  Position at;
+  for (const auto& [name, t] : state) {
+    (name == "data_loader.epoch" ? at.epoch : at.batch) = t.item<int64_t>();
+  }
+  return set_position(at);
+}
+
 DataLoader::Position DataLoader::After(Position at) const {
   return at.batch + 1 == batches_per_epoch_ ? Position{at.epoch + 1, 0}
                                             : Position{at.epoch, at.batch + 1};
@@ -184,6 +209,19 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::OrderOf(int64_t epoch) c
 }
 
 absl::StatusOr<std::vector<Tensor>> DataLoader::Make(Position at) const {
+  // On the prefetch thread an exception would end the process: a dataset's
+  // or a transform's tc::Error, and running out of memory, become statuses.
+  try {
+    return MakeOrThrow(at);
+  } catch (const Error& e) {
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("DataLoader: out of memory making batch ", at.batch, " of epoch ", at.epoch));
+  }
+}
+
+absl::StatusOr<std::vector<Tensor>> DataLoader::MakeOrThrow(Position at) const {
   const std::shared_ptr<const std::vector<int64_t>> order = OrderOf(at.epoch);
   const int64_t first = at.batch * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, dataset_->size() - first);
@@ -197,11 +235,6 @@ absl::StatusOr<std::vector<Tensor>> DataLoader::Make(Position at) const {
       absl::MakeConstSpan(order->data() + first, static_cast<size_t>(count)), fields);
   if (!s.ok()) return s;
   if (!options_.transforms.empty()) {
-    if (options_.transform_field >= fields.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("DataLoader: transform_field ",
-                                                     options_.transform_field, " of a dataset of ",
-                                                     fields.size(), " fields"));
-    }
     Generator gen(RandomBits(options_.seed + 1,
                              static_cast<uint64_t>(at.epoch * batches_per_epoch_ + at.batch)));
     Tensor& images = fields[options_.transform_field];
@@ -230,7 +263,8 @@ absl::StatusOr<std::vector<Tensor>> DataLoader::Next() {
   }
   ready_at_.reset();
   ready_.reset();
-  position_ = After(at);
+  // A failed batch is not skipped: the next call makes it again.
+  if (batch->ok()) position_ = After(at);
   want_ = worker_.joinable();
   lock.unlock();
   changed_.notify_all();

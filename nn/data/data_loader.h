@@ -27,6 +27,7 @@
 #include "absl/types/span.h"
 #include "nn/data/array.h"
 #include "nn/data/transforms.h"
+#include "nn/named_tensors.h"
 #include "runtime/tensor.h"
 
 namespace tc::nn {
@@ -93,7 +94,7 @@ struct DataLoaderOptions {
   uint64_t seed = 0;       // the order of epoch e is ShuffledOrder(n, RandomBits(seed, e))
   bool drop_last = false;  // else each epoch ends with its partial batch
   bool prefetch = true;    // prepare the next batch on a background thread
-  // Applied in order to field `transform_field` of each batch (images; see
+  // Applied in order to field `transform_field` (which must exist) of each batch (images; see
   // nn/data/transforms.h), drawing from Generator(RandomBits(seed + 1,
   // batches before this one)): a batch is transformed alike on every run.
   std::vector<std::shared_ptr<const Transform>> transforms = {};
@@ -119,13 +120,21 @@ class DataLoader {
   // Continues from `position` (a checkpoint's); an error for a batch
   // outside the epoch or a negative epoch.
   absl::Status set_position(Position position);
+  // The position as checkpoint tensors, "data_loader.epoch" and
+  // "data_loader.batch" (i64 scalars), beside a model's and an optimizer's
+  // state (nn::SaveTensors); load_state continues from them.
+  NamedTensors state() const;
+  absl::Status load_state(const NamedTensors& state);
 
   // The batch at position(), a new tensor per field, and the position moves
-  // on (to the next epoch after its last batch). A dataset error is returned.
+  // on (to the next epoch after its last batch). A dataset's or a
+  // transform's error is returned, and the position stays. One thread calls
+  // Next and set_position; the loader's own thread only prefetches.
   absl::StatusOr<std::vector<Tensor>> Next();
 
  private:
   absl::StatusOr<std::vector<Tensor>> Make(Position at) const;
+  absl::StatusOr<std::vector<Tensor>> MakeOrThrow(Position at) const;
   Position After(Position at) const;
   // The example order of `epoch`, cached for the epoch in progress.
   std::shared_ptr<const std::vector<int64_t>> OrderOf(int64_t epoch) const;

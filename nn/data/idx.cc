@@ -91,6 +91,9 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
   for (int d = 0; d < ndims; ++d) array.dims.push_back(BigEndian32(&b[4 + 4 * d]));
   if (absl::Status s = CheckShapeSize(array.dims); !s.ok()) return Bad(path, s.message());
   const uint64_t count = static_cast<uint64_t>(NumElements(array.dims));
+  // Reserved, so that growing the buffer never holds two copies of it (the
+  // old and the doubled), up to a bound: a header can claim any size.
+  array.data.reserve(std::min<uint64_t>(count + 1, uint64_t{1} << 28));
   // One byte past the data tells a longer file apart.
   TC_RETURN_IF_ERROR(reader.Read(count + 1, array.data));
   if (array.data.size() != count) {

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -54,7 +55,9 @@ absl::StatusOr<ElementType> TypeOf(absl::string_view descr, absl::string_view wh
   for (const Entry& e : kTypes) {
     if (kind != e.kind) continue;
     const bool one_byte = ElementSize(e.type) == 1;
-    if (order == '<' || order == '|' || (order == '=' && one_byte) || (order == '>' && one_byte)) {
+    // '=' is the writer's native order: little-endian on every machine
+    // tensorcut runs on.
+    if (order == '<' || order == '|' || order == '=' || (order == '>' && one_byte)) {
       return e.type;
     }
     return Bad(where, absl::StrCat("dtype '", descr,
@@ -169,6 +172,14 @@ absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string
                                    array.ToString(), " needs ", want));
   }
   array.bytes.assign(file.begin() + data_start, file.end());
+  if (array.type == ElementType::kBool) {
+    for (size_t i = 0; i < array.bytes.size(); ++i) {
+      if (array.bytes[i] > 1) {
+        return Bad(where, absl::StrCat("bool element ", i, " is ", int{array.bytes[i]},
+                                       ", not 0 or 1"));
+      }
+    }
+  }
   if (fortran == "True" && array.shape.size() > 1) {
     array.bytes = ToRowMajor(array.bytes, array.shape, ElementSize(array.type));
   }
@@ -199,6 +210,8 @@ absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
     return Bad(path, "a zip64 archive (over 4 GB or 65535 members) is not supported");
   }
   NamedArrays out;
+  absl::flat_hash_set<uint64_t> claimed;  // local header offsets
+  uint64_t total = 0;                     // declared member sizes
   size_t at = directory;
   for (uint64_t i = 0; i < entries; ++i) {
     if (at + 46 > bytes.size() || Little(bytes, at, 4) != kCentral) {
@@ -210,7 +223,7 @@ absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
     const uint64_t skip = Little(bytes, at + 30, 2) + Little(bytes, at + 32, 2);
     const uint64_t local = Little(bytes, at + 42, 4);
     if (at + 46 + name_length > bytes.size()) return Bad(path, "corrupt zip central directory");
-    const std::string name(reinterpret_cast<const char*>(&bytes[at + 46]), name_length);
+    const std::string name(reinterpret_cast<const char*>(bytes.data() + at + 46), name_length);
     at += 46 + name_length + skip;
     const std::string where = absl::StrCat(path, ": member ", name);
     if (packed == 0xffffffff || size == 0xffffffff) {
@@ -221,6 +234,17 @@ absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
     }
     const size_t data = local + 30 + Little(bytes, local + 26, 2) + Little(bytes, local + 28, 2);
     if (data + packed > bytes.size()) return Bad(where, "truncated");
+    // Each member's data is its own: entries sharing data (a zip bomb's
+    // trick) and arrays larger in sum than deflate can make of the file are
+    // refused before anything is allocated.
+    if (!claimed.insert(local).second) {
+      return Bad(where, "shares its data with another member");
+    }
+    total += size;
+    if (total > static_cast<uint64_t>(bytes.size()) * 1032 + 1024) {
+      return Bad(where, absl::StrCat("the members declare ", total, " bytes, more than ",
+                                     bytes.size(), " bytes of deflate data can hold"));
+    }
     // Deflate expands at most about 1032 times: a larger declared size is a
     // corrupt (or hostile) archive, refused before it is allocated.
     if (method == 8 && size > packed * 1032 + 1024) {
@@ -230,11 +254,11 @@ absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
     std::vector<uint8_t> member(size);
     if (method == 0) {
       if (packed != size) return Bad(where, "stored member sizes disagree");
-      std::memcpy(member.data(), &bytes[data], size);
+      if (size > 0) std::memcpy(member.data(), bytes.data() + data, size);
     } else if (method == 8) {
       z_stream stream{};
       if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) return Bad(where, "cannot start inflate");
-      stream.next_in = const_cast<Bytef*>(&bytes[data]);
+      stream.next_in = const_cast<Bytef*>(bytes.data() + data);
       stream.avail_in = static_cast<uInt>(packed);
       stream.next_out = member.data();
       stream.avail_out = static_cast<uInt>(size);

@@ -239,6 +239,13 @@ TEST_CASE(".npz archives, stored or deflated, load every member by name") {
   const std::string short_path = Write("cut.npz", Str(cut));
   CHECK(ReadNpz(short_path).status().message() ==
         short_path + ": not a zip archive (no end of central directory)");
+  // Two directory entries pointing at one member's data: a zip bomb's trick.
+  Bytes twice = Zip({{"x.npy", x}, {"y.npy", x}}, false);
+  const size_t second_entry = twice.size() - 22 - (46 + 5);
+  for (int b = 0; b < 4; ++b) twice[second_entry + 42 + b] = 0;  // its local header offset -> 0
+  const std::string bomb = Write("bomb.npz", Str(twice));
+  CHECK(ReadNpz(bomb).status().message() ==
+        bomb + ": member y.npy: shares its data with another member");
   const std::string text = Write("text.npz", Str(Zip({{"notes.npy", Bytes{'h', 'i'}}}, false)));
   CHECK(ReadNpz(text).status().message() ==
         text + ": member notes.npy: not an .npy file (no \\x93NUMPY magic)");

@@ -95,6 +95,21 @@ TEST_CASE("a loader resumed at a saved position continues as an uninterrupted on
   }
 }
 
+TEST_CASE("the position goes into checkpoint tensors and back") {
+  DataLoader loader(Numbers(30), {.batch_size = 4, .shuffle = true, .seed = 9});
+  Labels(loader, 10);
+  const NamedTensors state = loader.state();
+  REQUIRE(state.size() == 2);
+  CHECK(state[0].first == "data_loader.epoch");
+  CHECK(state[0].second.item<int64_t>() == 1);
+  CHECK(state[1].second.item<int64_t>() == 2);
+  DataLoader resumed(Numbers(30), {.batch_size = 4, .shuffle = true, .seed = 9});
+  REQUIRE(resumed.load_state({state[1], state[0]}).ok());  // any order
+  CHECK(Labels(resumed, 3) == Labels(loader, 3));
+  CHECK(resumed.load_state({state[0]}).message() ==
+        "DataLoader state does not match: missing: data_loader.batch");
+}
+
 TEST_CASE("the prefetch thread gives the batches an inline loader does") {
   DataLoader threaded(Numbers(100), {.batch_size = 8, .shuffle = true, .seed = 1});
   DataLoader inline_loader(Numbers(100),
@@ -106,6 +121,33 @@ TEST_CASE("the prefetch thread gives the batches an inline loader does") {
     REQUIRE(a[1].to_vector<int64_t>() == b[1].to_vector<int64_t>());
     if (i == 20) REQUIRE(threaded.set_position({0, 5}).ok());
     if (i == 20) REQUIRE(inline_loader.set_position({0, 5}).ok());
+  }
+}
+
+// A dataset whose examples from `bad` on fail as a user's Gather may: by
+// throwing tc::Error.
+class Failing : public Dataset {
+ public:
+  int64_t size() const override { return 10; }
+  std::vector<TensorType> field_types() const override { return {{DType::kI64, {}}}; }
+  absl::Status Gather(absl::Span<const int64_t> indices,
+                      absl::Span<const Tensor> fields) const override {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (indices[i] >= 6) throw Error(absl::InvalidArgumentError("example 6 is unreadable"));
+      fields[0].data<int64_t>()[i] = indices[i];
+    }
+    return absl::OkStatus();
+  }
+};
+
+TEST_CASE("a dataset's exception, on the prefetch thread or not, comes back as a status") {
+  for (const bool prefetch : {true, false}) {
+    INFO("prefetch " << prefetch);
+    DataLoader loader(std::make_shared<Failing>(), {.batch_size = 4, .prefetch = prefetch});
+    CHECK(loader.Next().ok());
+    CHECK(loader.Next().status().message() == "example 6 is unreadable");
+    CHECK(loader.position() == DataLoader::Position{0, 1});  // the failed batch is not skipped
+    CHECK(loader.Next().status().message() == "example 6 is unreadable");
   }
 }
 
@@ -196,8 +238,8 @@ TEST_CASE("Normalize, RandomHorizontalFlip and RandomCrop on hand-made images") 
 TEST_CASE("a loader's transforms are the same on every run and after a resume") {
   Array images{ElementType::kU8, {20, 1, 4, 4}, std::vector<uint8_t>(320)};
   for (size_t i = 0; i < images.bytes.size(); ++i) images.bytes[i] = static_cast<uint8_t>(i % 251);
-  auto data = std::make_shared<ArrayDataset>(
-      std::vector<ArrayDataset::Field>{{images, DType::kF32, 255}});
+  auto data =
+      std::make_shared<ArrayDataset>(std::vector<ArrayDataset::Field>{{images, DType::kF32, 255}});
   DataLoaderOptions options{.batch_size = 6, .shuffle = true, .seed = 2};
   options.transforms = {
       std::make_shared<RandomCrop>(4, 1), std::make_shared<RandomHorizontalFlip>(),
@@ -212,6 +254,11 @@ TEST_CASE("a loader's transforms are the same on every run and after a resume") 
   };
   const auto straight = run(0, 10);
   CHECK(run(0, 10) == straight);
+  // The transforms ran: without them the same loader gives other values.
+  const auto transforms = options.transforms;
+  options.transforms.clear();
+  CHECK(run(0, 10) != straight);
+  options.transforms = transforms;
   CHECK(run(5, 5) == std::vector<std::vector<float>>(straight.begin() + 5, straight.end()));
   CHECK(straight[0] != straight[4]);  // epoch 1 crops and flips differently
 }

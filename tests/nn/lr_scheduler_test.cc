@@ -81,6 +81,13 @@ TEST_CASE("ChainedScheduler multiplies its schedulers' factors; SequentialLR han
       {std::make_shared<ExponentialLR>(*sgd, 0.99), std::make_shared<StepLR>(*sgd, 10, 0.5)});
   RequireFollows(
       chained, [](int t, double base) { return base * std::pow(0.99, t) * std::pow(0.5, t / 10); });
+  // Chained in another order than they were built: the rate at step 0 is
+  // the one they left (LinearLR's start factor), as PyTorch's.
+  sgd = MakeSgd();
+  auto exponential = std::make_shared<ExponentialLR>(*sgd, 0.9);
+  auto linear = std::make_shared<LinearLR>(*sgd, 0.5, 1.0, 4);
+  ChainedScheduler reordered({linear, exponential});
+  CHECK(sgd->lr() == Approx(0.05));
 
   // A linear warm-up for 5 steps, then a cosine decay from the base rate.
   sgd = MakeSgd({0.1, 0.02});
@@ -130,6 +137,13 @@ TEST_CASE("OneCycleLR goes up over pct_start, down to max_lr / 25 / 1e4, momentu
   CHECK(betas[0] == Approx(0.95));
   CHECK(betas[29] == Approx(0.85));
   CHECK(betas[99] == Approx(0.95));
+
+  // SGD built without momentum cycles it too: its buffers are made before
+  // the first step, as PyTorch makes them lazily.
+  auto plain = std::make_unique<SGD>(std::vector<ParamGroup>{{{zeros({2})}}}, 0.1);
+  OneCycleLR plain_cycle(*plain, 1.0, {.total_steps = 10});
+  CHECK(plain->option(0, "momentum") == Approx(0.95));
+  CHECK(plain->state()[1].first == "optim.0.momentum_buffer");
 
   Adagrad adagrad({zeros({2})});
   CHECK_THROWS_WITH(OneCycleLR(adagrad, 1.0, {.total_steps = 10}),
@@ -212,7 +226,8 @@ TEST_CASE("every scheduler resumes from its saved state exactly") {
   });
   CheckResume(
       [](Optimizer& o) {
-        return std::make_unique<ReduceLROnPlateau>(o, PlateauOptions{.patience = 3});
+        // factor 0.9: the rate stays far above eps over the 160 steps.
+        return std::make_unique<ReduceLROnPlateau>(o, PlateauOptions{.factor = 0.9, .patience = 3});
       },
       /*plateau=*/true);
   CheckResume([](Optimizer& o) {

@@ -374,10 +374,25 @@ TEST_CASE("parameter groups and options refuse what PyTorch refuses") {
         "SGD: no option \"beta1\" (lr, momentum, dampening, weight_decay, nesterov)");
   CHECK(ThrownMessage([&] { sgd.set_option(0, "weight_decay", -1); }) ==
         "SGD: invalid weight_decay -1");
+  // Momentum buffers are made before the first step, refused after it.
+  SGD fresh({MakeTensor(kInit, DType::kF64)}, 0.1);
+  fresh.set_option(0, "momentum", 0.9);
+  CHECK(Names(fresh.state())[1] == "optim.0.momentum_buffer");
+  a.set_grad(MakeTensor(GradAt(1), DType::kF32));
+  sgd.step();
   CHECK(ThrownMessage([&] { sgd.set_option(0, "momentum", 0.9); }) ==
-        "SGD: setting momentum of group 0 to 0.9 changes the state buffers it needs, which are "
-        "allocated at construction: build the optimizer with that value");
+        "SGD: setting momentum of group 0 to 0.9 needs state buffers (momentum_buffer) its "
+        "parameters lack after their first step: build the optimizer with that value");
   CHECK(sgd.option(0, "momentum") == 0);
+  // A buffer no longer needed stays, unused: momentum 0 is plain SGD again.
+  Tensor m = MakeTensor(kInit, DType::kF64), plain_p = MakeTensor(kInit, DType::kF64);
+  SGD with_momentum({m}, 0.1, 0.9, 0.5), plain({plain_p}, 0.1);
+  with_momentum.set_option(0, "momentum", 0);
+  m.set_grad(MakeTensor(GradAt(1), DType::kF64));
+  plain_p.set_grad(MakeTensor(GradAt(1), DType::kF64));
+  with_momentum.step();
+  plain.step();
+  CHECK(m.to_vector<double>() == plain_p.to_vector<double>());
 }
 
 TEST_CASE("AdamW decouples weight decay from the gradient") {
@@ -513,7 +528,7 @@ TEST_CASE("load_state rejects a mismatched state and changes nothing") {
             .load_state(
                 With(plain.state(), "optim.param_groups.0.momentum", scalar(0.9, DType::kF64)))
             .message() ==
-        "SGD state: group 0: its options need other state buffers than this optimizer's");
+        "SGD state: group 0: its options need state buffers this optimizer's parameters lack");
 }
 
 TEST_CASE("invalid hyperparameters, parameters and grads throw") {

@@ -109,6 +109,16 @@ TEST_CASE("gradient clipping inside a step equals clipping the eager gradients")
     }
     testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/false);
   }
+  nn::ModelSpec spec = Model("linear", DType::kF64);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  CHECK(TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                          {.clip_grad_value = -1})
+            .status()
+            .message() == "TrainStep: clip_grad_value must be >= 0, got -1");
+  CHECK(TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                          {.clip_grad_norm = 1, .clip_norm_type = 0})
+            .status()
+            .message() == "TrainStep: clip_norm_type must be > 0, got 0");
 }
 
 TEST_CASE("the staged compile hands the cnn's saved activations to the backward channels-last") {
