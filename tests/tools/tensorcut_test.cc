@@ -2,7 +2,6 @@
 // checked against the library calls it stands for, --help for each, and the
 // exit codes and messages of mistakes.
 #include <sys/wait.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +22,7 @@
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
+#include "tests/npz_writer.h"
 #include "tools/training.h"
 
 namespace tc {
@@ -264,18 +264,11 @@ TEST_CASE("train reads .npz arrays with their test split") {
   // np.savez's layout: one stored .npy member per array.
   std::vector<float> x, x_test;
   std::vector<int64_t> y, y_test;
-  std::vector<std::pair<std::string, std::string>> members;
-  auto npy = [](const std::string& descr, const std::string& shape, const std::string& data) {
-    std::string header =
-        absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
-    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-    header += '\n';
-    return absl::StrCat(std::string("\x93NUMPY\x01\x00", 8),
-                        std::string(1, static_cast<char>(header.size() & 0xff)),
-                        std::string(1, static_cast<char>(header.size() >> 8)), header, data);
-  };
-  auto raw = [](const auto& v) {
-    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0]));
+  auto npy = [](const std::string& descr, const std::string& shape, const auto& values) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    return testing::Npy(
+        absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }"),
+        testing::Bytes(bytes, bytes + values.size() * sizeof(values[0])));
   };
   Generator gen(3);
   const std::vector<float> noise = randn({400, 2}, DType::kF32, &gen).to_vector<float>();
@@ -287,52 +280,13 @@ TEST_CASE("train reads .npz arrays with their test split") {
     xs.push_back(noise[2 * i + 1]);
     ys.push_back(c);
   }
-  members = {{"x.npy", npy("<f4", "(300, 2)", raw(x))},
-             {"y.npy", npy("<i8", "(300,)", raw(y))},
-             {"x_test.npy", npy("<f4", "(100, 2)", raw(x_test))},
-             {"y_test.npy", npy("<i8", "(100,)", raw(y_test))}};
-  // A stored zip archive.
-  std::string zip, directory;
-  auto put = [](std::string& s, uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xff);
-  };
-  for (const auto& [name, data] : members) {
-    const uint64_t crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), data.size());
-    const uint64_t offset = zip.size();
-    for (const bool central : {false, true}) {
-      std::string& s = central ? directory : zip;
-      put(s, central ? 0x02014b50 : 0x04034b50, 4);
-      if (central) put(s, 20, 2);
-      put(s, 20, 2);
-      put(s, 0, 2);
-      put(s, 0, 2);
-      put(s, 0, 4);
-      put(s, crc, 4);
-      put(s, data.size(), 4);
-      put(s, data.size(), 4);
-      put(s, name.size(), 2);
-      put(s, 0, 2);
-      if (central) {
-        put(s, 0, 2);
-        put(s, 0, 4);
-        put(s, 0, 4);
-        put(s, offset, 4);
-      }
-      s += name;
-      if (!central) s += data;
-    }
-  }
-  const uint64_t start = zip.size();
-  zip += directory;
-  put(zip, 0x06054b50, 4);
-  put(zip, 0, 4);
-  put(zip, members.size(), 2);
-  put(zip, members.size(), 2);
-  put(zip, directory.size(), 4);
-  put(zip, start, 4);
-  put(zip, 0, 2);
+  const testing::Bytes zip = testing::Zip({{"x.npy", npy("<f4", "(300, 2)", x)},
+                                           {"y.npy", npy("<i8", "(300,)", y)},
+                                           {"x_test.npy", npy("<f4", "(100, 2)", x_test)},
+                                           {"y_test.npy", npy("<i8", "(100,)", y_test)}},
+                                          /*deflated=*/false);
   const std::string path = TempPath("blobs.npz");
-  std::ofstream(path, std::ios::binary) << zip;
+  std::ofstream(path, std::ios::binary) << std::string(zip.begin(), zip.end());
   const Result r = Tensorcut(absl::StrCat("train --model mlp --data ", path,
                                           " --batch 50 --steps 30 --checkpoint ",
                                           TempPath("blobs.safetensors")));
