@@ -79,4 +79,13 @@ Tensor Reference(const Shape& shape, const std::function<double(const Index&)>& 
   return from_vector<double>(v, shape);
 }
 
+std::string ThrownMessage(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return std::string(e.status().message());
+  }
+  return "no error";
+}
+
 }  // namespace tc::testing

@@ -54,6 +54,9 @@ auto OnThreads(int threads, F&& fn) {
   return fn();
 }
 
+// The message of the tc::Error `fn` throws; "no error" when it returns.
+std::string ThrownMessage(const std::function<void()>& fn);
+
 }  // namespace tc::testing
 
 // REQUIRE that two tensors match (see CompareTensors).

@@ -14,9 +14,12 @@
 #include "catch2/catch.hpp"
 #include "runtime/error.h"
 #include "runtime/ops.h"
+#include "tests/test_util.h"
 
 namespace tc::nn {
 namespace {
+
+using testing::ThrownMessage;
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr int kSteps = 200;
@@ -241,15 +244,6 @@ TEST_CASE("every scheduler resumes from its saved state exactly") {
                                                   std::make_shared<CosineAnnealingLR>(o, 100)},
         std::vector<int64_t>{10});
   });
-}
-
-std::string ThrownMessage(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(e.status().message());
-  }
-  return "no error";
 }
 
 TEST_CASE("schedulers refuse bad arguments and mismatched state") {

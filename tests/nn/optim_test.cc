@@ -36,6 +36,8 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 namespace tc::nn {
 namespace {
 
+using testing::ThrownMessage;
+
 using Vec = std::vector<double>;
 
 const Vec kInit = {1.0, -2.0, 0.5, 3.0};
@@ -154,15 +156,6 @@ struct RefAdagrad {
     }
   }
 };
-
-std::string ThrownMessage(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return std::string(e.status().message());
-  }
-  return "no error";
-}
 
 std::vector<std::string> Names(const NamedTensors& named) {
   std::vector<std::string> names;
