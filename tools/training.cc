@@ -150,9 +150,9 @@ absl::StatusOr<std::shared_ptr<const nn::Dataset>> Examples(nn::Array features, 
     // labels would make it huge.
     constexpr int64_t kMaxClasses = 100000;
     if (label[i] < 0 || label[i] >= kMaxClasses) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": label ", label[i], " of example ",
-                                                     i, " is not a class index in [0, ",
-                                                     kMaxClasses, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": label ", label[i], " of example ", i,
+                                                     " is not a class index in [0, ", kMaxClasses,
+                                                     ")"));
     }
     classes = std::max(classes, label[i] + 1);
   }
@@ -185,10 +185,10 @@ absl::StatusOr<UserData> LoadUserData(const TrainOptions& o) {
       TC_ASSIGN_OR_RETURN(nn::CsvData test,
                           nn::ReadCsv(o.test_data, o.label_column, train.class_names));
       if (train.class_names.empty() != test.class_names.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--test-data ", o.test_data, ": its labels are ",
-            test.class_names.empty() ? "integers" : "names", " where --data ", path, " has ",
-            train.class_names.empty() ? "integers" : "names"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--test-data ", o.test_data, ": its labels are ",
+                         test.class_names.empty() ? "integers" : "names", " where --data ", path,
+                         " has ", train.class_names.empty() ? "integers" : "names"));
       }
       if (test.feature_names != train.feature_names) {
         return absl::InvalidArgumentError(
@@ -221,9 +221,9 @@ absl::StatusOr<UserData> LoadUserData(const TrainOptions& o) {
   absl::StatusOr<nn::Array> x_test = Find(arrays, o.features + "_test", path, "--features");
   absl::StatusOr<nn::Array> y_test = Find(arrays, o.labels + "_test", path, "--labels");
   if (x_test.ok() != y_test.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data ", path, " has ", x_test.ok() ? o.features : o.labels, "_test but no ",
-        x_test.ok() ? o.labels : o.features, "_test: a test split needs both"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data ", path, " has ", x_test.ok() ? o.features : o.labels, "_test but no ",
+                     x_test.ok() ? o.labels : o.features, "_test: a test split needs both"));
   }
   if (x_test.ok() && y_test.ok()) {
     if (x_test->numel() / std::max<int64_t>(x_test->rows(), 1) != data.features) {

@@ -175,8 +175,8 @@ absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string
   if (array.type == ElementType::kBool) {
     for (size_t i = 0; i < array.bytes.size(); ++i) {
       if (array.bytes[i] > 1) {
-        return Bad(where, absl::StrCat("bool element ", i, " is ", int{array.bytes[i]},
-                                       ", not 0 or 1"));
+        return Bad(where,
+                   absl::StrCat("bool element ", i, " is ", int{array.bytes[i]}, ", not 0 or 1"));
       }
     }
   }
