@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
@@ -599,7 +600,12 @@ absl::Status load(Module& module, const std::string& path, Optimizer* optimizer,
                   LRScheduler* scheduler) {
   TC_ASSIGN_OR_RETURN(NamedTensors file, LoadTensors(path));
   const NamedTensors module_tensors = CheckpointTensors(module, nullptr, nullptr);
-  const NamedTensors state = optimizer ? optimizer->state() : NamedTensors();
+  // A checkpoint saved before the groups' options were saved loads without them.
+  const bool with_options =
+      absl::c_any_of(file, [](const auto& entry) { return IsGroupOptionName(entry.first); });
+  const NamedTensors state = optimizer == nullptr ? NamedTensors()
+                             : with_options       ? optimizer->state()
+                                                  : WithoutGroupOptions(optimizer->state());
   const NamedTensors schedule = scheduler ? scheduler->state() : NamedTensors();
   NamedTensors expected = module_tensors;
   expected.insert(expected.end(), state.begin(), state.end());

@@ -6,6 +6,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nn/named_tensors.h"
@@ -359,8 +360,24 @@ NamedTensors Optimizer::state() const {
   return out;
 }
 
+bool IsGroupOptionName(absl::string_view name) {
+  return absl::StartsWith(name, absl::StrCat(kOptimizerStatePrefix, "param_groups."));
+}
+
+NamedTensors WithoutGroupOptions(const NamedTensors& state) {
+  NamedTensors out;
+  for (const auto& entry : state) {
+    if (!IsGroupOptionName(entry.first)) out.push_back(entry);
+  }
+  return out;
+}
+
 absl::Status Optimizer::load_state(const NamedTensors& state) {
-  const NamedTensors current = this->state();
+  // A state saved without the groups' options (before they were saved)
+  // leaves them as they are.
+  const bool with_options =
+      absl::c_any_of(state, [](const auto& entry) { return IsGroupOptionName(entry.first); });
+  const NamedTensors current = with_options ? this->state() : WithoutGroupOptions(this->state());
   const std::string mismatch = DescribeMismatch(current, state, "got");
   if (!mismatch.empty()) {
     return absl::InvalidArgumentError(
@@ -376,7 +393,7 @@ absl::Status Optimizer::load_state(const NamedTensors& state) {
                                                      "; a step count cannot be negative"));
     }
   }
-  for (int g = 0; g < num_groups(); ++g) {
+  for (int g = 0; g < num_groups() && with_options; ++g) {
     std::vector<double> values;
     for (const std::string& option : option_names_) {
       values.push_back(by_name.at(GroupOptionName(g, option))->item<double>());

@@ -59,6 +59,11 @@ struct ParamGroup {
   std::map<std::string, double> options = {};
 };
 
+// True for the names of the groups' options in a state ("optim.param_groups.0.lr").
+bool IsGroupOptionName(absl::string_view name);
+// `state` without them.
+NamedTensors WithoutGroupOptions(const NamedTensors& state);
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -107,7 +112,8 @@ class Optimizer {
   // Copies `state` into this optimizer's state after checking that it has
   // exactly the names, dtypes and shapes of state(), non-negative step
   // counts and hyper-parameters this optimizer accepts; on error nothing
-  // changes.
+  // changes. A state without any group options (saved before they were)
+  // leaves the groups' options as they are.
   absl::Status load_state(const NamedTensors& state);
 
  protected:
