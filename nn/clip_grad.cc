@@ -1,11 +1,11 @@
 #include "nn/clip_grad.h"
 
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/error.h"
+#include "runtime/kernels/dtype_dispatch.h"
 
 namespace tc::nn {
 namespace {
@@ -33,16 +33,6 @@ std::vector<Tensor> Grads(absl::string_view fn, absl::Span<const Tensor> params)
   return grads;
 }
 
-// Calls fn(data, n) with the grad's elements as float* or double*.
-template <typename Fn>
-void WithData(const Tensor& g, Fn fn) {
-  if (g.dtype() == DType::kF32) {
-    fn(g.data<float>(), g.numel());
-  } else {
-    fn(g.data<double>(), g.numel());
-  }
-}
-
 }  // namespace
 
 double clip_grad_norm_(absl::Span<const Tensor> params, double max_norm, double norm_type,
@@ -53,7 +43,9 @@ double clip_grad_norm_(absl::Span<const Tensor> params, double max_norm, double 
   const bool inf = std::isinf(norm_type);
   double total = 0;  // the largest |g| for inf, else sum |g|^p
   for (const Tensor& g : grads) {
-    WithData(g, [&](const auto* data, int64_t n) {
+    kernels::VisitFloatDType(g.dtype(), [&](auto zero) {
+      const auto* data = g.data<decltype(zero)>();
+      const int64_t n = g.numel();
       for (int64_t i = 0; i < n; ++i) {
         const double a = std::abs(static_cast<double>(data[i]));
         if (inf) {
@@ -75,8 +67,10 @@ double clip_grad_norm_(absl::Span<const Tensor> params, double max_norm, double 
   const double coef = max_norm / (total + 1e-6);
   if (coef >= 1) return total;
   for (const Tensor& g : grads) {
-    WithData(g, [&](auto* data, int64_t n) {
-      using T = std::remove_reference_t<decltype(*data)>;
+    kernels::VisitFloatDType(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* data = g.data<T>();
+      const int64_t n = g.numel();
       const T c = static_cast<T>(coef);
       for (int64_t i = 0; i < n; ++i) data[i] *= c;
     });
@@ -88,8 +82,10 @@ void clip_grad_value_(absl::Span<const Tensor> params, double clip_value) {
   constexpr absl::string_view kFn = "clip_grad_value_";
   if (!(clip_value >= 0)) Fail(kFn, absl::StrCat("clip_value must be >= 0, got ", clip_value));
   for (const Tensor& g : Grads(kFn, params)) {
-    WithData(g, [&](auto* data, int64_t n) {
-      using T = std::remove_reference_t<decltype(*data)>;
+    kernels::VisitFloatDType(g.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      T* data = g.data<T>();
+      const int64_t n = g.numel();
       const T hi = static_cast<T>(clip_value), lo = -hi;
       // Comparisons, so a NaN stays NaN as in torch.clamp.
       for (int64_t i = 0; i < n; ++i) data[i] = data[i] > hi ? hi : (data[i] < lo ? lo : data[i]);

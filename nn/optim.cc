@@ -12,6 +12,7 @@
 #include "nn/named_tensors.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/error.h"
+#include "runtime/kernels/dtype_dispatch.h"
 
 namespace tc::nn {
 namespace {
@@ -130,16 +131,6 @@ bool Covers(const std::vector<std::string>& allocated, const std::vector<std::st
     if (!absl::c_linear_search(allocated, name)) return false;
   }
   return true;
-}
-
-// Calls fn(T{}) with T the parameter's element type (f32 or f64).
-template <typename Fn>
-void ForParamType(const Tensor& param, Fn fn) {
-  if (param.dtype() == DType::kF32) {
-    fn(float{});
-  } else {
-    fn(double{});
-  }
 }
 
 std::string Invalid(absl::string_view what, double value) {
@@ -456,7 +447,7 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double damp
 
 void SGD::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
                  absl::Span<const std::string> names, int64_t step, absl::Span<const double> o) {
-  ForParamType(param, [&](auto zero) {
+  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* buffer = o[kSgdMomentum] != 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
     SgdLoop(param.data<T>(), grad.data<T>(), buffer, param.numel(), o[kSgdLr], o[kSgdMomentum],
@@ -502,7 +493,7 @@ Adam::Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, do
 
 void Adam::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
                   absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
-  ForParamType(param, [&](auto zero) {
+  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
     using T = decltype(zero);
     AdamLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), slots[1].data<T>(), param.numel(),
              o[kAdamLr], o[kAdamBeta1], o[kAdamBeta2], o[kAdamEps], o[kAdamWeightDecay], decoupled_,
@@ -564,7 +555,7 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, double lr, double alpha, double
 
 void RMSprop::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
                      absl::Span<const std::string> names, int64_t, absl::Span<const double> o) {
-  ForParamType(param, [&](auto zero) {
+  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* buffer = o[kRmsMomentum] > 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
     T* grad_avg = o[kRmsCentered] != 0 ? SlotData<T>(slots, names, "grad_avg") : nullptr;
@@ -624,7 +615,7 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, double lr, double lr_decay, dou
 
 void Adagrad::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
                      absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
-  ForParamType(param, [&](auto zero) {
+  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
     using T = decltype(zero);
     AdagradLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), param.numel(), o[kAdagradLr],
                 o[kAdagradLrDecay], o[kAdagradWeightDecay], o[kAdagradEps], step);

@@ -1,11 +1,11 @@
 #include "nn/data/transforms.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/error.h"
+#include "runtime/kernels/dtype_dispatch.h"
 
 namespace tc::nn {
 namespace {
@@ -20,16 +20,6 @@ absl::Status CheckImages(absl::string_view name, const Tensor& images) {
                      images.type().ToString()));
   }
   return absl::OkStatus();
-}
-
-// Calls fn(data) with the batch's elements as float* or double*.
-template <typename Fn>
-void WithData(const Tensor& t, Fn fn) {
-  if (t.dtype() == DType::kF32) {
-    fn(t.data<float>());
-  } else {
-    fn(t.data<double>());
-  }
 }
 
 }  // namespace
@@ -55,8 +45,9 @@ absl::StatusOr<Tensor> Normalize::Apply(const Tensor& images, Generator&) const 
                                                    " channels' statistics for a batch of ", c,
                                                    " channels, ", images.type().ToString()));
   }
-  WithData(images, [&](auto* data) {
-    using T = std::remove_reference_t<decltype(*data)>;
+  kernels::VisitFloatDType(images.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* data = images.data<T>();
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t k = 0; k < c; ++k) {
         const T mean = static_cast<T>(mean_[k]), scale = static_cast<T>(1 / std_dev_[k]);
@@ -87,8 +78,9 @@ absl::StatusOr<Tensor> RandomCrop::Apply(const Tensor& images, Generator& gen) c
   }
   Tensor out = Tensor::Empty({n, c, height_, width_}, images.dtype());  // zeros: the padding
   const uint64_t counter = gen.Advance(static_cast<uint64_t>(2 * n));
-  WithData(images, [&](const auto* src) {
-    using T = std::remove_const_t<std::remove_reference_t<decltype(*src)>>;
+  kernels::VisitFloatDType(images.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* src = images.data<T>();
     T* dst = out.data<T>();
     for (int64_t i = 0; i < n; ++i) {
       // The crop's top-left corner in padded coordinates.
@@ -123,7 +115,8 @@ absl::StatusOr<Tensor> RandomHorizontalFlip::Apply(const Tensor& images, Generat
   if (absl::Status s = CheckImages("RandomHorizontalFlip", images); !s.ok()) return s;
   const int64_t n = images.size(0), rows = images.size(1) * images.size(2), w = images.size(3);
   const uint64_t counter = gen.Advance(static_cast<uint64_t>(n));
-  WithData(images, [&](auto* data) {
+  kernels::VisitFloatDType(images.dtype(), [&](auto zero) {
+    auto* data = images.data<decltype(zero)>();
     for (int64_t i = 0; i < n; ++i) {
       if (!(RandomUniform(gen.seed(), counter + i) < p_)) continue;
       for (int64_t r = 0; r < rows; ++r) {
