@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
   bazel-bootstrap      # Bazel 4.2.3 (WORKSPACE mode)
   g++
-  pkg-config
+  pkg-config           # and cmake: the installation tests (tests/install/)
+  cmake
   zlib1g-dev           # reads the gzip-compressed datasets
   libeigen3-dev        # Eigen 3.4
   libdnnl-dev          # oneDNN 2.6

@@ -6,6 +6,7 @@
 //   tensorcut train --model linear --steps 20
 //   tensorcut --help            # the subcommands
 //   tensorcut partition --help  # one subcommand's flags (or: tensorcut help partition)
+//   tensorcut --version         # the version and the build's configuration
 
 #include <algorithm>
 #include <cstdio>
@@ -17,12 +18,14 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "runtime/build_info.h"
 #include "runtime/error.h"
 #include "runtime/threads.h"
 #include "tools/cli.h"
@@ -142,6 +145,9 @@ int Help(absl::string_view name) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(tc::Usage());
+  absl::FlagsUsageConfig usage_config;
+  usage_config.version_string = tc::BuildInfoText;  // --version
+  absl::SetFlagsUsageConfig(usage_config);
   // --help is ours, so that it can describe one subcommand: Abseil's would
   // print every flag of the program and exit before the subcommand is known.
   // A flag is spelled with dashes or underscores alike: --drop-last is

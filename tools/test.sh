@@ -30,17 +30,25 @@ run bazel test --keep_going //... "$@"
 run bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurrency_test \
   //tests/nn:data_loader_test
 # Address and undefined-behaviour sanitizers over every test but the three
-# that take over 15 minutes each there (.bazelrc's asan config says which).
-run bazel test --config=asan --keep_going //...
+# that take over 15 minutes each there (.bazelrc's asan config says which);
+# only what the tests need is built (not the benchmarks or the installed
+# library).
+run bazel test --config=asan --build_tests_only --keep_going //...
+# tools/install.sh into a temporary prefix, and the README's program built
+# against it with CMake, with pkg-config, and from an external Bazel
+# workspace; installed from the build of the first line (-c fastbuild), so
+# that it compiles nothing again.
+run tests/install/consumers_test.sh -c fastbuild "$@"
 # Each fuzz target for a short time from its seed corpus, with a fixed seed:
 # the same inputs every run.
 FUZZ_SEED=1 run tools/fuzz.sh "${FUZZ_SECONDS:-20}"
 set -e
 
 # Bazel's summary has one line per test: "//pkg:name   (cached) PASSED in 0.4s";
-# tools/fuzz.sh one per target: "fuzz NAME: ... no crash" or "fuzz NAME: FAILED ...".
+# tools/fuzz.sh one per target: "fuzz NAME: ... no crash" or "fuzz NAME: FAILED ...";
+# the installation tests one per check: "consumer NAME: passed" or "... FAILED ...".
 summary='^//[^ ]+ +(\(cached\) )?'
-passed=$(grep -cE "${summary}(PASSED|FLAKY)|^fuzz [a-z_]+: .*no crash" "$log" || true)
-failed=$(grep -cE "${summary}(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)|^fuzz [a-z_]+: FAILED" "$log" || true)
+passed=$(grep -cE "${summary}(PASSED|FLAKY)|^fuzz [a-z_]+: .*no crash|^consumer [a-z-]+: passed" "$log" || true)
+failed=$(grep -cE "${summary}(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)|^fuzz [a-z_]+: FAILED|^consumer [a-z-]+: FAILED" "$log" || true)
 echo "tests: ${passed} passed, ${failed} failed"
 exit "$status"

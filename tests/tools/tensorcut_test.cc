@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/version.h"
 #include "catch2/catch.hpp"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -22,6 +23,7 @@
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
+#include "runtime/build_info.h"
 #include "tests/npz_writer.h"
 #include "tools/training.h"
 
@@ -121,6 +123,14 @@ TEST_CASE("--help lists the subcommands; SUB --help and help SUB list SUB's flag
     REQUIRE(Tensorcut(absl::StrCat("help ", sub)).out == r.out);
   }
   REQUIRE(!Contains(Tensorcut("partition --help").out, "--resume"));
+}
+
+TEST_CASE("--version prints the version and the build's configuration") {
+  const Result r = Tensorcut("--version");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.rfind(absl::StrCat("tensorcut ", version(), "\nbuilt with "), 0) == 0);
+  REQUIRE(Contains(r.out, GetBuildInfo().flags));
+  REQUIRE(Contains(r.out, absl::StrCat("\noneDNN ", GetBuildInfo().onednn_version)));
 }
 
 TEST_CASE("mistakes exit non-zero with a message naming them") {

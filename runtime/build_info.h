@@ -1,0 +1,37 @@
+// What this copy of tensorcut was built with and what it finds on this CPU:
+// the lines `tensorcut --version` prints, for bug reports and for telling
+// whether a speed figure came from an optimised, native build.
+//
+//   std::printf("%s", tc::BuildInfoText().c_str());
+#ifndef TENSORCUT_RUNTIME_BUILD_INFO_H_
+#define TENSORCUT_RUNTIME_BUILD_INFO_H_
+
+#include <string>
+
+namespace tc {
+
+struct BuildInfo {
+  std::string version;   // tc::version(): "0.2.0"
+  std::string compiler;  // "g++ 12.2.0"
+  // How the library was compiled, as its own code sees it: optimisation,
+  // assertions (NDEBUG, set by `bazel -c opt`), the ISA extensions the
+  // compiler could assume (-march=native adds them; tensorcut itself checks
+  // the CPU at run time) and sanitizers, e.g.
+  // "optimised, assertions on, compiled for baseline x86-64".
+  std::string flags;
+  std::string onednn_version;  // the oneDNN library loaded: "2.6.3"
+  std::string cpu_isa;         // what oneDNN dispatches to on this CPU: "avx2"
+  int threads = 1;             // intra-op threads (tc::NumThreads())
+};
+
+BuildInfo GetBuildInfo();
+
+// GetBuildInfo() as three lines:
+//   tensorcut 0.2.0
+//   built with g++ 12.2.0 (C++17): optimised, assertions on, compiled for baseline x86-64
+//   oneDNN 2.6.3, dispatching to avx2 on this CPU; 2 threads
+std::string BuildInfoText();
+
+}  // namespace tc
+
+#endif  // TENSORCUT_RUNTIME_BUILD_INFO_H_

@@ -1,0 +1,76 @@
+// tc::version() is the number set in version.bzl, and the build information
+// names this build's compiler, flags, oneDNN and CPU.
+#include "base/version.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "catch2/catch.hpp"
+#include "runtime/build_info.h"
+
+namespace tc {
+namespace {
+
+std::string VersionFromBzl() {
+  const std::string path =
+      absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/version.bzl");
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "TENSORCUT_VERSION = \"")) {
+      return std::vector<std::string>(absl::StrSplit(line, '"'))[1];
+    }
+  }
+  FAIL("version.bzl sets no TENSORCUT_VERSION");
+  return "";
+}
+
+TEST_CASE("tc::version() is version.bzl's, MAJOR.MINOR.PATCH") {
+  const std::string version = tc::version();
+  REQUIRE(version == VersionFromBzl());
+  const std::vector<std::string> parts = absl::StrSplit(version, '.');
+  REQUIRE(parts.size() == 3);
+}
+
+TEST_CASE("the build information names the compiler, flags, oneDNN and the CPU's ISA") {
+  const BuildInfo info = GetBuildInfo();
+  REQUIRE(info.version == tc::version());
+  REQUIRE((absl::StartsWith(info.compiler, "g++ ") || absl::StartsWith(info.compiler, "clang ")));
+  // This test is compiled with the library's flags, so it sees what it does.
+#if defined(__OPTIMIZE__)
+  REQUIRE(absl::StartsWith(info.flags, "optimised, "));
+#else
+  REQUIRE(absl::StartsWith(info.flags, "not optimised (-O0), "));
+#endif
+#if defined(NDEBUG)
+  REQUIRE(absl::StrContains(info.flags, ", assertions off, "));
+#else
+  REQUIRE(absl::StrContains(info.flags, ", assertions on, "));
+#endif
+#if defined(__AVX2__)
+  REQUIRE(absl::StrContains(info.flags, "compiled for AVX2"));
+#else
+  REQUIRE(absl::StrContains(info.flags, "compiled for baseline x86-64"));
+#endif
+  REQUIRE(absl::StartsWith(info.onednn_version, "2."));
+  REQUIRE(!info.cpu_isa.empty());
+  REQUIRE(info.threads >= 1);
+
+  const std::string text = BuildInfoText();
+  const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  REQUIRE(lines.size() == 3);
+  REQUIRE(lines[0] == absl::StrCat("tensorcut ", info.version));
+  REQUIRE(absl::StartsWith(lines[1], absl::StrCat("built with ", info.compiler, " (C++17): ")));
+  REQUIRE(absl::StrContains(lines[1], info.flags));
+  REQUIRE(absl::StartsWith(
+      lines[2], absl::StrCat("oneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa)));
+}
+
+}  // namespace
+}  // namespace tc

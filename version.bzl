@@ -1,0 +1,12 @@
+"""tensorcut's version: the one place it is set.
+
+The library reports it (tc::version(), base/version.cc), the shared library's
+soname carries its major and minor parts (0.x releases may change the ABI at
+every minor version), and the installed pkg-config and CMake package files
+declare it (tools/install/).
+"""
+
+TENSORCUT_VERSION = "0.2.0"
+
+# The part of the version that names an ABI: libtensorcut.so.0.2.
+TENSORCUT_SOVERSION = ".".join(TENSORCUT_VERSION.split(".")[:2])
