@@ -8,7 +8,10 @@
 // It brings in tensors and eager ops, the nn API (modules, layers, losses,
 // optimizers, schedulers, data loading, checkpoints, the reference models),
 // the IR, the partitioners, the compilers, the staged pipeline and TrainStep.
-// The headers it includes may also be included one by one.
+// The headers it includes may also be included one by one, but their paths
+// differ by route: installed, "tensorcut/nn/layers.h"; from Bazel, rooted at
+// the source tree, "nn/layers.h". Code that builds both ways includes this
+// header only.
 #ifndef TENSORCUT_TENSORCUT_H_
 #define TENSORCUT_TENSORCUT_H_
 
@@ -36,6 +39,7 @@
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/summary.h"
+#include "partition/min_cut.h"
 #include "partition/partition.h"
 #include "partition/report.h"
 #include "partition/strategies.h"

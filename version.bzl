@@ -1,9 +1,9 @@
 """tensorcut's version: the one place it is set.
 
 The library reports it (tc::version(), base/version.cc), the shared library's
-soname carries its major and minor parts (0.x releases may change the ABI at
-every minor version), and the installed pkg-config and CMake package files
-declare it (tools/install/).
+soname carries its major and minor parts (the ABI may change at every minor
+version, as it does while the version is 0.x), and the installed pkg-config
+and CMake package files declare it (tools/install/).
 """
 
 TENSORCUT_VERSION = "0.2.0"

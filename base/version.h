@@ -1,5 +1,5 @@
-// The library's version, as set in version.bzl (the one place it is set):
-// "0.2.0". `tensorcut --version` prints it with the build's configuration
+// The library's version, as set in version.bzl (the one place it is set),
+// e.g. "0.2.0". `tensorcut --version` prints it with the build's configuration
 // (runtime/build_info.h).
 #ifndef TENSORCUT_BASE_VERSION_H_
 #define TENSORCUT_BASE_VERSION_H_

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "base/version.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/build_flags.h"
 #include "runtime/kernels/onednn.h"
 #include "runtime/threads.h"
 
@@ -28,21 +29,25 @@ std::string Compiler() {
 #endif
 }
 
-// The ISA extensions beyond baseline x86-64 the compiler was allowed to use
-// for this file, which the whole library is compiled with.
+// The widest vector ISA and the extensions beyond baseline x86-64 the
+// compiler was allowed to use for this file, which the whole library is
+// compiled with.
 std::string CompiledFor() {
   std::vector<const char*> isa;
-#if defined(__AVX2__)
+#if defined(__AVX512F__)
+  isa.push_back("AVX512F");
+#elif defined(__AVX2__)
   isa.push_back("AVX2");
+#elif defined(__AVX__)
+  isa.push_back("AVX");
+#elif defined(__SSE4_2__)
+  isa.push_back("SSE4.2");
 #endif
 #if defined(__FMA__)
   isa.push_back("FMA");
 #endif
-#if defined(__AVX512F__)
-  isa.push_back("AVX-512F");
-#endif
 #if defined(__AVX512BF16__)
-  isa.push_back("AVX-512 BF16");
+  isa.push_back("AVX512-BF16");
 #endif
 #if defined(__AMX_TILE__)
   isa.push_back("AMX");
@@ -51,7 +56,7 @@ std::string CompiledFor() {
   return absl::StrCat("compiled for ", absl::StrJoin(isa, " "), " (-march)");
 }
 
-std::string Flags() {
+std::string Features() {
   std::vector<std::string> parts;
 #if defined(__OPTIMIZE__)
   parts.push_back("optimised");
@@ -80,7 +85,8 @@ BuildInfo GetBuildInfo() {
   BuildInfo info;
   info.version = version();
   info.compiler = Compiler();
-  info.flags = Flags();
+  info.build_flags = absl::StrCat("-c ", TENSORCUT_COMPILATION_MODE, " ", TENSORCUT_COMPILER_FLAGS);
+  info.features = Features();
   info.onednn_version = absl::StrCat(onednn->major, ".", onednn->minor, ".", onednn->patch);
   info.cpu_isa = kernels::OneDnnIsa();
   info.threads = NumThreads();
@@ -90,8 +96,9 @@ BuildInfo GetBuildInfo() {
 std::string BuildInfoText() {
   const BuildInfo info = GetBuildInfo();
   return absl::StrCat("tensorcut ", info.version, "\nbuilt with ", info.compiler, " (C++",
-                      __cplusplus / 100 % 100, "): ", info.flags, "\noneDNN ", info.onednn_version,
-                      ", dispatching to ", info.cpu_isa, " on this CPU; ", info.threads,
+                      __cplusplus / 100 % 100, "), ", info.build_flags, "\n", info.features,
+                      "\noneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa,
+                      " on this CPU; ", info.threads,
                       info.threads == 1 ? " thread\n" : " threads\n");
 }
 

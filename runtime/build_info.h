@@ -13,22 +13,26 @@ namespace tc {
 struct BuildInfo {
   std::string version;   // tc::version(): "0.2.0"
   std::string compiler;  // "g++ 12.2.0"
+  // Bazel's compilation mode and the --copt/--cxxopt flags of the build, e.g.
+  // "-c opt -O2 -Wall -Wno-sign-compare -O3 -march=native -std=c++17".
+  std::string build_flags;
   // How the library was compiled, as its own code sees it: optimisation,
-  // assertions (NDEBUG, set by `bazel -c opt`), the ISA extensions the
-  // compiler could assume (-march=native adds them; tensorcut itself checks
-  // the CPU at run time) and sanitizers, e.g.
+  // assertions (NDEBUG, set by `bazel -c opt`), the widest vector ISA and the
+  // extensions the compiler could assume (-march=native adds them;
+  // tensorcut itself checks the CPU at run time) and sanitizers, e.g.
   // "optimised, assertions on, compiled for baseline x86-64".
-  std::string flags;
+  std::string features;
   std::string onednn_version;  // the oneDNN library loaded: "2.6.3"
   std::string cpu_isa;         // what oneDNN dispatches to on this CPU: "avx2"
-  int threads = 1;             // intra-op threads (tc::NumThreads())
+  int threads = 1;             // intra-op threads now (tc::NumThreads())
 };
 
 BuildInfo GetBuildInfo();
 
-// GetBuildInfo() as three lines:
+// GetBuildInfo() as four lines:
 //   tensorcut 0.2.0
-//   built with g++ 12.2.0 (C++17): optimised, assertions on, compiled for baseline x86-64
+//   built with g++ 12.2.0 (C++17), -c fastbuild -O2 -Wall -Wno-sign-compare -std=c++17
+//   optimised, assertions on, compiled for baseline x86-64
 //   oneDNN 2.6.3, dispatching to avx2 on this CPU; 2 threads
 std::string BuildInfoText();
 

@@ -10,9 +10,11 @@
 #   PREFIX/lib/cmake/tensorcut/        tensorcutConfig.cmake and its version file
 #
 # Usage: tools/install.sh PREFIX [BAZEL_FLAGS...]
-#   tools/install.sh /usr/local              # optimised (-c opt: -O2, NDEBUG)
-#   tools/install.sh ~/.local -c opt --config=opt  # -O3 -march=native: this CPU only
-# The files are relocatable: PREFIX may be moved as a whole.
+#   tools/install.sh ~/opt/tensorcut            # optimised (-c opt: -O2, NDEBUG)
+#   tools/install.sh ~/opt/tensorcut -c opt --config=opt  # -O3 -march=native: this CPU only
+# The files are relocatable: PREFIX may be moved as a whole, so a system
+# prefix is best filled by copying a user's installation with sudo, rather
+# than by running Bazel as root.
 set -euo pipefail
 if [ $# -lt 1 ] || [ "${1#-}" != "$1" ]; then
   echo "usage: tools/install.sh PREFIX [BAZEL_FLAGS...]  (default flags: -c opt)" >&2
@@ -29,8 +31,13 @@ tools/setup.sh
 
 bazel build "${flags[@]}" //tools/install
 bin="$(bazel info "${flags[@]}" bazel-bin)/tools/install"
-version=$(sed -n 's/^TENSORCUT_VERSION = "\(.*\)"$/\1/p' version.bzl)
+# The version as the build wrote it into the package files (from version.bzl).
+version=$(sed -n 's/^Version: //p' "$bin/tensorcut.pc")
 soname=$(readelf -d "$bin/libtensorcut.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+if [ -z "$version" ] || [ -z "$soname" ]; then
+  echo "tools/install.sh: the build gave no version ('$version') or soname ('$soname')" >&2
+  exit 1
+fi
 
 lib="$prefix/lib"
 mkdir -p "$lib/pkgconfig" "$lib/cmake/tensorcut" "$prefix/include"

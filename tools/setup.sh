@@ -7,8 +7,8 @@ set -euo pipefail
 packages=(
   bazel-bootstrap      # Bazel 4.2.3 (WORKSPACE mode)
   g++
-  pkg-config           # and cmake: the installation tests (tests/install/)
-  cmake
+  pkg-config
+  cmake                # the installation tests (tests/install/)
   zlib1g-dev           # reads the gzip-compressed datasets
   libeigen3-dev        # Eigen 3.4
   libdnnl-dev          # oneDNN 2.6

@@ -13,16 +13,19 @@ include rewritten from "nn/module.h" to "tensorcut/nn/module.h".
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
-def _linker_inputs(deps):
-    return [li for dep in deps for li in dep[CcInfo].linking_context.linker_inputs.to_list()]
-
 def _library_objects_impl(ctx):
+    linker_inputs = [
+        li
+        for dep in ctx.attr.deps
+        for li in dep[CcInfo].linking_context.linker_inputs.to_list()
+    ]
     archives = []
-    for linker_input in _linker_inputs(ctx.attr.deps):
+    for linker_input in linker_inputs:
         for library in linker_input.libraries:
-            if not library.pic_static_library:
+            if library.pic_static_library:
+                archives.append(library.pic_static_library)
+            elif library.static_library:
                 fail("%s has no position-independent archive to install" % linker_input.owner)
-            archives.append(library.pic_static_library)
     toolchain = find_cpp_toolchain(ctx)
     ctx.actions.run_shell(
         inputs = depset(archives, transitive = [toolchain.all_files]),
@@ -41,7 +44,7 @@ def _library_objects_impl(ctx):
 
     # What the targets ask of the link besides their objects (-ldnnl, -lz,
     # -fopenmp, Abseil), for a cc_binary that links the merged object.
-    flags = [f for li in _linker_inputs(ctx.attr.deps) for f in li.user_link_flags]
+    flags = [f for li in linker_inputs for f in li.user_link_flags]
     linker_input = cc_common.create_linker_input(
         owner = ctx.label,
         user_link_flags = depset(flags, order = "topological"),
@@ -81,7 +84,8 @@ def _public_headers_impl(ctx):
         executable = ctx.executable._stage,
         inputs = headers + [ctx.file.umbrella],
         outputs = [out],
-        arguments = [out.path, root or ".", _relative_to(ctx.file.umbrella.path, root)],
+        arguments = [out.path, root or ".", _relative_to(ctx.file.umbrella.path, root)] +
+                    [_relative_to(h.path, root) for h in headers],
         mnemonic = "PublicHeaders",
         progress_message = "Staging the public headers of %s" % ctx.file.umbrella.short_path,
     )

@@ -1,6 +1,6 @@
 // tc::version() is the number set in version.bzl, and the build information
 // names this build's compiler, flags, oneDNN and CPU.
-#include "base/version.h"
+#include "runtime/build_info.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/version.h"
 #include "catch2/catch.hpp"
-#include "runtime/build_info.h"
 
 namespace tc {
 namespace {
@@ -42,21 +42,28 @@ TEST_CASE("the build information names the compiler, flags, oneDNN and the CPU's
   const BuildInfo info = GetBuildInfo();
   REQUIRE(info.version == tc::version());
   REQUIRE((absl::StartsWith(info.compiler, "g++ ") || absl::StartsWith(info.compiler, "clang ")));
+  const std::vector<std::string> mode = absl::StrSplit(info.build_flags, ' ');
+  REQUIRE(mode.size() >= 2);
+  REQUIRE(mode[0] == "-c");
+  REQUIRE((mode[1] == "fastbuild" || mode[1] == "opt" || mode[1] == "dbg"));
+  REQUIRE(absl::StrContains(info.build_flags, " -O2 "));  // .bazelrc's --copt=-O2
   // This test is compiled with the library's flags, so it sees what it does.
 #if defined(__OPTIMIZE__)
-  REQUIRE(absl::StartsWith(info.flags, "optimised, "));
+  REQUIRE(absl::StartsWith(info.features, "optimised, "));
 #else
-  REQUIRE(absl::StartsWith(info.flags, "not optimised (-O0), "));
+  REQUIRE(absl::StartsWith(info.features, "not optimised (-O0), "));
 #endif
 #if defined(NDEBUG)
-  REQUIRE(absl::StrContains(info.flags, ", assertions off, "));
+  REQUIRE(absl::StrContains(info.features, ", assertions off, "));
 #else
-  REQUIRE(absl::StrContains(info.flags, ", assertions on, "));
+  REQUIRE(absl::StrContains(info.features, ", assertions on, "));
 #endif
-#if defined(__AVX2__)
-  REQUIRE(absl::StrContains(info.flags, "compiled for AVX2"));
-#else
-  REQUIRE(absl::StrContains(info.flags, "compiled for baseline x86-64"));
+#if defined(__AVX512F__)
+  REQUIRE(absl::StrContains(info.features, "compiled for AVX512F"));
+#elif defined(__AVX2__)
+  REQUIRE(absl::StrContains(info.features, "compiled for AVX2"));
+#elif !defined(__AVX__) && !defined(__SSE4_2__)
+  REQUIRE(absl::StrContains(info.features, "compiled for baseline x86-64"));
 #endif
   REQUIRE(absl::StartsWith(info.onednn_version, "2."));
   REQUIRE(!info.cpu_isa.empty());
@@ -64,12 +71,12 @@ TEST_CASE("the build information names the compiler, flags, oneDNN and the CPU's
 
   const std::string text = BuildInfoText();
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  REQUIRE(lines.size() == 3);
+  REQUIRE(lines.size() == 4);
   REQUIRE(lines[0] == absl::StrCat("tensorcut ", info.version));
-  REQUIRE(absl::StartsWith(lines[1], absl::StrCat("built with ", info.compiler, " (C++17): ")));
-  REQUIRE(absl::StrContains(lines[1], info.flags));
+  REQUIRE(lines[1] == absl::StrCat("built with ", info.compiler, " (C++17), ", info.build_flags));
+  REQUIRE(lines[2] == info.features);
   REQUIRE(absl::StartsWith(
-      lines[2], absl::StrCat("oneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa)));
+      lines[3], absl::StrCat("oneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa)));
 }
 
 }  // namespace
