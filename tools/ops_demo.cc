@@ -9,8 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "oneapi/dnnl/dnnl.hpp"
-#include "runtime/kernels/onednn.h"
+#include "runtime/build_info.h"
 #include "runtime/ops.h"
 #include "runtime/threads.h"
 #include "tools/cli.h"
@@ -85,11 +84,11 @@ void DemoSoftmax(Generator& gen) {
 }  // namespace
 
 int OpsDemo() {
-  const dnnl_version_t* v = dnnl::version();
-  std::printf("tensorcut ops: f32 ops through oneDNN %d.%d.%d, checked against f64 reference\n",
-              v->major, v->minor, v->patch);
-  std::printf("oneDNN ISA: %s, threads: %d, time: median of %d runs\n\n",
-              kernels::OneDnnIsa().c_str(), NumThreads(), Runs());
+  const BuildInfo build = GetBuildInfo();
+  std::printf("tensorcut ops: f32 ops through oneDNN %s, checked against f64 reference\n",
+              build.onednn_version.c_str());
+  std::printf("oneDNN ISA: %s, threads: %d, time: median of %d runs\n\n", build.cpu_isa.c_str(),
+              build.threads, Runs());
   std::printf("%-11s %-34s %12s %8s %-7s %12s\n", "op", "shapes", "median", "rate", "",
               "max|f32-f64|");
   Generator gen(0);
