@@ -64,28 +64,39 @@ bool MayRecompute(const Node& node) {
 
 bool IsRecomputable(const Node& node) { return !node.def().Has(kTraitExpensive); }
 
-absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const JointLayout& layout,
-                                                      const MinCutOptions& options) {
+absl::StatusOr<SaveOrRecompute> MakeSaveOrRecompute(const Graph& joint, const JointLayout& layout) {
   TC_RETURN_IF_ERROR(CheckJointLayout(joint, layout));
   const std::vector<Node*> nodes = joint.nodes();
-
   const JointParts parts = SplitJoint(joint, layout);
+  SaveOrRecompute problem;
   absl::flat_hash_set<const Value*> fw_needed(parts.fw_outputs.begin(), parts.fw_outputs.end());
-  const std::vector<const Node*> fw_nodes =
-      NeededNodes(nodes, fw_needed, [](const Node*) { return true; });
-  const absl::flat_hash_set<const Node*> fw_node_set(fw_nodes.begin(), fw_nodes.end());
+  problem.forward_nodes = NeededNodes(nodes, fw_needed, [](const Node*) { return true; });
   for (const Value* tangent : parts.tangents) {
     if (fw_needed.contains(tangent)) {
       return absl::InvalidArgumentError(
           absl::StrCat("a forward output depends on the tangent %", tangent->name()));
     }
   }
-
-  ForwardValues fw;
-  for (Value* primal : parts.primals) fw.Add(primal);
-  for (const Node* node : fw_nodes) {
-    for (Value* r : node->results()) fw.Add(r);
+  problem.forward_values = parts.primals;
+  for (const Node* node : problem.forward_nodes) {
+    problem.forward_values.insert(problem.forward_values.end(), node->results().begin(),
+                                  node->results().end());
   }
+  const absl::flat_hash_set<const Node*> fw_node_set(problem.forward_nodes.begin(),
+                                                     problem.forward_nodes.end());
+  absl::flat_hash_set<const Value*> bw_needed(parts.gradients.begin(), parts.gradients.end());
+  NeededNodes(nodes, bw_needed, [&](const Node* n) { return !fw_node_set.contains(n); });
+  for (const Value* v : problem.forward_values) {
+    if (bw_needed.contains(v)) problem.read_by_backward.insert(v);
+  }
+  return problem;
+}
+
+absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const JointLayout& layout,
+                                                      const MinCutOptions& options) {
+  TC_ASSIGN_OR_RETURN(const SaveOrRecompute problem, MakeSaveOrRecompute(joint, layout));
+  ForwardValues fw;
+  for (Value* v : problem.forward_values) fw.Add(v);
   for (const Value* v : options.pinned) {
     if (!fw.index.contains(v)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -93,7 +104,9 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
     }
   }
   FlowGraph flow(2 + 2 * static_cast<int>(fw.values.size()));
-  for (const Value* primal : parts.primals) flow.AddEdge(kSource, fw.In(primal), kInfiniteCapacity);
+  for (const Value* v : fw.values) {
+    if (v->is_placeholder()) flow.AddEdge(kSource, fw.In(v), kInfiniteCapacity);
+  }
   // A value costs its bytes, scaled so that one more unit breaks ties
   // between cuts of equal bytes: against a view (a transposed weight saved
   // instead of the weight would reach the backward strided, and be copied).
@@ -102,7 +115,7 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
     const bool view = !v->is_placeholder() && v->producer()->def().Has(kTraitView);
     flow.AddEdge(fw.In(v), fw.Out(v), v->type().bytes() * kBytesScale + (view ? 1 : 0));
   }
-  for (const Node* node : fw_nodes) {
+  for (const Node* node : problem.forward_nodes) {
     const bool recompute = options.may_recompute(*node) &&
                            std::none_of(node->results().begin(), node->results().end(),
                                         [&](const Value* r) { return options.pinned.contains(r); });
@@ -112,14 +125,9 @@ absl::StatusOr<std::vector<Value*>> MinCutSavedValues(const Graph& joint, const 
     }
   }
 
-  // What the backward reads: the operands of the nodes outside the forward
-  // that the gradients need, and gradients that are forward values themselves.
-  absl::flat_hash_set<const Value*> bw_needed(parts.gradients.begin(), parts.gradients.end());
-  NeededNodes(nodes, bw_needed, [&](const Node* n) { return !fw_node_set.contains(n); });
   for (const Value* v : fw.values) {
-    if (bw_needed.contains(v)) flow.AddEdge(fw.Out(v), kSink, kInfiniteCapacity);
+    if (problem.read_by_backward.contains(v)) flow.AddEdge(fw.Out(v), kSink, kInfiniteCapacity);
   }
-
   // Of the minimum cuts, the one closest to the sink: where saving a value
   // or its elementwise successor costs the same bytes (a linear's output or
   // its relu), it saves the later one, which the backward then need not

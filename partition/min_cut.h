@@ -58,6 +58,21 @@ bool MayRecompute(const Node& node);
 // pooling, embedding, concat, pad and any reduction may be recomputed.
 bool IsRecomputable(const Node& node);
 
+// The choice every save-or-recompute partitioner makes, as min-cut models
+// it: the forward graph holds exactly the nodes the forward outputs need;
+// of their results and the primals (the forward values), some are saved and
+// the backward recomputes the rest of what it reads from those.
+struct SaveOrRecompute {
+  std::vector<Value*> forward_values;      // the primals, then node results in graph order
+  std::vector<const Node*> forward_nodes;  // the nodes the forward outputs need, in graph order
+  // The forward values the backward reads: operands of the nodes outside the
+  // forward that the gradients need, and gradients that are forward values.
+  absl::flat_hash_set<const Value*> read_by_backward;
+};
+
+// InvalidArgument for a bad layout or a forward output that needs a tangent.
+absl::StatusOr<SaveOrRecompute> MakeSaveOrRecompute(const Graph& joint, const JointLayout& layout);
+
 struct MinCutOptions {
   // Whether the backward may recompute a forward node instead of the forward
   // saving its results.

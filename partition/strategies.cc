@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "partition/accounting.h"
 #include "partition/min_cut.h"
@@ -20,12 +21,6 @@ int64_t TotalBytes(absl::Span<Value* const> values) {
   int64_t bytes = 0;
   for (const Value* v : values) bytes += v->type().bytes();
   return bytes;
-}
-
-absl::Status CheckBudget(double budget) {
-  if (budget >= 0 && budget <= 1) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrFormat("activation_memory_budget must be in [0, 1], got %g", budget));
 }
 
 // The FLOPs of the nodes the backward would run to rebuild `value` from the
@@ -105,7 +100,7 @@ absl::StatusOr<PartitionResult> RecomputeAllPartition(const Graph& joint,
 
 absl::StatusOr<PartitionResult> BudgetPartition(const Graph& joint, const JointLayout& layout,
                                                 double budget) {
-  TC_RETURN_IF_ERROR(CheckBudget(budget));
+  TC_RETURN_IF_ERROR(CheckActivationMemoryBudget(budget));
   if (budget == 1) return MinCutPartition(joint, layout);
   if (budget == 0) return RecomputeAllPartition(joint, layout);
   TC_ASSIGN_OR_RETURN(BudgetPlan plan, MakeBudgetPlan(joint, layout));
@@ -119,10 +114,23 @@ PartitionFn MemoryBudgetPartitioner(double budget) {
   };
 }
 
+absl::Status CheckActivationMemoryBudget(double budget) {
+  if (budget >= 0 && budget <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("activation_memory_budget must be in [0, 1], got %g", budget));
+}
+
+absl::StatusOr<int64_t> SavedBytesAtBudget(const Graph& joint, const JointLayout& layout,
+                                           double budget) {
+  TC_RETURN_IF_ERROR(CheckActivationMemoryBudget(budget));
+  TC_ASSIGN_OR_RETURN(const BudgetPlan plan, MakeBudgetPlan(joint, layout));
+  return TotalBytes(plan.at_zero) + static_cast<int64_t>(budget * static_cast<double>(plan.span));
+}
+
 absl::StatusOr<std::vector<ParetoPoint>> BudgetSweep(const Graph& joint, const JointLayout& layout,
                                                      absl::Span<const double> budgets) {
   for (double budget : budgets) {
-    TC_RETURN_IF_ERROR(CheckBudget(budget));
+    TC_RETURN_IF_ERROR(CheckActivationMemoryBudget(budget));
   }
   TC_ASSIGN_OR_RETURN(BudgetPlan plan, MakeBudgetPlan(joint, layout));
   std::vector<ParetoPoint> points;
@@ -135,20 +143,63 @@ absl::StatusOr<std::vector<ParetoPoint>> BudgetSweep(const Graph& joint, const J
   return points;
 }
 
+namespace {
+
+struct Registry {
+  absl::Mutex mutex;
+  std::vector<std::pair<std::string, PartitionerFactory>> factories ABSL_GUARDED_BY(mutex);
+};
+
+Registry& Registered() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+const std::vector<std::string>& BuiltInNames() {
+  static const std::vector<std::string>* names =
+      new std::vector<std::string>{"default", "min_cut", "budget", "recompute_all"};
+  return *names;
+}
+
+}  // namespace
+
+bool RegisterPartitioner(std::string name, PartitionerFactory factory) {
+  const std::vector<std::string>& built_in = BuiltInNames();
+  if (std::find(built_in.begin(), built_in.end(), name) != built_in.end()) return false;
+  Registry& registry = Registered();
+  absl::MutexLock lock(&registry.mutex);
+  for (const auto& [known, unused] : registry.factories) {
+    if (known == name) return false;
+  }
+  registry.factories.emplace_back(std::move(name), std::move(factory));
+  return true;
+}
+
 absl::StatusOr<PartitionFn> PartitionerByName(absl::string_view name, double budget) {
   if (name == "default") return PartitionFn(DefaultPartition);
   if (name == "min_cut") return PartitionFn(MinCutPartition);
   if (name == "recompute_all") return PartitionFn(RecomputeAllPartition);
   if (name == "budget") {
-    TC_RETURN_IF_ERROR(CheckBudget(budget));
+    TC_RETURN_IF_ERROR(CheckActivationMemoryBudget(budget));
     return MemoryBudgetPartitioner(budget);
+  }
+  {
+    Registry& registry = Registered();
+    absl::MutexLock lock(&registry.mutex);
+    for (const auto& [known, factory] : registry.factories) {
+      if (known == name) return factory(budget);
+    }
   }
   return absl::InvalidArgumentError(absl::StrFormat("unknown partition strategy \"%s\"; known: %s",
                                                     name, absl::StrJoin(StrategyNames(), ", ")));
 }
 
 std::vector<std::string> StrategyNames() {
-  return {"default", "min_cut", "budget", "recompute_all"};
+  std::vector<std::string> names = BuiltInNames();
+  Registry& registry = Registered();
+  absl::MutexLock lock(&registry.mutex);
+  for (const auto& [name, unused] : registry.factories) names.push_back(name);
+  return names;
 }
 
 }  // namespace tc::partition

@@ -16,6 +16,7 @@
 #define TENSORCUT_PARTITION_STRATEGIES_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,14 +63,30 @@ struct ParetoPoint {
   double recompute_flops = 0;
 };
 
+// The byte limit activation_memory_budget `budget` sets: recompute_all's
+// saved bytes at 0, min-cut's at 1, linear between (BudgetPartition's
+// knapsack fills the span above recompute_all's). InvalidArgument outside [0, 1].
+absl::StatusOr<int64_t> SavedBytesAtBudget(const Graph& joint, const JointLayout& layout,
+                                           double budget);
+
+// OK for a budget in [0, 1]; InvalidArgument naming it otherwise.
+absl::Status CheckActivationMemoryBudget(double budget);
+
 // BudgetPartition at each of `budgets`, in the order given.
 absl::StatusOr<std::vector<ParetoPoint>> BudgetSweep(const Graph& joint, const JointLayout& layout,
                                                      absl::Span<const double> budgets);
 
 // The strategies by name: "default", "min_cut", "budget" (uses `budget`),
-// "recompute_all". InvalidArgument naming the known strategies otherwise.
+// "recompute_all", then the registered ones ("milp" when //partition:milp
+// is linked). InvalidArgument naming the known strategies otherwise.
 absl::StatusOr<PartitionFn> PartitionerByName(absl::string_view name, double budget = 1.0);
 std::vector<std::string> StrategyNames();
+
+// A strategy from a target of its own joins the names above: its factory
+// makes the PartitionFn for a budget (and rejects a budget it cannot use).
+// Meant for static initialisation; false, and no change, if the name is taken.
+using PartitionerFactory = std::function<absl::StatusOr<PartitionFn>(double budget)>;
+bool RegisterPartitioner(std::string name, PartitionerFactory factory);
 
 }  // namespace tc::partition
 

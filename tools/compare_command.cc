@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "nn/models/models.h"
+#include "partition/milp.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
 #include "runtime/error.h"
@@ -82,12 +83,16 @@ absl::Status Run() {
               "recomp MF", "fw", "bw", "peak MB", "part. ms", "step ms");
   for (const std::string& name : partition::StrategyNames()) {
     TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
+    if (name == "milp") {
+      fn = partition::MilpPartitioner(budget, absl::GetFlag(FLAGS_milp_seconds));
+    }
     const Clock::time_point start = Clock::now();
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     const double partition_ms = 1e3 * Seconds(start);
     const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, part);
     TC_ASSIGN_OR_RETURN(Function step, pipeline.compile_training(codegen::fusing(), part));
-    const std::string label = name == "budget" ? absl::StrFormat("budget %g", budget) : name;
+    const std::string label =
+        name == "budget" || name == "milp" ? absl::StrFormat("%s %g", name, budget) : name;
     std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, partition_ms,

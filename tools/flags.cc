@@ -43,16 +43,17 @@ ABSL_FLAG(int, steps, 0,
 ABSL_FLAG(int, epochs, 1, "epochs to train, counted from the start of training");
 ABSL_FLAG(std::string, optimizer, "adam", "sgd, adam or adamw");
 ABSL_FLAG(std::string, partition, "min_cut",
-          "train's partition strategy: default, min_cut, budget or recompute_all");
+          "train's partition strategy: default, min_cut, budget, recompute_all or milp");
 ABSL_FLAG(std::string, resume, "",
           "a checkpoint written by train: continue from its step with its parameters, buffers "
           "and optimizer state");
 ABSL_FLAG(int, seed, 0, "seed of the parameters, the synthetic data and the data order");
 
-ABSL_FLAG(std::string, strategy, "min_cut", "default, min_cut, budget or recompute_all");
+ABSL_FLAG(std::string, strategy, "min_cut", "default, min_cut, budget, recompute_all or milp");
 ABSL_FLAG(double, budget, 0.5,
-          "activation memory budget in [0, 1] for the budget strategy (1: min-cut, 0: least "
-          "memory)");
+          "activation memory budget in [0, 1] for the budget and milp strategies (1: min-cut's "
+          "saved bytes, 0: the least memory)");
+ABSL_FLAG(double, milp_seconds, 10, "the milp strategy's time limit for its solver, in seconds");
 ABSL_FLAG(bool, json, false, "print one JSON object instead of the text report");
 ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");
 ABSL_FLAG(bool, sweep, false, "also sweep the budget strategy over budgets 0, 0.1, ..., 1");

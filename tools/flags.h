@@ -40,6 +40,7 @@ ABSL_DECLARE_FLAG(int, seed);
 // partition, compare, graph
 ABSL_DECLARE_FLAG(std::string, strategy);
 ABSL_DECLARE_FLAG(double, budget);
+ABSL_DECLARE_FLAG(double, milp_seconds);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, dot);
 ABSL_DECLARE_FLAG(bool, sweep);

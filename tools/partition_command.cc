@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "nn/models/models.h"
+#include "partition/milp.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
 #include "tools/cli.h"
@@ -23,8 +24,12 @@ namespace {
 absl::Status Run() {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   const double budget = absl::GetFlag(FLAGS_budget);
+  partition::MilpSolve solve;
   TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
                       partition::PartitionerByName(strategy, budget));
+  if (strategy == "milp") {
+    partition_fn = partition::MilpPartitioner(budget, absl::GetFlag(FLAGS_milp_seconds), &solve);
+  }
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
                       nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
@@ -41,15 +46,26 @@ absl::Status Run() {
                                   {"strategy", strategy},
                                   {"budget", nullptr},
                                   {"partition_ms", partition_ms}};
-    if (strategy == "budget") row["budget"] = budget;
+    if (strategy == "budget" || strategy == "milp") row["budget"] = budget;
     row.update(nlohmann::ordered_json::parse(partition::ReportJson(report)));
+    if (strategy == "milp") {
+      row["milp"] = {{"proven_optimal", solve.proven_optimal},
+                     {"objective", solve.objective},
+                     {"lower_bound", solve.lower_bound},
+                     {"relative_gap", solve.relative_gap},
+                     {"seconds", solve.seconds},
+                     {"variables", solve.variables},
+                     {"constraints", solve.constraints}};
+    }
     std::printf("%s\n", row.dump().c_str());
   } else {
-    std::printf("%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
-                strategy.c_str(),
-                strategy == "budget" ? absl::StrFormat(" %g", budget).c_str() : "",
-                joint.graph.num_nodes(), partition_ms);
+    std::printf(
+        "%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
+        strategy.c_str(),
+        strategy == "budget" || strategy == "milp" ? absl::StrFormat(" %g", budget).c_str() : "",
+        joint.graph.num_nodes(), partition_ms);
     std::printf("%s", partition::ReportText(report).c_str());
+    if (strategy == "milp") std::printf("milp: %s\n", partition::MilpSolveText(solve).c_str());
   }
   const std::string dot = absl::GetFlag(FLAGS_dot);
   if (!dot.empty()) {

@@ -16,6 +16,7 @@ packages=(
   catch2               # Catch2 2.13 (single header)
   nlohmann-json3-dev   # JSON 3.11 (header-only): checkpoint headers, reports
   libbenchmark-dev     # Google Benchmark, for bench/
+  coinor-libcbc-dev    # CBC 2.10, the mixed-integer solver of the milp partitioner
   clang                # the fuzz targets (tools/fuzz.sh): clang 14,
   libclang-rt-14-dev   # its libFuzzer and sanitizer runtimes,
   libomp-14-dev        # and its OpenMP runtime

@@ -1,7 +1,7 @@
-// The partition strategies: every reference model under every strategy (and
-// a user's own PartitionFn) against eager, dropout recomputed bit for bit,
-// the budget sweep's monotonicity, a hand case with its byte arithmetic, and
-// the error messages.
+// The partition strategies: every reference model under every strategy (the
+// registered milp included, and a user's own PartitionFn) against eager,
+// dropout recomputed bit for bit, the budget sweep's monotonicity, a hand
+// case with its byte arithmetic, and the error messages.
 #include "partition/strategies.h"
 
 #include <memory>
@@ -95,6 +95,7 @@ std::vector<Strategy> AllStrategies() {
     out.push_back({absl::StrCat("budget ", b), ByName("budget", b)});
   }
   out.push_back({"recompute_all", ByName("recompute_all")});
+  for (double b : {0.0, 0.5, 1.0}) out.push_back({absl::StrCat("milp ", b), ByName("milp", b)});
   out.push_back({"user: save matmul results", SaveMatmulResults});
   return out;
 }
@@ -332,9 +333,10 @@ TEST_CASE("unknown strategies and budgets outside [0, 1] are InvalidArgument") {
   absl::StatusOr<PartitionFn> unknown = partition::PartitionerByName("greedy");
   CHECK(unknown.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(unknown.status().message() ==
-        "unknown partition strategy \"greedy\"; known: default, min_cut, budget, recompute_all");
+        "unknown partition strategy \"greedy\"; known: default, min_cut, budget, recompute_all, "
+        "milp");
   CHECK(partition::StrategyNames() ==
-        std::vector<std::string>{"default", "min_cut", "budget", "recompute_all"});
+        std::vector<std::string>{"default", "min_cut", "budget", "recompute_all", "milp"});
 
   Graph g;
   Value* x = g.AddPlaceholder("x", {DType::kF32, {2}});

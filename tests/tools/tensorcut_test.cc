@@ -368,16 +368,33 @@ TEST_CASE("partition --json reports the library's numbers; --dot writes the join
   REQUIRE(Contains(text.out, partition::ReportText(budget)));
 }
 
+TEST_CASE("partition --strategy milp reports the library's partition and how the solve ended") {
+  const Result r = Tensorcut("partition --model mlp --strategy milp --budget 0.5 --json");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.rfind("{\"model\":\"mlp\",\"strategy\":\"milp\",\"budget\":0.5,", 0) == 0);
+  const partition::PartitionReport ref = LibraryReport("mlp", "milp", 0.5);
+  REQUIRE(JsonNumber(r.out, "saved_bytes") == ref.saved_bytes);
+  REQUIRE(JsonNumber(r.out, "recompute_flops") == ref.recompute_flops);
+  REQUIRE(Contains(r.out, "\"milp\":{\"proven_optimal\":true,"));
+  REQUIRE(JsonNumber(r.out, "relative_gap") == 0);
+
+  const Result text = Tensorcut("partition --model mlp --strategy milp --budget 0.5");
+  REQUIRE(text.code == 0);
+  REQUIRE(text.out.rfind("mlp with milp 0.5: joint graph ", 0) == 0);
+  REQUIRE(Contains(text.out, partition::ReportText(ref)));
+  REQUIRE(Contains(text.out, "\nmilp: proven optimal in "));
+}
+
 TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV and SVG") {
   const std::string csv = TempPath("sweep.csv"), svg = TempPath("sweep.svg");
   const Result r =
       Tensorcut(absl::StrCat("compare --model mlp --steps 1 --sweep --csv ", csv, " --plot ", svg));
   REQUIRE(r.code == 0);
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
-  REQUIRE(lines.size() >= 7);
+  REQUIRE(lines.size() >= 8);
   REQUIRE(lines[2].rfind("strategy ", 0) == 0);
-  const char* rows[] = {"default ", "min_cut ", "budget 0.5 ", "recompute_all "};
-  for (int i = 0; i < 4; ++i) {
+  const char* rows[] = {"default ", "min_cut ", "budget 0.5 ", "recompute_all ", "milp 0.5 "};
+  for (int i = 0; i < 5; ++i) {
     INFO(rows[i]);
     REQUIRE(lines[3 + i].rfind(rows[i], 0) == 0);
   }
