@@ -44,6 +44,16 @@ struct CompileOptions {
   int saved_outputs_from = std::numeric_limits<int>::max();
 };
 
+// The memory a compiled graph's plan reserves for a call (codegen/
+// memory_plan.h), held from call to call: a program keeps its arena and
+// its output buffers in its execution context and reuses them.
+struct PlannedMemory {
+  int64_t arena_bytes = 0;    // working memory: values that die within the call
+  int64_t saved_bytes = 0;    // the saved region: values kept for a backward
+  int64_t outside_bytes = 0;  // the other output buffers, each apart
+  int64_t total_bytes() const { return arena_bytes + saved_bytes + outside_bytes; }
+};
+
 // What an executable over symbolic dims (codegen/per_size.h) keeps: how many
 // per-size plans it holds, and how its calls found them.
 struct PlanCacheStats {
@@ -64,7 +74,7 @@ class Executable {
     virtual absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const = 0;
     virtual int num_outputs() const = 0;
     virtual DimOrder output_order(int i) const { return {}; }
-    virtual int64_t arena_bytes() const { return 0; }
+    virtual PlannedMemory planned_memory() const { return {}; }
     virtual PlanCacheStats plan_cache() const { return {}; }
   };
   using Fn = std::function<absl::StatusOr<std::vector<Tensor>>(absl::Span<const Tensor> args)>;
@@ -84,8 +94,9 @@ class Executable {
   // compiler fixed none (row-major, or whatever its kernels return). A
   // compiler given an argument in another layout than it was told copies it.
   DimOrder output_order(int i) const { return impl_->output_order(i); }
-  // Bytes of working memory planned at compile time (0 when none is).
-  int64_t arena_bytes() const { return impl_->arena_bytes(); }
+  // The memory planned at compile time (all zero when none is: an
+  // interpreter, a function of one's own); over symbolic dims, at the hints.
+  PlannedMemory planned_memory() const { return impl_->planned_memory(); }
   // The per-size plans of an executable over symbolic dims; all zero for a
   // static one.
   PlanCacheStats plan_cache() const { return impl_->plan_cache(); }

@@ -18,7 +18,7 @@ class CompiledProgram : public Executable::Impl {
   }
   int num_outputs() const override { return program_->num_outputs(); }
   DimOrder output_order(int i) const override { return program_->output_order(i); }
-  int64_t arena_bytes() const override { return program_->arena_bytes(); }
+  PlannedMemory planned_memory() const override { return program_->planned_memory(); }
 
  private:
   std::shared_ptr<const Program> program_;

@@ -70,7 +70,7 @@ class PerSizeExecutable : public Executable::Impl {
 
   int num_outputs() const override { return first_->num_outputs(); }
   DimOrder output_order(int i) const override { return first_->output_order(i); }
-  int64_t arena_bytes() const override { return first_->arena_bytes(); }
+  PlannedMemory planned_memory() const override { return first_->planned_memory(); }
   PlanCacheStats plan_cache() const override {
     std::lock_guard<std::mutex> lock(mu_);
     PlanCacheStats stats = stats_;

@@ -365,7 +365,7 @@ absl::Status Program::Lower(const CompileOptions& options) {
       AssignBuffers(access, root, bytes, planned, output_slots_, options.saved_outputs_from);
   root = buffers.roots;
   const MemoryPlan plan = PlanMemory(buffers.lifetimes);
-  arena_bytes_ = plan.arena_bytes;
+  planned_ = {plan.arena_bytes, plan.saved_bytes, plan.outside_bytes};
   unshared_bytes_ = plan.unshared_bytes;
   // Per buffer outside the arena, its owned buffer and its offset in it.
   absl::flat_hash_map<int, std::pair<int, int64_t>> owned_at;
@@ -437,7 +437,8 @@ absl::Status Program::Lower(const CompileOptions& options) {
 
 std::unique_ptr<Program::Context> Program::NewContext() const {
   auto context = std::make_unique<Context>();
-  context->arena = std::make_shared<Storage>(std::max<int64_t>(arena_bytes_, 64), /*zeroed=*/false);
+  context->arena =
+      std::make_shared<Storage>(std::max<int64_t>(planned_.arena_bytes, 64), /*zeroed=*/false);
   context->slots.resize(num_slots_);
   context->staged_args.resize(argument_strides_.size());
   context->input_handles.resize(max_step_inputs_);

@@ -91,8 +91,11 @@ class Program {
   // view in neither layout).
   DimOrder output_order(int i) const;
   // The arena's size, and what the values in it would take without sharing.
-  int64_t arena_bytes() const { return arena_bytes_; }
+  int64_t arena_bytes() const { return planned_.arena_bytes; }
   int64_t unshared_bytes() const { return unshared_bytes_; }
+  // The arena, the saved region and the other output buffers: what each
+  // execution context holds.
+  PlannedMemory planned_memory() const { return planned_; }
 
  private:
   struct Step;
@@ -129,7 +132,7 @@ class Program {
   // Slots a run binds afresh: eager results, and views of arguments or of
   // eager results.
   std::vector<int> eager_slots_, rebound_view_slots_;
-  int64_t arena_bytes_ = 0;
+  PlannedMemory planned_;
   int64_t unshared_bytes_ = 0;
 
   // How a new context binds its slots: constants and views of them, the same

@@ -7,6 +7,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/pass.h"
+#include "graph/passes/recompute_late.h"
 #include "graph/passes/specialize_symbols.h"
 
 namespace tc::partition {
@@ -171,6 +173,8 @@ absl::StatusOr<PartitionResult> AssemblePartition(const Graph& joint, const Join
   std::vector<Value*> bw_inputs(saved_values.begin(), saved_values.end());
   bw_inputs.insert(bw_inputs.end(), tangents.begin(), tangents.end());
   TC_ASSIGN_OR_RETURN(result.backward, ExtractSubgraph(joint, bw_inputs, gradients));
+  TC_RETURN_IF_ERROR(
+      RunPasses(result.backward, {RecomputeLate(static_cast<int>(saved_values.size()))}).status());
   result.symbols_for_bw = GraphSymbols(result.backward);
   if (std::vector<Value*> carriers = SizeCarriers(joint, primals, from_tangent, result);
       !carriers.empty()) {

@@ -78,7 +78,8 @@ JointParts SplitJoint(const Graph& joint, const JointLayout& layout);
 // from the forward to the backward: forward = ExtractSubgraph(primals ->
 // forward outputs + saved), backward = ExtractSubgraph(saved + tangents ->
 // gradients), which recomputes every other value the gradients need from the
-// saved ones, and saves one more value for each symbol the backward needs
+// saved ones, each just before its first use (graph/passes/recompute_late.h),
+// and saves one more value for each symbol the backward needs
 // but would not see (PartitionResult::symbols_for_bw). Every partitioner
 // chooses the saved values and ends here. An InvalidArgumentError when the
 // saved values do not suffice.

@@ -135,6 +135,10 @@ std::string ReportText(const PartitionReport& report) {
                         WithPrefix(report.recompute_flops, "FLOP"));
   absl::StrAppendFormat(&out, "forward %d nodes, backward %d nodes, backward peak %s\n",
                         report.fw_nodes, report.bw_nodes, WithPrefix(report.bw_peak_bytes, "B"));
+  if (report.measured_peak_bytes) {
+    absl::StrAppendFormat(&out, "compiled step: planned peak %s\n",
+                          WithPrefix(*report.measured_peak_bytes, "B"));
+  }
   return out;
 }
 
@@ -150,15 +154,17 @@ std::string ReportJson(const PartitionReport& report) {
                      {"bytes", s.bytes},
                      {"activation", s.is_activation}});
   }
-  const nlohmann::ordered_json json = {{"saved_bytes", report.saved_bytes},
-                                       {"saved_bytes_formula", report.saved_bytes_formula},
-                                       {"saved_activation_bytes", report.saved_activation_bytes},
-                                       {"saved_values", std::move(saved)},
-                                       {"recomputed_nodes", report.recomputed_nodes},
-                                       {"recompute_flops", report.recompute_flops},
-                                       {"fw_nodes", report.fw_nodes},
-                                       {"bw_nodes", report.bw_nodes},
-                                       {"bw_peak_bytes", report.bw_peak_bytes}};
+  nlohmann::ordered_json json = {{"saved_bytes", report.saved_bytes},
+                                 {"saved_bytes_formula", report.saved_bytes_formula},
+                                 {"saved_activation_bytes", report.saved_activation_bytes},
+                                 {"saved_values", std::move(saved)},
+                                 {"recomputed_nodes", report.recomputed_nodes},
+                                 {"recompute_flops", report.recompute_flops},
+                                 {"fw_nodes", report.fw_nodes},
+                                 {"bw_nodes", report.bw_nodes},
+                                 {"bw_peak_bytes", report.bw_peak_bytes},
+                                 {"measured_peak_bytes", nullptr}};
+  if (report.measured_peak_bytes) json["measured_peak_bytes"] = *report.measured_peak_bytes;
   // Value names are ASCII; `replace` keeps a stray byte from throwing.
   return json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -1,6 +1,7 @@
 // What a partition did, in numbers people can compare across strategies: the
 // saved values, their bytes, what the backward recomputes and at what cost,
-// node counts and the backward's estimated peak memory. As a text table, as
+// node counts, the backward's estimated peak memory and, once compiled, the
+// step's planned peak. As a text table, as
 // JSON, and the joint graph as Graphviz DOT with both sides coloured.
 //
 //   PartitionReport r = MakeReport(joint.graph, joint.layout, *part);
@@ -11,6 +12,7 @@
 #define TENSORCUT_PARTITION_REPORT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,15 +47,21 @@ struct PartitionReport {
   // each node's results from definition to last use; outputs stay live. A
   // view takes no bytes of its own and keeps the buffer it views alive.
   int64_t bw_peak_bytes = 0;
+  // The compiled step's planned peak (pipeline/step_memory.h): set by a
+  // caller that compiled the partition, unset by MakeReport (a partition
+  // alone does not say how its halves are compiled).
+  std::optional<int64_t> measured_peak_bytes;
 };
 
 PartitionReport MakeReport(const Graph& joint, const JointLayout& layout,
                            const PartitionResult& part);
 
-// A table: a line per saved value, then the totals.
+// A table: a line per saved value, then the totals (the planned peak's
+// line only when it is set).
 std::string ReportText(const PartitionReport& report);
 // One JSON object with the fields above (saved values as an array of
-// {name, op, shape, dtype, bytes, activation}). No trailing newline.
+// {name, op, shape, dtype, bytes, activation}; measured_peak_bytes null when
+// unset). No trailing newline.
 std::string ReportJson(const PartitionReport& report);
 
 // The joint graph in Graphviz DOT, one node per placeholder and per op

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,6 +51,25 @@ double MedianMs(int runs, const std::function<void()>& fn) {
                             return absl::OkStatus();
                           })
       ->median_ms;
+}
+
+int64_t PeakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    int64_t kilobytes = 0;
+    if (std::sscanf(line.c_str(), "VmHWM: %" SCNd64 " kB", &kilobytes) == 1)
+      return kilobytes * 1024;
+  }
+  return -1;
+}
+
+bool ResetPeakResident() {
+  // 5 resets the peak resident set (the kernel's Documentation/filesystems/proc).
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";
+  clear_refs.flush();
+  return clear_refs.good();
 }
 
 ProgressBar::ProgressBar(int64_t first_step, int64_t last_step, int64_t items_per_step,

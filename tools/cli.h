@@ -1,11 +1,13 @@
-// Helpers the `tensorcut` subcommands share: wall-clock timing, a training
-// progress line, output paths and files, and batches gathered from a dataset.
+// Helpers the `tensorcut` subcommands share: wall-clock timing, peak
+// resident memory, a training progress line, output paths and files, and batches gathered from a
+// dataset.
 //
 //   ProgressBar bar(/*first_step=*/0, /*last_step=*/600, /*items_per_step=*/100, /*every=*/100);
 //   for (int64_t step = 1; step <= 600; ++step) bar.Update(step, loss, accuracy);
 //   // on a terminal: one bar, redrawn; otherwise a line every 100 steps:
 //   //   step 100/600 loss 0.4673 acc 83.5% 1889 img/s ETA 26s
 //   double ms = MedianMs(5, [&] { step_fn(); });
+//   ResetPeakResident(); step_fn(); int64_t rss = PeakResidentBytes();
 #ifndef TENSORCUT_TOOLS_CLI_H_
 #define TENSORCUT_TOOLS_CLI_H_
 
@@ -39,6 +41,13 @@ bool FlagGiven(absl::string_view name);
 // The median wall time of `fn` in milliseconds over `runs` runs (at least
 // one), after one untimed warm-up run (oneDNN primitive creation, allocations).
 double MedianMs(int runs, const std::function<void()>& fn);
+
+// The process's peak resident set (Linux's VmHWM) in bytes since it began
+// or since the last ResetPeakResident(); -1 where /proc does not say.
+int64_t PeakResidentBytes();
+// Starts the peak anew from the current resident set; false where the
+// kernel refuses (the peak then stays the process's).
+bool ResetPeakResident();
 
 // Training progress: a bar redrawn in place on a terminal, otherwise a plain
 // line every `every` steps and at the last (logs, CI). Loss and accuracy are

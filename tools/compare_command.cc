@@ -1,6 +1,7 @@
 // `tensorcut compare`: every partition strategy on one reference model in one
-// table (saved bytes, recomputation, the backward's peak, the measured
-// training step), and with --sweep the budget strategy's Pareto curve as CSV
+// table (saved bytes, recomputation, the backward's estimated peak, the
+// compiled step's planned peak, the process's peak resident memory and the
+// median time of its steps), and with --sweep the budget strategy's Pareto curve as CSV
 // and an SVG plot.
 #include <cstdio>
 #include <string>
@@ -15,6 +16,7 @@
 #include "partition/milp.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
+#include "pipeline/step_memory.h"
 #include "runtime/error.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
@@ -79,8 +81,8 @@ absl::Status Run() {
 
   std::printf("%s: joint graph %d nodes; step = forward + loss + backward, median of %d\n\n",
               spec.name.c_str(), joint.graph.num_nodes(), runs);
-  std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s\n", "strategy", "saved MB", "act. MB",
-              "recomp MF", "fw", "bw", "peak MB", "part. ms", "step ms");
+  std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s %9s %8s\n", "strategy", "saved MB", "act. MB",
+              "recomp MF", "fw", "bw", "bw est MB", "plan MB", "rss MB", "part. ms", "step ms");
   for (const std::string& name : partition::StrategyNames()) {
     TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
     if (name == "milp") {
@@ -90,13 +92,20 @@ absl::Status Run() {
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     const double partition_ms = 1e3 * Seconds(start);
     const partition::PartitionReport r = partition::MakeReport(joint.graph, joint.layout, part);
-    TC_ASSIGN_OR_RETURN(Function step, pipeline.compile_training(codegen::fusing(), part));
+    TC_ASSIGN_OR_RETURN(const CompiledForward fw, pipeline.fw_compile(codegen::fusing(), part));
+    TC_ASSIGN_OR_RETURN(const CompiledBackward bw,
+                        pipeline.bw_compile(codegen::fusing(), part, fw));
+    TC_ASSIGN_OR_RETURN(Function step, pipeline.make_autograd_function(fw, bw, part));
+    const int64_t plan_bytes = PlannedStepMemory(fw.run, bw.run).peak_bytes();
+    ResetPeakResident();
+    const double step_ms = StepMs(spec, step, runs);
+    const int64_t rss_bytes = PeakResidentBytes();
     const std::string label =
         name == "budget" || name == "milp" ? absl::StrFormat("%s %g", name, budget) : name;
-    std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.2f %8.2f\n", label.c_str(),
+    std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.3f %8.1f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
-                r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, partition_ms,
-                StepMs(spec, step, runs));
+                r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, plan_bytes / 1e6, rss_bytes / 1e6,
+                partition_ms, step_ms);
   }
   if (absl::GetFlag(FLAGS_sweep) || !absl::GetFlag(FLAGS_csv).empty() ||
       !absl::GetFlag(FLAGS_plot).empty()) {

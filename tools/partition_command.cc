@@ -1,5 +1,6 @@
 // `tensorcut partition`: partitions a reference model's joint graph with one
-// strategy and prints what it saves and recomputes (partition/report.h), as
+// strategy and prints what it saves and recomputes (partition/report.h) and
+// what the compiled step's memory plans reserve (pipeline/step_memory.h), as
 // a table or one JSON object, optionally with the joint graph as DOT.
 #include <cstdio>
 #include <string>
@@ -8,11 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "codegen/fusing_compiler.h"
 #include "nlohmann/json.hpp"
 #include "nn/models/models.h"
 #include "partition/milp.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
+#include "pipeline/step_memory.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
@@ -38,7 +41,10 @@ absl::Status Run() {
   const Clock::time_point start = Clock::now();
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
   const double partition_ms = 1e3 * Seconds(start);
-  const partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, part);
+  partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, part);
+  TC_ASSIGN_OR_RETURN(const StepMemory memory,
+                      PlannedStepMemory(pipeline, codegen::fusing(), part));
+  report.measured_peak_bytes = memory.peak_bytes();
 
   if (absl::GetFlag(FLAGS_json)) {
     // The run's own fields, then the report's.
@@ -48,6 +54,11 @@ absl::Status Run() {
                                   {"partition_ms", partition_ms}};
     if (strategy == "budget" || strategy == "milp") row["budget"] = budget;
     row.update(nlohmann::ordered_json::parse(partition::ReportJson(report)));
+    row["step_memory"] = {{"forward_arena_bytes", memory.forward.arena_bytes},
+                          {"saved_region_bytes", memory.forward.saved_bytes},
+                          {"forward_outputs_bytes", memory.forward.outside_bytes},
+                          {"backward_arena_bytes", memory.backward.arena_bytes},
+                          {"backward_outputs_bytes", memory.backward.outside_bytes}};
     if (strategy == "milp") {
       row["milp"] = {{"proven_optimal", solve.proven_optimal},
                      {"objective", solve.objective},
@@ -65,6 +76,7 @@ absl::Status Run() {
         strategy == "budget" || strategy == "milp" ? absl::StrFormat(" %g", budget).c_str() : "",
         joint.graph.num_nodes(), partition_ms);
     std::printf("%s", partition::ReportText(report).c_str());
+    std::printf("memory plan: %s\n", StepMemoryText(memory).c_str());
     if (strategy == "milp") std::printf("milp: %s\n", partition::MilpSolveText(solve).c_str());
   }
   const std::string dot = absl::GetFlag(FLAGS_dot);

@@ -102,7 +102,7 @@ TEST_CASE("a compiler of one's own: an Executable from a function of the argumen
   CHECK(out[0].to_vector<float>() == std::vector<float>{0, 2});
   CHECK(calls == 1);
   CHECK(exe.output_order(0).empty());
-  CHECK(exe.arena_bytes() == 0);
+  CHECK(exe.planned_memory().total_bytes() == 0);
   std::vector<Tensor> one(1);
   CHECK(exe.Run({x}, absl::MakeSpan(one)).message() == "expected room for 2 outputs, got 1");
   const codegen::Executable miscounted(inner, /*num_outputs=*/3);

@@ -1,10 +1,12 @@
-// Dead-code and common-subexpression elimination, and the pass runner.
+// Dead-code and common-subexpression elimination, recompute-late, and the
+// pass runner.
 #include "base/status_macros.h"
 #include "catch2/catch.hpp"
 #include "graph/parser.h"
 #include "graph/pass.h"
 #include "graph/passes/cse.h"
 #include "graph/passes/dce.h"
+#include "graph/passes/recompute_late.h"
 #include "graph/passes/strip_stop_gradients.h"
 #include "graph/printer.h"
 #include "tests/graph/graphs.h"
@@ -57,6 +59,48 @@ TEST_CASE("strip_stop_gradients makes readers and outputs read the input") {
         "}\n");
   const std::string plain = ToString(testing::Mlp());
   CHECK(Run(plain, {StripStopGradients()}) == std::make_pair(plain, false));
+}
+
+TEST_CASE("recompute_late runs each recomputation just before its first reader") {
+  // A backward graph: %s saved, %t the tangent. The joint order put every
+  // recomputation (%0, %1, %2, %5: from %s alone) first.
+  const std::string backward =
+      "graph(%s: f32[3], %t: f32[3]) {\n"
+      "  %0: f32[3] = exp(%s)\n"
+      "  %1: f32[3] = neg(%s)\n"
+      "  %2: f32[3] = relu(%1)\n"
+      "  %5: f32[3] = tanh(%s)\n"
+      "  %3: f32[3] = mul(%t, %0)\n"
+      "  %4: f32[3] = mul(%3, %2)\n"
+      "  %6: f32[3] = add(%t, %t)\n"
+      "  return (%4, %5, %6)\n"
+      "}\n";
+  const auto [text, changed] = Run(backward, {RecomputeLate(/*first_tangent=*/1)});
+  CHECK(changed);
+  // %0 before %3, its reader; %1 and %2 before %4; %6 keeps its place
+  // after %4; %5, read by the outputs only, last.
+  CHECK(text ==
+        "graph(%s: f32[3], %t: f32[3]) {\n"
+        "  %0: f32[3] = exp(%s)\n"
+        "  %3: f32[3] = mul(%t, %0)\n"
+        "  %1: f32[3] = neg(%s)\n"
+        "  %2: f32[3] = relu(%1)\n"
+        "  %4: f32[3] = mul(%3, %2)\n"
+        "  %6: f32[3] = add(%t, %t)\n"
+        "  %5: f32[3] = tanh(%s)\n"
+        "  return (%4, %5, %6)\n"
+        "}\n");
+  CHECK(Run(text, {RecomputeLate(1)}) == std::make_pair(text, false));
+  // With no tangents nothing anchors the order: it stays.
+  CHECK(Run(backward, {RecomputeLate(2)}) == std::make_pair(backward, false));
+}
+
+TEST_CASE("recompute_late names a first tangent outside the placeholders") {
+  Graph g = ParseOk("graph(%s: f32[3]) {\n  return (%s)\n}\n");
+  const absl::StatusOr<bool> r = RunPasses(g, {RecomputeLate(2)});
+  CHECK(r.status().message() ==
+        "pass 'recompute_late': first tangent 2 is not a placeholder index of a graph of 1 "
+        "placeholders");
 }
 
 TEST_CASE("dce reports no change on a graph without dead code") {

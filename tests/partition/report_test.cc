@@ -126,7 +126,7 @@ TEST_CASE("report of the default partition: everything the backward reads is sav
 TEST_CASE("report of a partition that recomputes a view and a relu") {
   const HandJoint j = MakeHandJoint();
   const PartitionResult part = Assemble(j, {"x", "a", "w", "h"});
-  const PartitionReport r = partition::MakeReport(j.graph, j.layout, part);
+  PartitionReport r = partition::MakeReport(j.graph, j.layout, part);
   CHECK(SavedLines(r) ==
         std::vector<std::string>{"x input f32[4,8] 128 input", "a input f32[8,8] 256 input",
                                  "w input f32[8] 32 input", "h matmul f32[4,8] 128 activation"});
@@ -162,7 +162,11 @@ TEST_CASE("report of a partition that recomputes a view and a relu") {
         "{\"name\":\"h\",\"op\":\"matmul\",\"shape\":[4,8],\"dtype\":\"f32\",\"bytes\":128,"
         "\"activation\":true}],"
         "\"recomputed_nodes\":2,\"recompute_flops\":32.0,\"fw_nodes\":4,\"bw_nodes\":13,"
-        "\"bw_peak_bytes\":1312}");
+        "\"bw_peak_bytes\":1312,\"measured_peak_bytes\":null}");
+  r.measured_peak_bytes = 4096;
+  CHECK(absl::EndsWith(partition::ReportText(r),
+                       "backward peak 1.31 kB\ncompiled step: planned peak 4.10 kB\n"));
+  CHECK(absl::EndsWith(partition::ReportJson(r), ",\"measured_peak_bytes\":4096}"));
 }
 
 TEST_CASE("the min-cut partition of the hand graph saves 544 bytes, 128 of them activations") {
@@ -187,7 +191,7 @@ TEST_CASE("ReportJson escapes quotes, backslashes and control characters") {
         "{\"name\":\"a\\\"b\\\\c\\nd\\u0001\",\"op\":\"input\",\"shape\":[],\"dtype\":\"bool\","
         "\"bytes\":1,\"activation\":false}],"
         "\"recomputed_nodes\":0,\"recompute_flops\":1.5,\"fw_nodes\":0,\"bw_nodes\":0,"
-        "\"bw_peak_bytes\":0}");
+        "\"bw_peak_bytes\":0,\"measured_peak_bytes\":null}");
 }
 
 TEST_CASE("JointDot colours both sides, outlines saved values and marks recomputed nodes") {

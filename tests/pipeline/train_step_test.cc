@@ -133,7 +133,8 @@ TEST_CASE("the staged compile hands the cnn's saved activations to the backward 
   }
   CHECK(step->forward().output_order(0).empty());
   CHECK(channels_last > 0);
-  CHECK(step->forward().arena_bytes() > 0);
+  CHECK(step->forward().planned_memory().arena_bytes > 0);
+  CHECK(step->forward().planned_memory().saved_bytes > 0);
 }
 
 TEST_CASE("a batch of the wrong count, dtype or shape is an error naming it") {

@@ -17,12 +17,14 @@
 #include "absl/strings/str_split.h"
 #include "base/version.h"
 #include "catch2/catch.hpp"
+#include "codegen/fusing_compiler.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "nn/checkpoint.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
+#include "pipeline/step_memory.h"
 #include "runtime/build_info.h"
 #include "tests/npz_writer.h"
 #include "tools/training.h"
@@ -92,7 +94,10 @@ partition::PartitionReport LibraryReport(const std::string& model, const std::st
   const JointGraph& joint = **pipeline.joint_graph();
   partition::PartitionResult part =
       pipeline.partition(partition::PartitionerByName(strategy, budget).value(), joint).value();
-  return partition::MakeReport(joint.graph, joint.layout, part);
+  partition::PartitionReport report = partition::MakeReport(joint.graph, joint.layout, part);
+  report.measured_peak_bytes =
+      PlannedStepMemory(pipeline, codegen::fusing(), part).value().peak_bytes();
+  return report;
 }
 
 TEST_CASE("--help lists the subcommands; SUB --help and help SUB list SUB's flags") {
@@ -356,6 +361,9 @@ TEST_CASE("partition --json reports the library's numbers; --dot writes the join
   REQUIRE(JsonNumber(r.out, "recomputed_nodes") == ref.recomputed_nodes);
   REQUIRE(JsonNumber(r.out, "recompute_flops") == ref.recompute_flops);
   REQUIRE(JsonNumber(r.out, "fw_nodes") == ref.fw_nodes);
+  REQUIRE(JsonNumber(r.out, "measured_peak_bytes") == *ref.measured_peak_bytes);
+  REQUIRE(*ref.measured_peak_bytes > 0);
+  REQUIRE(Contains(r.out, "\"step_memory\":{\"forward_arena_bytes\":"));
   REQUIRE(JsonNumber(r.out, "bw_nodes") == ref.bw_nodes);
   REQUIRE(JsonNumber(r.out, "partition_ms") >= 0);
   REQUIRE(Contains(r.out, "\"saved_values\":[{\"name\":"));
@@ -400,7 +408,11 @@ TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV
   }
   // The default row's saved bytes, in MB, are the library's.
   const std::vector<std::string> cells = absl::StrSplit(lines[3], ' ', absl::SkipWhitespace());
-  REQUIRE(cells[1] == absl::StrFormat("%.3f", LibraryReport("mlp", "default").saved_bytes / 1e6));
+  const partition::PartitionReport default_report = LibraryReport("mlp", "default");
+  REQUIRE(cells[1] == absl::StrFormat("%.3f", default_report.saved_bytes / 1e6));
+  // Then the planned peak, and a peak resident set above it.
+  REQUIRE(cells[7] == absl::StrFormat("%.3f", *default_report.measured_peak_bytes / 1e6));
+  REQUIRE(std::stod(cells[8]) > std::stod(cells[7]));
 
   const std::vector<std::string> csv_lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
   REQUIRE(csv_lines.size() == 12);
