@@ -68,7 +68,8 @@ TEST_CASE("a step's peak adds both halves' arenas, the saved region and the outp
 // fewer saved bytes than at 0.25, on convbn at 0.25 384 bytes more for 64
 // fewer saved, so the whole step's peak grows there: the budget counts saved
 // bytes, not the peak.
-TEST_CASE("the forward's planned memory never grows as the budget falls, on every reference model") {
+TEST_CASE(
+    "the forward's planned memory never grows as the budget falls, on every reference model") {
   for (const std::string& name : nn::ModelNames()) {
     nn::ModelSpec spec = nn::MakeModel(name, 0).value();
     CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
