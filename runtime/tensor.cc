@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -41,6 +42,15 @@ class BufferCache {
     return p;
   }
 
+  int64_t Release() {
+    absl::MutexLock lock(&mu_);
+    for (auto& [bytes, buffers] : free_) {
+      for (void* p : buffers) std::free(p);
+    }
+    free_.clear();
+    return std::exchange(cached_, 0);
+  }
+
   // Keeps `p` (of `bytes`) or frees it when the cache is full.
   void Give(void* p, int64_t bytes) {
     if (bytes >= kMinBytes) {
@@ -63,6 +73,8 @@ class BufferCache {
 int64_t Rounded(int64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 }  // namespace
+
+int64_t ReleaseCachedBuffers() { return BufferCache::Get().Release(); }
 
 Storage::Storage(int64_t bytes, bool zeroed) : bytes_(bytes) {
   if (bytes > 0) {

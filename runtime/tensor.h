@@ -24,7 +24,10 @@
 
 namespace tc {
 
-// An owned, 64-byte-aligned byte buffer, zero-initialised unless `zeroed` is false.
+// An owned, 64-byte-aligned byte buffer, zero-initialised unless `zeroed` is
+// false. Freed buffers of 64 KiB and more are kept (up to 256 MiB in all) for
+// the next Storage of the same size: a training step allocates the same
+// sizes every time.
 class Storage {
  public:
   explicit Storage(int64_t bytes, bool zeroed = true);
@@ -39,6 +42,10 @@ class Storage {
   void* data_ = nullptr;
   int64_t bytes_ = 0;
 };
+
+// Frees the buffers kept for reuse and returns their bytes: before measuring
+// the memory something takes, or to give memory back between phases.
+int64_t ReleaseCachedBuffers();
 
 struct AutogradMeta;  // defined by autodiff/; runtime only holds the slot
 struct TraceMeta;     // defined by the tracer; marks a tensor standing for a graph value

@@ -1,5 +1,6 @@
 #include "tools/cli.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/model_bench.h"
@@ -53,18 +55,33 @@ double MedianMs(int runs, const std::function<void()>& fn) {
       ->median_ms;
 }
 
-int64_t PeakResidentBytes() {
+namespace {
+
+// A "kB" line of /proc/self/status ("VmRSS"), in bytes; -1 when absent.
+int64_t StatusBytes(const char* field) {
   std::ifstream status("/proc/self/status");
+  const std::string prefix = absl::StrCat(field, ":");
   std::string line;
   while (std::getline(status, line)) {
     int64_t kilobytes = 0;
-    if (std::sscanf(line.c_str(), "VmHWM: %" SCNd64 " kB", &kilobytes) == 1)
+    if (absl::StartsWith(line, prefix) &&
+        std::sscanf(line.c_str() + prefix.size(), "%" SCNd64, &kilobytes) == 1) {
       return kilobytes * 1024;
+    }
   }
   return -1;
 }
 
+}  // namespace
+
+int64_t ResidentBytes() { return StatusBytes("VmRSS"); }
+int64_t PeakResidentBytes() { return StatusBytes("VmHWM"); }
+
 bool ResetPeakResident() {
+  // Freed memory goes back to the system first, so that the new peak starts
+  // from what is in use.
+  ReleaseCachedBuffers();
+  malloc_trim(0);
   // 5 resets the peak resident set (the kernel's Documentation/filesystems/proc).
   std::ofstream clear_refs("/proc/self/clear_refs");
   clear_refs << "5";

@@ -7,7 +7,10 @@
 //   // on a terminal: one bar, redrawn; otherwise a line every 100 steps:
 //   //   step 100/600 loss 0.4673 acc 83.5% 1889 img/s ETA 26s
 //   double ms = MedianMs(5, [&] { step_fn(); });
-//   ResetPeakResident(); step_fn(); int64_t rss = PeakResidentBytes();
+//   ResetPeakResident();
+//   const int64_t before = ResidentBytes();
+//   step_fn();
+//   const int64_t growth = PeakResidentBytes() - before;  // what the step added at its peak
 #ifndef TENSORCUT_TOOLS_CLI_H_
 #define TENSORCUT_TOOLS_CLI_H_
 
@@ -42,11 +45,15 @@ bool FlagGiven(absl::string_view name);
 // one), after one untimed warm-up run (oneDNN primitive creation, allocations).
 double MedianMs(int runs, const std::function<void()>& fn);
 
-// The process's peak resident set (Linux's VmHWM) in bytes since it began
-// or since the last ResetPeakResident(); -1 where /proc does not say.
+// The process's resident set (Linux's VmRSS), and its peak (VmHWM) since
+// the process began or since the last ResetPeakResident(), in bytes; -1
+// where /proc does not say.
+int64_t ResidentBytes();
 int64_t PeakResidentBytes();
-// Starts the peak anew from the current resident set; false where the
-// kernel refuses (the peak then stays the process's).
+// Returns freed memory (runtime/tensor.h's cached buffers, the heap's free
+// pages) to the system and starts the peak anew from the
+// resident set that is left; false where the kernel refuses (the peak then
+// stays the process's).
 bool ResetPeakResident();
 
 // Training progress: a bar redrawn in place on a terminal, otherwise a plain

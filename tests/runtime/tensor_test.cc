@@ -17,6 +17,23 @@ TEST_CASE("storage is 64-byte aligned and zero-filled") {
   CHECK(empty({0, 3}).raw_data() == nullptr);
 }
 
+TEST_CASE("freed large buffers are kept for reuse until released") {
+  ReleaseCachedBuffers();
+  void* first = nullptr;
+  {
+    Storage s(1 << 20);
+    first = s.data();
+  }
+  {
+    Storage again(1 << 20);  // the same size: the kept buffer
+    CHECK(again.data() == first);
+  }
+  CHECK(ReleaseCachedBuffers() == (1 << 20));
+  CHECK(ReleaseCachedBuffers() == 0);
+  { Storage small(1024); }  // under 64 KiB: back to malloc at once
+  CHECK(ReleaseCachedBuffers() == 0);
+}
+
 TEST_CASE("copies of a tensor share storage; clone does not") {
   Tensor a = zeros({2, 2});
   Tensor b = a;

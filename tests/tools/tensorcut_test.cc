@@ -410,9 +410,12 @@ TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV
   const std::vector<std::string> cells = absl::StrSplit(lines[3], ' ', absl::SkipWhitespace());
   const partition::PartitionReport default_report = LibraryReport("mlp", "default");
   REQUIRE(cells[1] == absl::StrFormat("%.3f", default_report.saved_bytes / 1e6));
-  // Then the planned peak, and a peak resident set above it.
+  // Then the planned peak, and what the steps added to the resident set:
+  // the plans' memory, taken at the first step, and some eager results.
   REQUIRE(cells[7] == absl::StrFormat("%.3f", *default_report.measured_peak_bytes / 1e6));
-  REQUIRE(std::stod(cells[8]) > std::stod(cells[7]));
+  const std::vector<std::string> min_cut_cells =
+      absl::StrSplit(lines[4], ' ', absl::SkipWhitespace());
+  REQUIRE(std::stod(min_cut_cells[8]) >= std::stod(min_cut_cells[7]) / 2);
 
   const std::vector<std::string> csv_lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
   REQUIRE(csv_lines.size() == 12);
