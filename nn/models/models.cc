@@ -4,7 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "nn/losses.h"
+#include "nn/models/resnet.h"
+#include "nn/models/vgg.h"
 
 namespace tc::nn {
 namespace {
@@ -107,6 +110,23 @@ ModelSpec MakeTransformerWith(Generator* gen, double dropout) {
 ModelSpec MakeTransformer(Generator* gen) { return MakeTransformerWith(gen, 0); }
 ModelSpec MakeTransformerDropout(Generator* gen) { return MakeTransformerWith(gen, 0.1); }
 
+// The zoo's CIFAR-size classifiers: a batch of 8 images of 3x32x32, 10 classes.
+ModelSpec MakeCifarClassifier(std::shared_ptr<Module> module, Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::move(module);
+  spec.inputs = LeafOf(randn({8, 3, 32, 32}, DType::kF32, gen));
+  spec.targets = LeafOf(Labels(8, 10, gen));
+  spec.loss = ClassificationLoss;
+  return spec;
+}
+
+ModelSpec MakeResNet18(Generator* gen) {
+  return MakeCifarClassifier(std::make_shared<ResNet18>(10, gen), gen);
+}
+ModelSpec MakeVgg11(Generator* gen) {
+  return MakeCifarClassifier(std::make_shared<Vgg11>(10, gen), gen);
+}
+
 struct Entry {
   const char* name;
   const char* description;
@@ -128,6 +148,13 @@ constexpr Entry kModels[] = {
     {"transformer_dropout",
      "the transformer with dropout 0.1 on the attention weights and both residual branches",
      &MakeTransformerDropout},
+};
+
+constexpr Entry kZooModels[] = {
+    {"resnet18", "torchvision's ResNet-18, 10 classes, batch 8 of 3x32x32, cross-entropy",
+     &MakeResNet18},
+    {"vgg11", "torchvision's VGG-11 with BatchNorm, a 512-512 head, batch 8 of 3x32x32",
+     &MakeVgg11},
 };
 
 }  // namespace
@@ -187,18 +214,28 @@ std::vector<std::string> ModelNames() {
   return names;
 }
 
+std::vector<std::string> ZooModelNames() {
+  std::vector<std::string> names;
+  for (const Entry& e : kZooModels) names.push_back(e.name);
+  return names;
+}
+
 absl::StatusOr<ModelSpec> MakeModel(absl::string_view name, uint64_t seed) {
-  for (const Entry& e : kModels) {
-    if (name != e.name) continue;
-    Generator gen(seed);
-    ModelSpec spec = e.make(&gen);
-    spec.name = e.name;
-    spec.description = e.description;
-    if (!spec.loss) spec.loss = MeanSquareLoss;
-    return spec;
+  for (absl::Span<const Entry> entries :
+       {absl::MakeConstSpan(kModels), absl::MakeConstSpan(kZooModels)}) {
+    for (const Entry& e : entries) {
+      if (name != e.name) continue;
+      Generator gen(seed);
+      ModelSpec spec = e.make(&gen);
+      spec.name = e.name;
+      spec.description = e.description;
+      if (!spec.loss) spec.loss = MeanSquareLoss;
+      return spec;
+    }
   }
   return absl::NotFoundError(absl::StrCat("unknown model \"", name,
-                                          "\"; known models: ", absl::StrJoin(ModelNames(), ", ")));
+                                          "\"; known models: ", absl::StrJoin(ModelNames(), ", "),
+                                          "; in the zoo: ", absl::StrJoin(ZooModelNames(), ", ")));
 }
 
 absl::StatusOr<ModelSpec> MakeClassifierFor(absl::string_view name, uint64_t seed, int64_t features,

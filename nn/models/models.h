@@ -34,6 +34,13 @@
 //                residual branches; the same names.
 // Models without targets (linear, convbn, structured, the transformers) use the
 // loss "sum over output tensors of mean(out^2)" and targets None.
+//
+// The zoo: architectures research on rematerialization compares, with
+// PyTorch's structure and names, sized for CIFAR (3x32x32 images, batch 8,
+// 10 classes, cross-entropy):
+//   resnet18     torchvision's ResNet-18 (nn/models/resnet.h)
+//   vgg11        torchvision's VGG-11 features with BatchNorm and a 512-wide
+//                head (nn/models/vgg.h)
 #ifndef TENSORCUT_NN_MODELS_MODELS_H_
 #define TENSORCUT_NN_MODELS_MODELS_H_
 
@@ -62,8 +69,10 @@ struct ModelSpec {
   LossFn loss;         // a scalar from the module's outputs and `targets`
 };
 
-// The registered model names, in a fixed order.
+// The reference models' names, and the zoo's, each in a fixed order. Both
+// are made by MakeModel.
 std::vector<std::string> ModelNames();
+std::vector<std::string> ZooModelNames();
 
 // A fresh model with parameters and example inputs drawn from Generator(seed);
 // NotFound (listing the known names) for an unknown name.

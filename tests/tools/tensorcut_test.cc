@@ -148,7 +148,8 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==
           "tensorcut partition: unknown model \"resnet\"; known models: linear, convbn, "
-          "structured, mlp, mlp_dropout, cnn, transformer, transformer_dropout\n");
+          "structured, mlp, mlp_dropout, cnn, transformer, transformer_dropout; in the zoo: "
+          "resnet18, vgg11\n");
   r = Tensorcut("graph --model linear --stage optimized");
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==
@@ -374,6 +375,16 @@ TEST_CASE("partition --json reports the library's numbers; --dot writes the join
   REQUIRE(text.out.rfind("mlp with budget 0.25: joint graph ", 0) == 0);
   const partition::PartitionReport budget = LibraryReport("mlp", "budget", 0.25);
   REQUIRE(Contains(text.out, partition::ReportText(budget)));
+}
+
+TEST_CASE("the zoo's models are selectable by name") {
+  const Result r = Tensorcut("partition --model resnet18 --strategy min_cut --json");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.rfind("{\"model\":\"resnet18\",\"strategy\":\"min_cut\",", 0) == 0);
+  REQUIRE(JsonNumber(r.out, "measured_peak_bytes") > 0);
+  const Result g = Tensorcut("graph --model vgg11 --stage captured");
+  REQUIRE(g.code == 0);
+  REQUIRE(Contains(g.out, "%p_features_26_bias: f32[512]"));  // features.26.bias
 }
 
 TEST_CASE("partition --strategy milp reports the library's partition and how the solve ended") {
