@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "nn/losses.h"
+#include "nn/models/mobilenet.h"
 #include "nn/models/resnet.h"
 #include "nn/models/vgg.h"
 
@@ -123,6 +124,9 @@ ModelSpec MakeCifarClassifier(std::shared_ptr<Module> module, Generator* gen) {
 ModelSpec MakeResNet18(Generator* gen) {
   return MakeCifarClassifier(std::make_shared<ResNet18>(10, gen), gen);
 }
+ModelSpec MakeMobileNetV2(Generator* gen) {
+  return MakeCifarClassifier(std::make_shared<MobileNetV2>(10, gen), gen);
+}
 ModelSpec MakeVgg11(Generator* gen) {
   return MakeCifarClassifier(std::make_shared<Vgg11>(10, gen), gen);
 }
@@ -155,6 +159,9 @@ constexpr Entry kZooModels[] = {
      &MakeResNet18},
     {"vgg11", "torchvision's VGG-11 with BatchNorm, a 512-512 head, batch 8 of 3x32x32",
      &MakeVgg11},
+    {"mobilenetv2",
+     "torchvision's MobileNetV2: depthwise convolutions, inverted residuals, batch 8 of 3x32x32",
+     &MakeMobileNetV2},
 };
 
 }  // namespace

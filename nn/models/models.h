@@ -41,6 +41,7 @@
 //   resnet18     torchvision's ResNet-18 (nn/models/resnet.h)
 //   vgg11        torchvision's VGG-11 features with BatchNorm and a 512-wide
 //                head (nn/models/vgg.h)
+//   mobilenetv2  torchvision's MobileNetV2 (nn/models/mobilenet.h)
 #ifndef TENSORCUT_NN_MODELS_MODELS_H_
 #define TENSORCUT_NN_MODELS_MODELS_H_
 

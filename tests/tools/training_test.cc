@@ -213,7 +213,7 @@ TEST_CASE("Trainer::Create names what is wrong") {
   bad.model = "resnet";
   REQUIRE(CreateError(bad) ==
           "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-          "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11");
+          "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2");
   bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
