@@ -155,7 +155,7 @@ void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, in
 }
 
 double Accuracy(const Tensor& logits, const Tensor& labels) {
-  return mean(cast(eq(argmax(logits, 1), labels), DType::kF32)).item<float>();
+  return mean(cast(eq(argmax(logits, logits.dim() - 1), labels), DType::kF32)).item<float>();
 }
 
 }  // namespace tc

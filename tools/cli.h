@@ -91,7 +91,9 @@ absl::Status WriteTextFile(const std::string& path, absl::string_view text);
 void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, int64_t first,
             const Tensor& x, const Tensor& y);
 
-// The fraction of rows of `logits` whose argmax is the row's label.
+// The fraction of positions whose argmax over the last dim of `logits` (the
+// classes: [N, C] rows, or a language model's [..., vocab]) is the label
+// there (labels of `logits`' shape without that dim).
 double Accuracy(const Tensor& logits, const Tensor& labels);
 
 }  // namespace tc

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "nn/losses.h"
+#include "nn/models/language_models.h"
 #include "nn/models/mobilenet.h"
 #include "nn/models/resnet.h"
 #include "nn/models/vgg.h"
@@ -124,6 +125,27 @@ ModelSpec MakeCifarClassifier(std::shared_ptr<Module> module, Generator* gen) {
 ModelSpec MakeResNet18(Generator* gen) {
   return MakeCifarClassifier(std::make_shared<ResNet18>(10, gen), gen);
 }
+// A language model's example: random byte tokens of `shape`, and as many
+// next-token targets.
+ModelSpec MakeLanguageModel(std::shared_ptr<Module> module, std::vector<int64_t> shape,
+                            Generator* gen) {
+  const int64_t n = shape[0] * shape[1];
+  ModelSpec spec;
+  spec.module = std::move(module);
+  spec.inputs = LeafOf(reshape(Labels(n, 256, gen), shape));
+  spec.targets = LeafOf(reshape(Labels(n, 256, gen), shape));
+  spec.loss = LanguageModelLoss;
+  return spec;
+}
+
+ModelSpec MakeGpt(Generator* gen) {
+  return MakeLanguageModel(std::make_shared<Gpt>(Gpt::Config{}, gen), {8, 64}, gen);
+}
+ModelSpec MakeLstm(Generator* gen) {
+  return MakeLanguageModel(std::make_shared<LstmLanguageModel>(256, 128, 256, 2, gen), {32, 8},
+                           gen);
+}
+
 ModelSpec MakeMobileNetV2(Generator* gen) {
   return MakeCifarClassifier(std::make_shared<MobileNetV2>(10, gen), gen);
 }
@@ -162,6 +184,10 @@ constexpr Entry kZooModels[] = {
     {"mobilenetv2",
      "torchvision's MobileNetV2: depthwise convolutions, inverted residuals, batch 8 of 3x32x32",
      &MakeMobileNetV2},
+    {"gpt", "a 4-layer GPT-style decoder over bytes, d_model 128, causal, tied embeddings, 8 x 64",
+     &MakeGpt},
+    {"lstm", "an LSTM language model over bytes: Embedding 128, 2 x LSTM 256, 32 steps x 8",
+     &MakeLstm},
 };
 
 }  // namespace
@@ -196,10 +222,10 @@ TensorTree StructuredModel::forward(const TensorTree& input) {
 }
 
 TransformerBlock::TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp,
-                                   Generator* gen, double dropout)
+                                   Generator* gen, double dropout, bool causal)
     : ln1_(register_module("ln1", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
       attn_(register_module(
-          "attn", std::make_shared<MultiheadAttention>(d_model, num_heads, false, gen, dropout))),
+          "attn", std::make_shared<MultiheadAttention>(d_model, num_heads, causal, gen, dropout))),
       ln2_(register_module("ln2", std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}))),
       mlp_(register_module(
           "mlp", std::make_shared<Sequential>(Modules{

@@ -42,6 +42,12 @@
 //   vgg11        torchvision's VGG-11 features with BatchNorm and a 512-wide
 //                head (nn/models/vgg.h)
 //   mobilenetv2  torchvision's MobileNetV2 (nn/models/mobilenet.h)
+// and two language models over 256 byte tokens, cross-entropy against the
+// next tokens (nn/models/language_models.h):
+//   gpt          a 4-layer GPT-style decoder, d_model 128, 4 heads, causal
+//                attention, tied embeddings; tokens i64[8,64]
+//   lstm         Embedding(256, 128), a 2-layer LSTM(128, 256), Linear(256,
+//                256), as PyTorch's word-language-model example; tokens i64[32,8]
 #ifndef TENSORCUT_NN_MODELS_MODELS_H_
 #define TENSORCUT_NN_MODELS_MODELS_H_
 
@@ -107,8 +113,9 @@ class StructuredModel : public Module {
 // and on the attention weights, in training.
 class TransformerBlock : public Module {
  public:
+  // causal: each position attends to itself and earlier ones (a decoder's).
   TransformerBlock(int64_t d_model, int64_t num_heads, int64_t d_mlp, Generator* gen = nullptr,
-                   double dropout = 0);
+                   double dropout = 0, bool causal = false);
   Tensor forward(const Tensor& x) override;
   using Module::forward;
 

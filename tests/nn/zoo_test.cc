@@ -97,11 +97,45 @@ TEST_CASE("mobilenetv2 has torchvision's names, depthwise filters and counts") {
   CHECK(logits.shape() == Shape{8, 10});
 }
 
+TEST_CASE("gpt ties its logits to the token embedding; lstm has PyTorch's LSTM names") {
+  const nn::ModelSpec gpt = nn::MakeModel("gpt", 0).value();
+  const std::vector<std::string> names = Names(gpt.module->named_parameters());
+  // wte, wpe, 4 blocks of 12 tensors, ln_f; no weight of the logits' own.
+  CHECK(names.size() == 52);
+  CHECK(NumElements(gpt.module->named_parameters()) == 834304);
+  CHECK(names[0] == "wte.weight");
+  CHECK(names[2] == "h.0.ln1.weight");
+  CHECK(names[4] == "h.0.attn.in_proj_weight");
+  CHECK(names.back() == "ln_f.bias");
+  CHECK(gpt.module->named_buffers().empty());
+  CHECK((*gpt.module)(gpt.inputs).leaf().shape() == Shape{8, 64, 256});
+
+  const nn::ModelSpec lstm = nn::MakeModel("lstm", 0).value();
+  CHECK(Names(lstm.module->named_parameters()) ==
+        std::vector<std::string>{"encoder.weight", "rnn.weight_ih_l0", "rnn.weight_hh_l0",
+                                 "rnn.bias_ih_l0", "rnn.bias_hh_l0", "rnn.weight_ih_l1",
+                                 "rnn.weight_hh_l1", "rnn.bias_ih_l1", "rnn.bias_hh_l1",
+                                 "decoder.weight", "decoder.bias"});
+  CHECK(NumElements(lstm.module->named_parameters()) == 1020160);
+  CHECK((*lstm.module)(lstm.inputs).leaf().shape() == Shape{32, 8, 256});
+}
+
+TEST_CASE("a causal model's logits at a position do not depend on later tokens") {
+  const nn::ModelSpec gpt = nn::MakeModel("gpt", 0).value();
+  const Tensor tokens = gpt.inputs.leaf();
+  // Every token from position 10 on changed.
+  const Tensor changed = concat({slice(tokens, 1, 0, 10), full({8, 54}, 7, DType::kI64)}, 1);
+  const Tensor before = (*gpt.module)(tokens), after = (*gpt.module)(changed);
+  REQUIRE_TENSORS_CLOSE(slice(after, 1, 0, 10), slice(before, 1, 0, 10), 1e-6, 1e-6);
+  CHECK(max(abs(slice(after, 1, 10, 64) - slice(before, 1, 10, 64))).item<float>() > 1e-3);
+}
+
 // The model in f64 on the first `examples` examples of its batch.
 nn::ModelSpec SmallF64(const std::string& name, int64_t examples) {
   nn::ModelSpec s = nn::MakeModel(name, 3).value();
   s.module->to(DType::kF64);
-  s.inputs = TensorTree::MakeLeaf(slice(s.inputs.leaf(), 0, 0, examples).to(DType::kF64));
+  const Tensor inputs = slice(s.inputs.leaf(), 0, 0, examples);
+  s.inputs = TensorTree::MakeLeaf(IsFloating(inputs.dtype()) ? inputs.to(DType::kF64) : inputs);
   s.targets = TensorTree::MakeLeaf(slice(s.targets.leaf(), 0, 0, examples));
   return s;
 }
@@ -144,6 +178,11 @@ TEST_CASE("resnet18 in f64: the compiled step equals eager under every strategy"
 
 TEST_CASE("vgg11 in f64: the compiled step equals eager under every strategy") {
   CheckStrategiesAgainstEager("vgg11");
+}
+
+TEST_CASE("gpt and lstm in f64: the compiled step equals eager under every strategy") {
+  CheckStrategiesAgainstEager("gpt");
+  CheckStrategiesAgainstEager("lstm");  // 2 of its 32 time steps
 }
 
 TEST_CASE("mobilenetv2 in f64: the compiled step equals eager under every strategy") {

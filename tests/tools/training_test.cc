@@ -211,9 +211,10 @@ TEST_CASE("Trainer::Create names what is wrong") {
 
   TrainOptions bad = options;
   bad.model = "resnet";
-  REQUIRE(CreateError(bad) ==
-          "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-          "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2");
+  REQUIRE(
+      CreateError(bad) ==
+      "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
+      "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, gpt, lstm");
   bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
