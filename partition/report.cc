@@ -154,17 +154,19 @@ std::string ReportJson(const PartitionReport& report) {
                      {"bytes", s.bytes},
                      {"activation", s.is_activation}});
   }
-  nlohmann::ordered_json json = {{"saved_bytes", report.saved_bytes},
-                                 {"saved_bytes_formula", report.saved_bytes_formula},
-                                 {"saved_activation_bytes", report.saved_activation_bytes},
-                                 {"saved_values", std::move(saved)},
-                                 {"recomputed_nodes", report.recomputed_nodes},
-                                 {"recompute_flops", report.recompute_flops},
-                                 {"fw_nodes", report.fw_nodes},
-                                 {"bw_nodes", report.bw_nodes},
-                                 {"bw_peak_bytes", report.bw_peak_bytes},
-                                 {"measured_peak_bytes", nullptr}};
-  if (report.measured_peak_bytes) json["measured_peak_bytes"] = *report.measured_peak_bytes;
+  const nlohmann::ordered_json json = {
+      {"saved_bytes", report.saved_bytes},
+      {"saved_bytes_formula", report.saved_bytes_formula},
+      {"saved_activation_bytes", report.saved_activation_bytes},
+      {"saved_values", std::move(saved)},
+      {"recomputed_nodes", report.recomputed_nodes},
+      {"recompute_flops", report.recompute_flops},
+      {"fw_nodes", report.fw_nodes},
+      {"bw_nodes", report.bw_nodes},
+      {"bw_peak_bytes", report.bw_peak_bytes},
+      {"measured_peak_bytes", report.measured_peak_bytes
+                                  ? nlohmann::ordered_json(*report.measured_peak_bytes)
+                                  : nlohmann::ordered_json(nullptr)}};
   // Value names are ASCII; `replace` keeps a stray byte from throwing.
   return json.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -1,6 +1,6 @@
-// Helpers the `tensorcut` subcommands share: wall-clock timing, peak
-// resident memory, a training progress line, output paths and files, and batches gathered from a
-// dataset.
+// Helpers the `tensorcut` subcommands share: wall-clock timing, resident
+// memory, a training progress line, output paths and files, and batches
+// gathered from a dataset.
 //
 //   ProgressBar bar(/*first_step=*/0, /*last_step=*/600, /*items_per_step=*/100, /*every=*/100);
 //   for (int64_t step = 1; step <= 600; ++step) bar.Update(step, loss, accuracy);
@@ -51,9 +51,9 @@ double MedianMs(int runs, const std::function<void()>& fn);
 int64_t ResidentBytes();
 int64_t PeakResidentBytes();
 // Returns freed memory (runtime/tensor.h's cached buffers, the heap's free
-// pages) to the system and starts the peak anew from the
-// resident set that is left; false where the kernel refuses (the peak then
-// stays the process's).
+// pages) to the system and starts the peak anew from the resident set that
+// is left; false where the kernel refuses (the peak then stays the
+// process's).
 bool ResetPeakResident();
 
 // Training progress: a bar redrawn in place on a terminal, otherwise a plain

@@ -1,8 +1,8 @@
 // `tensorcut compare`: every partition strategy on one reference model in one
 // table (saved bytes, recomputation, the backward's estimated peak, the
 // compiled step's planned peak, what its steps add to the process's resident
-// memory at their peak, and the median time of its steps), and with --sweep the budget strategy's
-// Pareto curve as CSV and an SVG plot.
+// memory at their peak, and the median time of its steps), and with --sweep
+// the budget strategy's Pareto curve as CSV and an SVG plot.
 #include <cstdio>
 #include <string>
 #include <vector>

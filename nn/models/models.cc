@@ -1,10 +1,11 @@
 #include "nn/models/models.h"
 
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/types/span.h"
 #include "nn/losses.h"
 #include "nn/models/language_models.h"
 #include "nn/models/mobilenet.h"
@@ -254,21 +255,22 @@ std::vector<std::string> ZooModelNames() {
 }
 
 absl::StatusOr<ModelSpec> MakeModel(absl::string_view name, uint64_t seed) {
-  for (absl::Span<const Entry> entries :
-       {absl::MakeConstSpan(kModels), absl::MakeConstSpan(kZooModels)}) {
-    for (const Entry& e : entries) {
-      if (name != e.name) continue;
-      Generator gen(seed);
-      ModelSpec spec = e.make(&gen);
-      spec.name = e.name;
-      spec.description = e.description;
-      if (!spec.loss) spec.loss = MeanSquareLoss;
-      return spec;
+  const auto found = [&](const Entry& e) { return name == e.name; };
+  const Entry* entry = std::find_if(std::begin(kModels), std::end(kModels), found);
+  if (entry == std::end(kModels)) {
+    entry = std::find_if(std::begin(kZooModels), std::end(kZooModels), found);
+    if (entry == std::end(kZooModels)) {
+      return absl::NotFoundError(absl::StrCat(
+          "unknown model \"", name, "\"; known models: ", absl::StrJoin(ModelNames(), ", "),
+          "; in the zoo: ", absl::StrJoin(ZooModelNames(), ", ")));
     }
   }
-  return absl::NotFoundError(absl::StrCat("unknown model \"", name,
-                                          "\"; known models: ", absl::StrJoin(ModelNames(), ", "),
-                                          "; in the zoo: ", absl::StrJoin(ZooModelNames(), ", ")));
+  Generator gen(seed);
+  ModelSpec spec = entry->make(&gen);
+  spec.name = entry->name;
+  spec.description = entry->description;
+  if (!spec.loss) spec.loss = MeanSquareLoss;
+  return spec;
 }
 
 absl::StatusOr<ModelSpec> MakeClassifierFor(absl::string_view name, uint64_t seed, int64_t features,
