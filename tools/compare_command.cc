@@ -1,8 +1,9 @@
-// `tensorcut compare`: every partition strategy on one reference model in one
-// table (saved bytes, recomputation, the backward's estimated peak, the
-// compiled step's planned peak, what its steps add to the process's resident
-// memory at their peak, and the median time of its steps), and with --sweep
-// the budget strategy's Pareto curve as CSV and an SVG plot.
+// `tensorcut compare`: every partition strategy on one model in one table
+// (saved bytes, recomputation, the backward's estimated peak, the compiled
+// step's planned peak, what its steps add to the process's resident memory
+// at their peak, and the median time of its steps); with --sweep, the
+// partition suite (tools/partition_suite.h) on one model, a list or all of
+// them, as a table, CSV, JSON and an SVG plot per model.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "runtime/error.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/partition_suite.h"
 #include "tools/subcommands.h"
 #include "tools/svg_plot.h"
 #include "tools/training.h"
@@ -29,54 +31,66 @@ namespace {
 
 constexpr int kDefaultSteps = 5;
 
-// The median time of a compiled training step (forward, loss, backward) on
-// the model's example inputs.
-double StepMs(nn::ModelSpec& spec, const Function& step, int runs) {
-  return MedianMs(runs, [&] {
-    const TensorTree out = ValueOrThrow(step(spec.inputs));
-    const Tensor loss = spec.loss(out, spec.targets);
-    spec.module->zero_grad();
-    loss.backward();
-  });
+// `path` for `model` when the suite covers several: "sweep.svg" becomes
+// "sweep_cnn.svg".
+std::string PlotPathFor(const std::string& path, const std::string& model, bool several) {
+  if (!several) return path;
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  const bool has_extension =
+      dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  return has_extension ? absl::StrCat(path.substr(0, dot), "_", model, path.substr(dot))
+                       : absl::StrCat(path, "_", model);
 }
 
-absl::Status Sweep(const nn::ModelSpec& spec, const JointGraph& joint) {
-  std::vector<double> budgets;
-  for (int i = 0; i <= 10; ++i) budgets.push_back(i / 10.0);
-  TC_ASSIGN_OR_RETURN(std::vector<partition::ParetoPoint> points,
-                      partition::BudgetSweep(joint.graph, joint.layout, budgets));
-  std::string csv = "budget,saved_bytes,saved_activation_bytes,recompute_flops\n";
-  Plot plot{absl::StrCat("budget sweep: ", spec.name),
-            "saved activations (MB)",
-            "recomputed in the backward (MFLOP)",
-            {}};
-  for (const partition::ParetoPoint& p : points) {
-    absl::StrAppendFormat(&csv, "%g,%d,%d,%.17g\n", p.budget, p.saved_bytes,
-                          p.saved_activation_bytes, p.recompute_flops);
-    plot.points.push_back(
-        {p.saved_activation_bytes / 1e6, p.recompute_flops / 1e6, absl::StrFormat("%g", p.budget)});
-  }
+// --sweep: the partition suite on each model named (tools/partition_suite.h),
+// its rows printed as each model finishes (or as JSON at the end, --json),
+// written as CSV to --csv and plotted per model to --plot.
+absl::Status Sweep(const std::vector<std::string>& models, int runs) {
+  const SuiteOptions options{.step_runs = runs, .milp_seconds = absl::GetFlag(FLAGS_milp_seconds)};
+  const bool json = absl::GetFlag(FLAGS_json);
   const std::string csv_flag = absl::GetFlag(FLAGS_csv), plot_flag = absl::GetFlag(FLAGS_plot);
-  if (csv_flag.empty()) {
-    std::printf("\n%s", csv.c_str());
-  } else {
-    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), csv));
-    std::printf("\nsweep: %zu budgets written to %s\n", points.size(),
-                OutputPath(csv_flag).c_str());
+  std::vector<SuiteRow> all;
+  for (const std::string& model : models) {
+    TC_ASSIGN_OR_RETURN(const std::vector<SuiteRow> rows, RunPartitionSuite(model, options));
+    if (!json) {
+      std::string table = SuiteTable(rows);
+      if (!all.empty()) table = table.substr(table.find('\n') + 1);  // the header once
+      std::printf("%s", table.c_str());
+      std::fflush(stdout);
+    }
+    if (!plot_flag.empty()) {
+      const std::string path = OutputPath(PlotPathFor(plot_flag, model, models.size() > 1));
+      TC_RETURN_IF_ERROR(WriteTextFile(path, SvgPlot(SuitePlot(model, rows))));
+      if (!json) std::printf("plot: %s\n", path.c_str());
+    }
+    all.insert(all.end(), rows.begin(), rows.end());
   }
-  if (!plot_flag.empty()) {
-    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(plot_flag), SvgPlot(plot)));
-    std::printf("plot: %s\n", OutputPath(plot_flag).c_str());
+  if (json) std::printf("%s\n", SuiteJson(all).c_str());
+  if (!csv_flag.empty()) {
+    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), SuiteCsv(all)));
+    if (!json)
+      std::printf("suite: %zu rows written to %s\n", all.size(), OutputPath(csv_flag).c_str());
   }
   return absl::OkStatus();
 }
 
 absl::Status Run() {
-  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
-                      nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
+  const int runs = absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : kDefaultSteps;
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (absl::GetFlag(FLAGS_sweep)) {
+    TC_ASSIGN_OR_RETURN(const std::vector<std::string> models, SuiteModelNames(model));
+    return Sweep(models, runs);
+  }
+  for (const char* flag : {"csv", "plot", "json"}) {
+    if (FlagGiven(flag)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " is an output of --sweep; add --sweep"));
+    }
+  }
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
   const JointGraph& joint = **pipeline.joint_graph();
-  const int runs = absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : kDefaultSteps;
   const double budget = absl::GetFlag(FLAGS_budget);
 
   {
@@ -86,7 +100,7 @@ absl::Status Run() {
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
                         pipeline.partition(partition::DefaultPartition, joint));
     TC_ASSIGN_OR_RETURN(Function step, pipeline.compile_training(codegen::fusing(), part));
-    StepMs(spec, step, /*runs=*/1);
+    CompiledStepMs(spec, step, /*runs=*/1);
   }
 
   std::printf("%s: joint graph %d nodes; step = forward + loss + backward, median of %d\n\n",
@@ -111,7 +125,7 @@ absl::Status Run() {
     // memory (taken at the first step), eager results, kernels' scratch.
     ResetPeakResident();
     const int64_t resident_before = ResidentBytes();
-    const double step_ms = StepMs(spec, step, runs);
+    const double step_ms = CompiledStepMs(spec, step, runs);
     const int64_t rss_bytes = PeakResidentBytes() - resident_before;
     const std::string label =
         name == "budget" || name == "milp" ? absl::StrFormat("%s %g", name, budget) : name;
@@ -119,10 +133,6 @@ absl::Status Run() {
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, plan_bytes / 1e6, rss_bytes / 1e6,
                 partition_ms, step_ms);
-  }
-  if (absl::GetFlag(FLAGS_sweep) || !absl::GetFlag(FLAGS_csv).empty() ||
-      !absl::GetFlag(FLAGS_plot).empty()) {
-    return Sweep(spec, joint);
   }
   return absl::OkStatus();
 }

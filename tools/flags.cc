@@ -54,11 +54,16 @@ ABSL_FLAG(double, budget, 0.5,
           "activation memory budget in [0, 1] for the budget and milp strategies (1: min-cut's "
           "saved bytes, 0: the least memory)");
 ABSL_FLAG(double, milp_seconds, 10, "the milp strategy's time limit for its solver, in seconds");
-ABSL_FLAG(bool, json, false, "print one JSON object instead of the text report");
+ABSL_FLAG(bool, json, false,
+          "print JSON instead of text (partition: one object; compare --sweep: an array of rows)");
 ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");
-ABSL_FLAG(bool, sweep, false, "also sweep the budget strategy over budgets 0, 0.1, ..., 1");
-ABSL_FLAG(std::string, csv, "", "write the sweep as CSV to this file (default: print it)");
-ABSL_FLAG(std::string, plot, "", "write the sweep as an SVG plot to this file");
+ABSL_FLAG(bool, sweep, false,
+          "compare: every strategy, budget and milp at budgets 0, 0.25, ..., 1, each compiled and "
+          "timed beside the milp optimum at its saved bytes; --model may be all or a list a,b");
+ABSL_FLAG(std::string, csv, "", "compare --sweep: also write its rows as CSV to this file");
+ABSL_FLAG(std::string, plot, "",
+          "compare --sweep: plot planned peak against step time as SVG to this file (several "
+          "models: FILE_<model>.svg each)");
 ABSL_FLAG(std::string, stage, "joint", "captured, joint, forward or backward");
 ABSL_FLAG(bool, decompose, false,
           "apply the default decompositions first (partition and compare always do; train never)");

@@ -1,6 +1,7 @@
 #include "tools/svg_plot.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,10 @@ namespace {
 
 constexpr double kWidth = 560, kHeight = 380;
 constexpr double kLeft = 80, kRight = 30, kTop = 40, kBottom = 60;  // margins
+// A series' colour, by its place in the plot (a palette told apart also in
+// the common colour-vision deficiencies).
+constexpr std::array<const char*, 6> kColours = {"#0072b2", "#d55e00", "#009e73",
+                                                 "#cc79a7", "#e69f00", "#56b4e9"};
 
 // Text for SVG: the XML special characters escaped.
 std::string Xml(const std::string& s) {
@@ -61,10 +66,12 @@ Axis MakeAxis(double lo, double hi) {
 
 std::string SvgPlot(const Plot& plot) {
   double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
-  if (!plot.points.empty()) {
-    x_lo = x_hi = plot.points[0].x;
-    y_lo = y_hi = plot.points[0].y;
-    for (const PlotPoint& p : plot.points) {
+  bool first = true;
+  for (const PlotSeries& series : plot.series) {
+    for (const PlotPoint& p : series.points) {
+      if (first) {
+        x_lo = x_hi = p.x, y_lo = y_hi = p.y, first = false;
+      }
       x_lo = std::min(x_lo, p.x), x_hi = std::max(x_hi, p.x);
       y_lo = std::min(y_lo, p.y), y_hi = std::max(y_hi, p.y);
     }
@@ -101,37 +108,53 @@ std::string SvgPlot(const Plot& plot) {
                         kLeft, kTop, kTop + h, kLeft + w, kLeft + w / 2, kHeight - 16,
                         Xml(plot.x_label), kTop + h / 2, Xml(plot.y_label));
 
-  std::string line;
-  for (const PlotPoint& p : plot.points) {
-    absl::StrAppendFormat(&line, "%s%.1f,%.1f", line.empty() ? "" : " ", sx(p.x), sy(p.y));
-  }
-  absl::StrAppend(&svg, "<polyline points=\"", line,
-                  "\" fill=\"none\" stroke=\"steelblue\" stroke-width=\"2\"/>\n");
-  // A point drawn over an earlier labelled one extends that label to a range
-  // ("0.1-0.9") instead of printing over it.
-  struct Label {
-    const PlotPoint* at;
-    std::string first, last;
-  };
-  std::vector<Label> labels;
-  for (const PlotPoint& p : plot.points) {
-    absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"steelblue\"/>\n",
-                          sx(p.x), sy(p.y));
-    if (p.label.empty()) continue;
-    auto covered = std::find_if(labels.begin(), labels.end(), [&](const Label& l) {
-      return std::abs(sx(l.at->x) - sx(p.x)) < 24 && std::abs(sy(l.at->y) - sy(p.y)) < 14;
-    });
-    if (covered == labels.end()) {
-      labels.push_back({&p, p.label, p.label});
-    } else {
-      covered->last = p.label;
+  int legend_entries = 0;
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    const PlotSeries& series = plot.series[i];
+    const char* colour = kColours[i % kColours.size()];
+    if (series.joined) {
+      std::string line;
+      for (const PlotPoint& p : series.points) {
+        absl::StrAppendFormat(&line, "%s%.1f,%.1f", line.empty() ? "" : " ", sx(p.x), sy(p.y));
+      }
+      absl::StrAppendFormat(&svg,
+                            "<polyline points=\"%s\" fill=\"none\" stroke=\"%s\" "
+                            "stroke-width=\"2\"/>\n",
+                            line, colour);
     }
-  }
-  for (const Label& l : labels) {
+    // A point drawn over an earlier labelled one of its series extends that
+    // label to a range ("0.1-0.9") instead of printing over it.
+    struct Label {
+      const PlotPoint* at;
+      std::string first, last;
+    };
+    std::vector<Label> labels;
+    for (const PlotPoint& p : series.points) {
+      absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
+                            sx(p.x), sy(p.y), colour);
+      if (p.label.empty()) continue;
+      auto covered = std::find_if(labels.begin(), labels.end(), [&](const Label& l) {
+        return std::abs(sx(l.at->x) - sx(p.x)) < 24 && std::abs(sy(l.at->y) - sy(p.y)) < 14;
+      });
+      if (covered == labels.end()) {
+        labels.push_back({&p, p.label, p.label});
+      } else {
+        covered->last = p.label;
+      }
+    }
+    for (const Label& l : labels) {
+      absl::StrAppendFormat(
+          &svg, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">%s</text>\n",
+          sx(l.at->x) + 6, sy(l.at->y) - 6,
+          Xml(l.first == l.last ? l.first : absl::StrCat(l.first, "-", l.last)));
+    }
+    if (series.name.empty()) continue;
+    // The legend: a swatch and the name per named series, top right.
+    const double y = kTop + 12 + 16 * legend_entries++;
     absl::StrAppendFormat(&svg,
-                          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">%s</text>\n",
-                          sx(l.at->x) + 6, sy(l.at->y) - 6,
-                          Xml(l.first == l.last ? l.first : absl::StrCat(l.first, "-", l.last)));
+                          "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4\" fill=\"%s\"/>"
+                          "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n",
+                          kLeft + w - 8, y, colour, kLeft + w - 16, y + 4, Xml(series.name));
   }
   return svg + "</svg>\n";
 }

@@ -56,9 +56,11 @@ constexpr Subcommand kSubcommands[] = {
      "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
      "resume seed data label_column features labels test_data threads"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
-     PartitionCommand, "model strategy budget json dot seed"},
-    {"compare", "every partition strategy on one model in a table; --sweep: the budget curve",
-     CompareCommand, "model steps budget sweep csv plot seed threads"},
+     PartitionCommand, "model strategy budget milp_seconds json dot seed"},
+    {"compare",
+     "every partition strategy on one model in a table; --sweep: every strategy over a budget "
+     "sweep beside the milp optimum, on one model, a list or all",
+     CompareCommand, "model steps budget milp_seconds sweep csv json plot seed threads"},
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
      GraphCommand, "model stage decompose dynamic_batch strategy budget dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",

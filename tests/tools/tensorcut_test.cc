@@ -113,7 +113,9 @@ TEST_CASE("--help lists the subcommands; SUB --help and help SUB list SUB's flag
         "--budget=", "--checkpoint=", "--resume=", "--threads=0"}},
       {"partition",
        {"--model=mlp", "--strategy=min_cut", "--budget=0.5", "--json=false", "--dot="}},
-      {"compare", {"--model=mlp", "--sweep=false", "--csv=", "--plot=", "--steps=0"}},
+      {"compare",
+       {"--model=mlp", "--sweep=false", "--csv=", "--plot=", "--json=false", "--milp_seconds=10",
+        "--steps=0"}},
       {"graph",
        {"--model=mlp", "--stage=joint", "--decompose=false", "--dynamic_batch=false", "--dot="}},
   };
@@ -404,10 +406,8 @@ TEST_CASE("partition --strategy milp reports the library's partition and how the
   REQUIRE(Contains(text.out, "\nmilp: proven optimal in "));
 }
 
-TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV and SVG") {
-  const std::string csv = TempPath("sweep.csv"), svg = TempPath("sweep.svg");
-  const Result r =
-      Tensorcut(absl::StrCat("compare --model mlp --steps 1 --sweep --csv ", csv, " --plot ", svg));
+TEST_CASE("compare tables every strategy with its planned peak and resident growth") {
+  const Result r = Tensorcut("compare --model mlp --steps 1");
   REQUIRE(r.code == 0);
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
   REQUIRE(lines.size() >= 8);
@@ -428,21 +428,78 @@ TEST_CASE("compare tables every strategy; --sweep writes the budget curve as CSV
       absl::StrSplit(lines[4], ' ', absl::SkipWhitespace());
   REQUIRE(std::stod(min_cut_cells[8]) >= std::stod(min_cut_cells[7]) / 2);
 
-  const std::vector<std::string> csv_lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
-  REQUIRE(csv_lines.size() == 12);
-  REQUIRE(csv_lines[0] == "budget,saved_bytes,saved_activation_bytes,recompute_flops");
-  REQUIRE(csv_lines[1].rfind("0,", 0) == 0);
-  REQUIRE(csv_lines[6].rfind("0.5,", 0) == 0);
-  REQUIRE(csv_lines[11].rfind("1,", 0) == 0);
-  // Budget 1 is the min-cut partition (partition/strategies.h).
-  const partition::PartitionReport min_cut = LibraryReport("mlp", "min_cut");
-  REQUIRE(csv_lines[11] == absl::StrCat("1,", min_cut.saved_bytes, ",",
-                                        min_cut.saved_activation_bytes, ",",
-                                        absl::StrFormat("%.17g", min_cut.recompute_flops)));
-  const std::string plot = ReadFile(svg);
-  REQUIRE(plot.rfind("<svg ", 0) == 0);
-  REQUIRE(Contains(plot, ">budget sweep: mlp</text>"));
-  REQUIRE(Contains(plot, "<polyline points=\""));
+  // The sweep's outputs without the sweep are a mistake, not ignored.
+  const Result csv_alone = Tensorcut("compare --model mlp --csv x.csv");
+  REQUIRE(csv_alone.code == 1);
+  REQUIRE(Contains(csv_alone.err, "--csv is an output of --sweep; add --sweep"));
+}
+
+TEST_CASE("compare --sweep on two models writes a row per strategy and budget, CSV and SVG") {
+  const std::string csv = TempPath("suite.csv"), svg = TempPath("suite.svg");
+  const Result r = Tensorcut(
+      absl::StrCat("compare --model linear,convbn --sweep --steps 1 --csv ", csv, " --plot ", svg));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // A table (one header, 13 rows a model), a plot line per model, the CSV's.
+  const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  REQUIRE(lines.size() == 1 + 13 + 1 + 13 + 1 + 1);
+  REQUIRE(lines[0].rfind("model ", 0) == 0);
+  REQUIRE(lines[1].rfind("linear       default ", 0) == 0);
+  REQUIRE(lines[14] == absl::StrCat("plot: ", TempPath("suite_linear.svg")));
+  REQUIRE(lines[15].rfind("convbn       default ", 0) == 0);
+  REQUIRE(lines[29] == absl::StrCat("suite: 26 rows written to ", csv));
+
+  const std::vector<std::string> rows = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 27);
+  REQUIRE(rows[0] ==
+          "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
+          "partition_ms,milp_flops,milp_proven,gap_to_milp");
+  // convbn's min_cut row: the library's saved bytes and planned peak.
+  const partition::PartitionReport min_cut = LibraryReport("convbn", "min_cut");
+  const std::vector<std::string> min_cut_row = absl::StrSplit(rows[15], ',');
+  REQUIRE(min_cut_row[0] == "convbn");
+  REQUIRE(min_cut_row[1] == "min_cut");
+  REQUIRE(min_cut_row[2].empty());
+  REQUIRE(min_cut_row[3] == absl::StrCat(min_cut.saved_bytes));
+  REQUIRE(min_cut_row[4] == absl::StrCat(*min_cut.measured_peak_bytes));
+  // Budget rows, then milp rows, at 0, 0.25, ..., 1; milp is its own optimum,
+  // and proves it on these graphs, so no strategy's gap is negative.
+  const char* budgets[] = {"0", "0.25", "0.5", "0.75", "1"};
+  for (int model = 0; model < 2; ++model) {
+    for (int i = 0; i < 5; ++i) {
+      const std::vector<std::string> budget_row = absl::StrSplit(rows[1 + 13 * model + 3 + i], ',');
+      const std::vector<std::string> milp_row = absl::StrSplit(rows[1 + 13 * model + 8 + i], ',');
+      INFO(rows[1 + 13 * model + 3 + i]);
+      REQUIRE(budget_row[1] == "budget");
+      REQUIRE(budget_row[2] == budgets[i]);
+      REQUIRE(milp_row[1] == "milp");
+      REQUIRE(milp_row[2] == budgets[i]);
+      REQUIRE(milp_row[9] == "1");
+      REQUIRE(milp_row[10] == "0");
+      REQUIRE(std::stod(milp_row[5]) <= std::stod(budget_row[5]));
+    }
+    for (int i = 1; i <= 8; ++i) {
+      const std::vector<std::string> row = absl::StrSplit(rows[13 * model + i], ',');
+      INFO(rows[13 * model + i]);
+      REQUIRE(row[9] == "1");
+      REQUIRE(std::stod(row[10]) >= 0);
+    }
+  }
+  for (const char* model : {"linear", "convbn"}) {
+    const std::string plot = ReadFile(TempPath(absl::StrCat("suite_", model, ".svg")));
+    REQUIRE(plot.rfind("<svg ", 0) == 0);
+    REQUIRE(Contains(plot, absl::StrCat(">", model, ": planned peak against step time</text>")));
+    REQUIRE(Contains(plot, ">milp</text>"));
+    REQUIRE(Contains(plot, "<polyline points=\""));
+  }
+
+  // --json: the same rows as an array.
+  const Result json = Tensorcut("compare --model linear --sweep --steps 1 --json");
+  REQUIRE(json.code == 0);
+  REQUIRE(json.out.rfind("[\n  {\n    \"model\": \"linear\",\n    \"strategy\": \"default\",", 0) ==
+          0);
+  REQUIRE(Contains(json.out, "\"budget\": null,"));
+  REQUIRE(Contains(json.out, "\"strategy\": \"milp\",\n    \"budget\": 1.0,"));
 }
 
 TEST_CASE("graph prints each stage's IR as the library does") {

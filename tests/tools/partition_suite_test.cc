@@ -1,0 +1,76 @@
+// The partition suite on mlp: a row per strategy and budget, each beside the
+// milp optimum at its saved bytes; its CSV, JSON and plot; model lists.
+#include "tools/partition_suite.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "catch2/catch.hpp"
+#include "nn/models/models.h"
+
+namespace tc {
+namespace {
+
+TEST_CASE("the suite runs every strategy and puts each beside the milp optimum") {
+  const std::vector<SuiteRow> rows =
+      RunPartitionSuite("mlp", {.budgets = {0, 0.5, 1}, .step_runs = 1}).value();
+  const std::vector<std::string> order = {"default", "min_cut", "recompute_all", "budget", "budget",
+                                          "budget",  "milp",    "milp",          "milp"};
+  REQUIRE(rows.size() == order.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SuiteRow& r = rows[i];
+    INFO(r.strategy);
+    REQUIRE(r.model == "mlp");
+    REQUIRE(r.strategy == order[i]);
+    REQUIRE(r.budget.has_value() == (i >= 3));
+    REQUIRE(r.measured_peak_bytes >= r.saved_bytes / 2);
+    REQUIRE(r.step_ms > 0);
+    // mlp's graph is small enough for every solve to finish: no strategy
+    // recomputes less than the optimum at its saved bytes.
+    REQUIRE(r.milp_proven);
+    REQUIRE(r.milp_flops <= r.recompute_flops);
+    REQUIRE(r.gap_to_milp.has_value());
+    REQUIRE(*r.gap_to_milp >= 0);
+  }
+  // Budget 0 saves the least, as recompute_all does; milp at a budget
+  // recomputes no more than the knapsack at it.
+  REQUIRE(rows[3].saved_bytes == rows[2].saved_bytes);
+  for (int i = 0; i < 3; ++i) REQUIRE(rows[6 + i].recompute_flops <= rows[3 + i].recompute_flops);
+  REQUIRE(rows[6].gap_to_milp == 0.0);
+
+  const std::vector<std::string> csv = absl::StrSplit(SuiteCsv(rows), '\n', absl::SkipEmpty());
+  REQUIRE(csv.size() == 1 + rows.size());
+  REQUIRE(csv[1].rfind("mlp,default,,", 0) == 0);
+  REQUIRE(csv[5].rfind("mlp,budget,0.5,", 0) == 0);
+  const std::string json = SuiteJson(rows);
+  REQUIRE(json.find("\"strategy\": \"recompute_all\",\n    \"budget\": null,") !=
+          std::string::npos);
+
+  const Plot plot = SuitePlot("mlp", rows);
+  REQUIRE(plot.series.size() == 5);
+  REQUIRE(plot.series[0].name == "default");
+  REQUIRE(!plot.series[0].joined);
+  REQUIRE(plot.series[3].name == "budget");
+  REQUIRE(plot.series[3].points.size() == 3);
+  const PlotSeries& frontier = plot.series[4];
+  REQUIRE(frontier.name == "milp");
+  REQUIRE(frontier.joined);
+  REQUIRE(frontier.points.size() == 3);
+  for (size_t i = 1; i < frontier.points.size(); ++i) {
+    REQUIRE(frontier.points[i - 1].x <= frontier.points[i].x);
+  }
+}
+
+TEST_CASE("the suite's models: all of them, a list, or an error naming the unknown one") {
+  std::vector<std::string> all = nn::ModelNames(), zoo = nn::ZooModelNames();
+  all.insert(all.end(), zoo.begin(), zoo.end());
+  REQUIRE(SuiteModelNames("all").value() == all);
+  REQUIRE(SuiteModelNames("cnn,mlp").value() == std::vector<std::string>{"cnn", "mlp"});
+  const absl::StatusOr<std::vector<std::string>> bad = SuiteModelNames("mlp,resnet");
+  REQUIRE(!bad.ok());
+  REQUIRE(bad.status().message().find("unknown model \"resnet\"") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace tc

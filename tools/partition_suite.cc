@@ -1,0 +1,226 @@
+#include "tools/partition_suite.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "codegen/fusing_compiler.h"
+#include "nlohmann/json.hpp"
+#include "partition/milp.h"
+#include "partition/report.h"
+#include "partition/strategies.h"
+#include "pipeline/step_memory.h"
+#include "runtime/error.h"
+#include "tools/cli.h"
+#include "tools/training.h"
+
+namespace tc {
+namespace {
+
+// The strategies run once; budget and milp run at every budget of the sweep.
+constexpr const char* kUnbudgeted[] = {"default", "min_cut", "recompute_all"};
+constexpr const char* kBudgeted[] = {"budget", "milp"};
+
+// milp's recompute FLOPs under a byte limit, each limit solved once.
+class MilpReference {
+ public:
+  MilpReference(const JointGraph& joint, double seconds) : joint_(joint), seconds_(seconds) {}
+
+  struct Optimum {
+    double flops = 0;
+    bool proven = false;
+  };
+
+  absl::StatusOr<Optimum> At(int64_t max_saved_bytes) {
+    auto found = solved_.find(max_saved_bytes);
+    if (found != solved_.end()) return found->second;
+    TC_ASSIGN_OR_RETURN(partition::MilpPartitionResult r,
+                        partition::MilpPartition(
+                            joint_.graph, joint_.layout,
+                            {.max_saved_bytes = max_saved_bytes, .time_limit_seconds = seconds_}));
+    const Optimum optimum{
+        partition::MakeReport(joint_.graph, joint_.layout, r.partition).recompute_flops,
+        r.solve.proven_optimal};
+    solved_.emplace(max_saved_bytes, optimum);
+    return optimum;
+  }
+
+ private:
+  const JointGraph& joint_;
+  double seconds_;
+  absl::flat_hash_map<int64_t, Optimum> solved_;
+};
+
+std::optional<double> Gap(double flops, double optimum) {
+  if (optimum == 0) return flops == 0 ? std::optional<double>(0) : std::nullopt;
+  return (flops - optimum) / optimum;
+}
+
+std::string BudgetText(const SuiteRow& row) {
+  return row.budget ? absl::StrFormat("%g", *row.budget) : "";
+}
+
+}  // namespace
+
+double CompiledStepMs(nn::ModelSpec& spec, const Function& step, int runs) {
+  return MedianMs(runs, [&] {
+    const TensorTree out = ValueOrThrow(step(spec.inputs));
+    const Tensor loss = spec.loss(out, spec.targets);
+    spec.module->zero_grad();
+    loss.backward();
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> SuiteModelNames(absl::string_view spec) {
+  std::vector<std::string> names = nn::ModelNames(), zoo = nn::ZooModelNames();
+  if (spec == "all") {
+    names.insert(names.end(), zoo.begin(), zoo.end());
+    return names;
+  }
+  std::vector<std::string> chosen;
+  for (absl::string_view name : absl::StrSplit(spec, ',')) {
+    // MakeModel's error names every model there is.
+    TC_RETURN_IF_ERROR(nn::MakeModel(name, /*seed=*/0).status());
+    chosen.emplace_back(name);
+  }
+  return chosen;
+}
+
+absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
+                                                        const SuiteOptions& options) {
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, /*seed=*/0));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
+  const JointGraph& joint = **pipeline.joint_graph();
+  MilpReference reference(joint, options.milp_seconds);
+
+  std::vector<std::pair<std::string, std::optional<double>>> runs;
+  for (const char* name : kUnbudgeted) runs.push_back({name, std::nullopt});
+  for (const char* name : kBudgeted) {
+    for (double budget : options.budgets) runs.push_back({name, budget});
+  }
+  std::vector<SuiteRow> rows;
+  for (const auto& [strategy, budget] : runs) {
+    SuiteRow row{.model = std::string(model), .strategy = strategy, .budget = budget};
+    partition::MilpSolve solve;
+    partition::PartitionFn fn;
+    if (strategy == "milp") {
+      fn = partition::MilpPartitioner(*budget, options.milp_seconds, &solve);
+    } else {
+      TC_ASSIGN_OR_RETURN(fn, partition::PartitionerByName(strategy, budget.value_or(1)));
+    }
+    const Clock::time_point start = Clock::now();
+    TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
+    row.partition_ms = 1e3 * Seconds(start);
+    const partition::PartitionReport report =
+        partition::MakeReport(joint.graph, joint.layout, part);
+    row.saved_bytes = report.saved_bytes;
+    row.recompute_flops = report.recompute_flops;
+
+    TC_ASSIGN_OR_RETURN(const CompiledForward fw, pipeline.fw_compile(codegen::fusing(), part));
+    TC_ASSIGN_OR_RETURN(const CompiledBackward bw,
+                        pipeline.bw_compile(codegen::fusing(), part, fw));
+    TC_ASSIGN_OR_RETURN(Function step, pipeline.make_autograd_function(fw, bw, part));
+    row.measured_peak_bytes = PlannedStepMemory(fw.run, bw.run).peak_bytes();
+    row.step_ms = CompiledStepMs(spec, step, options.step_runs);
+
+    if (strategy == "milp") {
+      row.milp_flops = row.recompute_flops;
+      row.milp_proven = solve.proven_optimal;
+    } else {
+      TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum, reference.At(row.saved_bytes));
+      row.milp_flops = optimum.flops;
+      row.milp_proven = optimum.proven;
+    }
+    row.gap_to_milp = Gap(row.recompute_flops, row.milp_flops);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string SuiteCsv(const std::vector<SuiteRow>& rows) {
+  std::string csv =
+      "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
+      "partition_ms,milp_flops,milp_proven,gap_to_milp\n";
+  for (const SuiteRow& r : rows) {
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%.17g,%.4f,%.4f,%.17g,%d,%s\n", r.model, r.strategy,
+                          BudgetText(r), r.saved_bytes, r.measured_peak_bytes, r.recompute_flops,
+                          r.step_ms, r.partition_ms, r.milp_flops, r.milp_proven,
+                          r.gap_to_milp ? absl::StrFormat("%.6g", *r.gap_to_milp) : "");
+  }
+  return csv;
+}
+
+std::string SuiteJson(const std::vector<SuiteRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const SuiteRow& r : rows) {
+    nlohmann::ordered_json row;
+    row["model"] = r.model;
+    row["strategy"] = r.strategy;
+    row["budget"] = r.budget ? nlohmann::ordered_json(*r.budget) : nullptr;
+    row["saved_bytes"] = r.saved_bytes;
+    row["measured_peak_bytes"] = r.measured_peak_bytes;
+    row["recompute_flops"] = r.recompute_flops;
+    row["step_ms"] = r.step_ms;
+    row["partition_ms"] = r.partition_ms;
+    row["milp_flops"] = r.milp_flops;
+    row["milp_proven"] = r.milp_proven;
+    row["gap_to_milp"] = r.gap_to_milp ? nlohmann::ordered_json(*r.gap_to_milp) : nullptr;
+    out.push_back(std::move(row));
+  }
+  return out.dump(2);
+}
+
+std::string SuiteTable(const std::vector<SuiteRow>& rows) {
+  std::string table =
+      absl::StrFormat("%-12s %-14s %9s %9s %10s %9s %9s %10s %9s\n", "model", "strategy",
+                      "saved MB", "peak MB", "recomp MF", "step ms", "part. ms", "milp MF", "gap");
+  for (const SuiteRow& r : rows) {
+    const std::string strategy =
+        r.budget ? absl::StrCat(r.strategy, " ", BudgetText(r)) : r.strategy;
+    const std::string gap =
+        !r.gap_to_milp ? "-"
+        : r.strategy == "milp"
+            ? (r.milp_proven ? "optimal" : "limit")
+            : absl::StrFormat("%.2f%%%s", 100 * *r.gap_to_milp, r.milp_proven ? "" : "*");
+    absl::StrAppendFormat(&table, "%-12s %-14s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s\n",
+                          r.model, strategy, r.saved_bytes / 1e6, r.measured_peak_bytes / 1e6,
+                          r.recompute_flops / 1e6, r.step_ms, r.partition_ms, r.milp_flops / 1e6,
+                          gap);
+  }
+  return table;
+}
+
+Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
+  Plot plot{absl::StrCat(model, ": planned peak against step time"),
+            "planned peak (MB)",
+            "step (ms)",
+            {}};
+  // A series per strategy, in the order the rows first name them; milp's
+  // frontier last, so that its line is drawn over the others' points.
+  std::vector<std::string> order;
+  for (const SuiteRow& r : rows) {
+    if (r.model == model && r.strategy != "milp" &&
+        std::find(order.begin(), order.end(), r.strategy) == order.end()) {
+      order.push_back(r.strategy);
+    }
+  }
+  order.push_back("milp");
+  for (const std::string& strategy : order) {
+    PlotSeries series{strategy, {}, /*joined=*/strategy == "milp"};
+    for (const SuiteRow& r : rows) {
+      if (r.model != model || r.strategy != strategy) continue;
+      series.points.push_back({r.measured_peak_bytes / 1e6, r.step_ms, BudgetText(r)});
+    }
+    std::sort(series.points.begin(), series.points.end(),
+              [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+    if (!series.points.empty()) plot.series.push_back(std::move(series));
+  }
+  return plot;
+}
+
+}  // namespace tc
