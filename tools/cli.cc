@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/model_bench.h"
+#include "runtime/error.h"
 #include "runtime/ops.h"
 #include "runtime/random.h"
 
@@ -155,7 +156,20 @@ void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, in
 }
 
 double Accuracy(const Tensor& logits, const Tensor& labels) {
-  return mean(cast(eq(argmax(logits, logits.dim() - 1), labels), DType::kF32)).item<float>();
+  const auto without = [&](int64_t dim) {
+    Shape shape = logits.shape();
+    shape.erase(shape.begin() + dim);
+    return shape;
+  };
+  // Dim 1 as cross_entropy reads [N, C, d1, ...]; else the last, as a
+  // language model's [..., vocab].
+  const int64_t classes = logits.dim() >= 2 && labels.shape() == without(1) ? 1 : logits.dim() - 1;
+  if (labels.shape() != without(classes)) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("accuracy: labels ", labels.type().ToString(), " fit no class dim of logits ",
+                     logits.type().ToString())));
+  }
+  return mean(cast(eq(argmax(logits, classes), labels), DType::kF32)).item<float>();
 }
 
 }  // namespace tc

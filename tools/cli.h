@@ -91,9 +91,11 @@ absl::Status WriteTextFile(const std::string& path, absl::string_view text);
 void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, int64_t first,
             const Tensor& x, const Tensor& y);
 
-// The fraction of positions whose argmax over the last dim of `logits` (the
-// classes: [N, C] rows, or a language model's [..., vocab]) is the label
-// there (labels of `logits`' shape without that dim).
+// The fraction of positions whose argmax over the class dim of `logits` is
+// the label there. The class dim is the one whose removal leaves the
+// labels' shape: dim 1 where it fits ([N, C] rows, a segmentation's
+// [N, C, H, W]), else the last (a language model's [..., vocab]).
+// InvalidArgument (as tc::Error) when neither fits.
 double Accuracy(const Tensor& logits, const Tensor& labels);
 
 }  // namespace tc

@@ -32,8 +32,9 @@ ABSL_FLAG(bool, dynamic_batch, false,
 ABSL_FLAG(double, lr, 2e-3, "learning rate");
 
 ABSL_FLAG(std::string, model, "mlp",
-          "reference model: linear, convbn, structured, mlp, mlp_dropout, cnn, transformer or "
-          "transformer_dropout");
+          "a reference model (linear, convbn, structured, mlp, mlp_dropout, cnn, transformer, "
+          "transformer_dropout) or a zoo model (resnet18, vgg11, mobilenetv2, unet, gpt, lstm); "
+          "bench and compare --sweep also take all");
 ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or all)");
 ABSL_FLAG(int, runs, 30, "ops, bench: timed runs of each measurement; the median is printed");
 ABSL_FLAG(int, steps, 0,

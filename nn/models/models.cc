@@ -10,6 +10,7 @@
 #include "nn/models/language_models.h"
 #include "nn/models/mobilenet.h"
 #include "nn/models/resnet.h"
+#include "nn/models/unet.h"
 #include "nn/models/vgg.h"
 
 namespace tc::nn {
@@ -147,6 +148,16 @@ ModelSpec MakeLstm(Generator* gen) {
                            gen);
 }
 
+// Segmentation: a class (of 2) per pixel, cross-entropy over dim 1.
+ModelSpec MakeUNet(Generator* gen) {
+  ModelSpec spec;
+  spec.module = std::make_shared<UNet>(/*in_channels=*/3, /*num_classes=*/2, /*width=*/16, gen);
+  spec.inputs = LeafOf(randn({8, 3, 32, 32}, DType::kF32, gen));
+  spec.targets = LeafOf(reshape(Labels(8 * 32 * 32, 2, gen), {8, 32, 32}));
+  spec.loss = ClassificationLoss;
+  return spec;
+}
+
 ModelSpec MakeMobileNetV2(Generator* gen) {
   return MakeCifarClassifier(std::make_shared<MobileNetV2>(10, gen), gen);
 }
@@ -185,6 +196,10 @@ constexpr Entry kZooModels[] = {
     {"mobilenetv2",
      "torchvision's MobileNetV2: depthwise convolutions, inverted residuals, batch 8 of 3x32x32",
      &MakeMobileNetV2},
+    {"unet",
+     "a U-Net of width 16: 4 pooling and 4 upsampling stages joined by skips, 2 classes a pixel, "
+     "batch 8 of 3x32x32",
+     &MakeUNet},
     {"gpt", "a 4-layer GPT-style decoder over bytes, d_model 128, causal, tied embeddings, 8 x 64",
      &MakeGpt},
     {"lstm", "an LSTM language model over bytes: Embedding 128, 2 x LSTM 256, 32 steps x 8",

@@ -42,6 +42,8 @@
 //   vgg11        torchvision's VGG-11 features with BatchNorm and a 512-wide
 //                head (nn/models/vgg.h)
 //   mobilenetv2  torchvision's MobileNetV2 (nn/models/mobilenet.h)
+//   unet         a U-Net of width 16 (nn/models/unet.h), segmenting into 2
+//                classes a pixel: targets i64[8,32,32]
 // and two language models over 256 byte tokens, cross-entropy against the
 // next tokens (nn/models/language_models.h):
 //   gpt          a 4-layer GPT-style decoder, d_model 128, 4 heads, causal

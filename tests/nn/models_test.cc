@@ -30,7 +30,7 @@ TEST_CASE("the registry lists every model and rejects unknown names") {
   CHECK(
       missing.status().message() ==
       "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-      "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, gpt, lstm");
+      "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, unet, gpt, lstm");
 }
 
 TEST_CASE("reference models have the documented parameter and buffer names, in order") {

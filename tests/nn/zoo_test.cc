@@ -1,7 +1,7 @@
-// The model zoo: torchvision's names and sizes, and each model's compiled
-// training step against eager in f64 under default, min-cut, budget 0.5 and
-// milp 0.5: outputs, gradients, parameters and BatchNorm's running
-// statistics.
+// The model zoo: torchvision's (and the U-Net implementation's) names and
+// sizes, and each model's compiled training step against eager in f64 under
+// default, min-cut, budget 0.5 and milp 0.5: outputs, gradients, parameters
+// and BatchNorm's running statistics.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -120,6 +120,40 @@ TEST_CASE("gpt ties its logits to the token embedding; lstm has PyTorch's LSTM n
   CHECK((*lstm.module)(lstm.inputs).leaf().shape() == Shape{32, 8, 256});
 }
 
+TEST_CASE("unet has the U-Net implementation's names, counts and skips") {
+  const nn::ModelSpec spec = nn::MakeModel("unet", 0).value();
+  const nn::NamedTensors params = spec.module->named_parameters();
+  // 9 DoubleConvs (2 convolutions, 2 BatchNorms each), 4 transposed
+  // convolutions with bias, the 1x1 output convolution: 64 tensors; at
+  // width 64 the same formula gives that implementation's 31,037,698.
+  CHECK(params.size() == 64);
+  CHECK(NumElements(params) == 1942594);
+  const std::vector<std::string> names = Names(params);
+  CHECK(names.front() == "inc.double_conv.0.weight");
+  CHECK(names[6] == "down1.maxpool_conv.1.double_conv.0.weight");
+  CHECK(std::count(names.begin(), names.end(), "up1.up.weight") == 1);
+  CHECK(std::count(names.begin(), names.end(), "up4.conv.double_conv.4.bias") == 1);
+  CHECK(names.back() == "outc.conv.bias");
+  const auto at = [&](const std::string& name) {
+    for (const auto& [n, t] : params) {
+      if (n == name) return t.shape();
+    }
+    return Shape{};
+  };
+  // up1 halves 256 channels to 128, then joins down3's 128: 256 in again.
+  CHECK(at("up1.up.weight") == Shape{256, 128, 2, 2});
+  CHECK(at("up1.conv.double_conv.0.weight") == Shape{128, 256, 3, 3});
+  CHECK(spec.module->named_buffers().size() == 3 * 18);
+  const Tensor logits = (*spec.module)(spec.inputs).leaf();
+  CHECK(logits.shape() == Shape{8, 2, 32, 32});
+  CHECK(spec.targets.leaf().shape() == Shape{8, 32, 32});
+
+  // A size the four poolings cannot halve is an error naming it.
+  REQUIRE_THROWS_WITH((*spec.module)(randn({1, 3, 24, 24})),
+                      Catch::Contains("UNet: expected images [N, C, H, W] with H and W "
+                                      "multiples of 16 (four 2x2 poolings), got f32[1,3,24,24]"));
+}
+
 TEST_CASE("a causal model's logits at a position do not depend on later tokens") {
   const nn::ModelSpec gpt = nn::MakeModel("gpt", 0).value();
   const Tensor tokens = gpt.inputs.leaf();
@@ -183,6 +217,10 @@ TEST_CASE("vgg11 in f64: the compiled step equals eager under every strategy") {
 TEST_CASE("gpt and lstm in f64: the compiled step equals eager under every strategy") {
   CheckStrategiesAgainstEager("gpt");
   CheckStrategiesAgainstEager("lstm");  // 2 of its 32 time steps
+}
+
+TEST_CASE("unet in f64: the compiled step equals eager under every strategy") {
+  CheckStrategiesAgainstEager("unet");
 }
 
 TEST_CASE("mobilenetv2 in f64: the compiled step equals eager under every strategy") {

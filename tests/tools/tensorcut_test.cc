@@ -151,7 +151,7 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.err ==
           "tensorcut partition: unknown model \"resnet\"; known models: linear, convbn, "
           "structured, mlp, mlp_dropout, cnn, transformer, transformer_dropout; in the zoo: "
-          "resnet18, vgg11, mobilenetv2, gpt, lstm\n");
+          "resnet18, vgg11, mobilenetv2, unet, gpt, lstm\n");
   r = Tensorcut("graph --model linear --stage optimized");
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==

@@ -1,6 +1,7 @@
 // The training loop behind `tensorcut train`: N steps, a checkpoint, then a
 // resumed run to N+M gives bit for bit the state of N+M steps in one run; and
-// the errors for inputs that cannot work.
+// the errors for inputs that cannot work; accuracy over the class dim of
+// each kind of model.
 #include "tools/training.h"
 
 #include <cmath>
@@ -13,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "nn/checkpoint.h"
+#include "runtime/ops.h"
+#include "tools/cli.h"
 
 namespace tc {
 namespace {
@@ -20,6 +23,22 @@ namespace {
 std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+TEST_CASE("accuracy reads the classes from dim 1, or from the last dim of a language model") {
+  // Rows [N, C]: the argmax of row 0 is 1, of row 1 is 0.
+  const Tensor rows = from_vector(std::vector<float>{0.1f, 0.9f, 0.8f, 0.2f}, {2, 2});
+  CHECK(Accuracy(rows, from_vector(std::vector<int64_t>{1, 1}, {2})) == 0.5);
+  // A segmentation [N, C, H, W] = [1, 2, 1, 2]: class 1 wins at pixel 0,
+  // class 0 at pixel 1.
+  const Tensor pixels = from_vector(std::vector<float>{0.f, 5.f, 1.f, 0.f}, {1, 2, 1, 2});
+  CHECK(Accuracy(pixels, from_vector(std::vector<int64_t>{1, 0}, {1, 1, 2})) == 1.0);
+  // A language model [T, N, V] = [1, 2, 3] against labels [T, N]: token 1
+  // wins at position 0, token 0 at position 1.
+  const Tensor tokens = from_vector(std::vector<float>{0.f, 5.f, 1.f, 1.f, 0.f, 0.f}, {1, 2, 3});
+  CHECK(Accuracy(tokens, from_vector(std::vector<int64_t>{1, 1}, {1, 2})) == 0.5);
+  REQUIRE_THROWS_WITH(Accuracy(rows, from_vector(std::vector<int64_t>{1, 1, 0}, {3})),
+                      "accuracy: labels i64[3] fit no class dim of logits f32[2,2]");
 }
 
 std::unique_ptr<Trainer> Make(const TrainOptions& options) {
@@ -211,10 +230,10 @@ TEST_CASE("Trainer::Create names what is wrong") {
 
   TrainOptions bad = options;
   bad.model = "resnet";
-  REQUIRE(
-      CreateError(bad) ==
-      "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-      "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, gpt, lstm");
+  REQUIRE(CreateError(bad) ==
+          "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
+          "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, unet, "
+          "gpt, lstm");
   bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
