@@ -27,10 +27,10 @@ TEST_CASE("the registry lists every model and rejects unknown names") {
                                     "transformer", "transformer_dropout"});
   absl::StatusOr<nn::ModelSpec> missing = nn::MakeModel("resnet", 0);
   REQUIRE(missing.status().code() == absl::StatusCode::kNotFound);
-  CHECK(
-      missing.status().message() ==
-      "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
-      "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, unet, gpt, lstm");
+  CHECK(missing.status().message() ==
+        "unknown model \"resnet\"; known models: linear, convbn, structured, mlp, mlp_dropout, "
+        "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, unet, "
+        "gpt, lstm");
 }
 
 TEST_CASE("reference models have the documented parameter and buffer names, in order") {
