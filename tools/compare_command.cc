@@ -107,11 +107,10 @@ absl::Status Run() {
               spec.name.c_str(), joint.graph.num_nodes(), runs);
   std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s %9s %8s\n", "strategy", "saved MB", "act. MB",
               "recomp MF", "fw", "bw", "bw est MB", "plan MB", "rss+ MB", "part. ms", "step ms");
-  for (const std::string& name : partition::StrategyNames()) {
-    TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
-    if (name == "milp") {
-      fn = partition::MilpPartitioner(budget, absl::GetFlag(FLAGS_milp_seconds));
-    }
+  for (const std::string& name : PipelineStrategyNames()) {
+    TC_ASSIGN_OR_RETURN(
+        const partition::PartitionFn fn,
+        PipelinePartitioner(name, budget, pipeline, absl::GetFlag(FLAGS_milp_seconds)));
     const Clock::time_point start = Clock::now();
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     const double partition_ms = 1e3 * Seconds(start);
@@ -127,8 +126,9 @@ absl::Status Run() {
     const int64_t resident_before = ResidentBytes();
     const double step_ms = CompiledStepMs(spec, step, runs);
     const int64_t rss_bytes = PeakResidentBytes() - resident_before;
-    const std::string label =
-        name == "budget" || name == "milp" ? absl::StrFormat("%s %g", name, budget) : name;
+    const std::string label = name == "budget" || name == "milp" || name == "peak_budget"
+                                  ? absl::StrFormat("%s %g", name, budget)
+                                  : name;
     std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.3f %8.1f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, plan_bytes / 1e6, rss_bytes / 1e6,

@@ -50,16 +50,19 @@ ABSL_FLAG(std::string, resume, "",
           "and optimizer state");
 ABSL_FLAG(int, seed, 0, "seed of the parameters, the synthetic data and the data order");
 
-ABSL_FLAG(std::string, strategy, "min_cut", "default, min_cut, budget, recompute_all or milp");
+ABSL_FLAG(std::string, strategy, "min_cut",
+          "default, min_cut, budget, recompute_all, milp or peak_budget");
 ABSL_FLAG(double, budget, 0.5,
-          "activation memory budget in [0, 1] for the budget and milp strategies (1: min-cut's "
-          "saved bytes, 0: the least memory)");
+          "memory budget in [0, 1]: of saved bytes for budget and milp (1: min-cut's, 0: the "
+          "least), of the compiled step's planned peak for peak_budget (1: default's, 0: the "
+          "least)");
 ABSL_FLAG(double, milp_seconds, 10, "the milp strategy's time limit for its solver, in seconds");
 ABSL_FLAG(bool, json, false,
           "print JSON instead of text (partition: one object; compare --sweep: an array of rows)");
 ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");
 ABSL_FLAG(bool, sweep, false,
-          "compare: every strategy, budget and milp at budgets 0, 0.25, ..., 1, each compiled and "
+          "compare: every strategy, budget, peak_budget and milp at budgets 0, 0.25, ..., 1, each "
+          "compiled and "
           "timed beside the milp optimum at its saved bytes; --model may be all or a list a,b");
 ABSL_FLAG(std::string, csv, "", "compare --sweep: also write its rows as CSV to this file");
 ABSL_FLAG(std::string, plot, "",

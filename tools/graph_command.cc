@@ -17,6 +17,7 @@
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
+#include "tools/training.h"
 
 namespace tc {
 namespace {
@@ -86,8 +87,9 @@ absl::Status Run() {
       num_primals = joint.layout.num_primals;
     } else {
       TC_ASSIGN_OR_RETURN(
-          partition::PartitionFn partition_fn,
-          partition::PartitionerByName(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget)));
+          const partition::PartitionFn partition_fn,
+          PipelinePartitioner(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget), pipeline,
+                              absl::GetFlag(FLAGS_milp_seconds)));
       TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
       graph = std::move(stage == "forward" ? part.forward : part.backward);
       text = ToString(graph);

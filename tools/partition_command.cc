@@ -27,16 +27,15 @@ namespace {
 absl::Status Run() {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
   const double budget = absl::GetFlag(FLAGS_budget);
-  partition::MilpSolve solve;
-  TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
-                      partition::PartitionerByName(strategy, budget));
-  if (strategy == "milp") {
-    partition_fn = partition::MilpPartitioner(budget, absl::GetFlag(FLAGS_milp_seconds), &solve);
-  }
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
                       nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
   const JointGraph& joint = **pipeline.joint_graph();
+  partition::MilpSolve solve;
+  PeakBudgetChoice choice;
+  TC_ASSIGN_OR_RETURN(const partition::PartitionFn partition_fn,
+                      PipelinePartitioner(strategy, budget, pipeline,
+                                          absl::GetFlag(FLAGS_milp_seconds), &solve, &choice));
 
   const Clock::time_point start = Clock::now();
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
@@ -46,13 +45,14 @@ absl::Status Run() {
                       PlannedStepMemory(pipeline, codegen::fusing(), part));
   report.measured_peak_bytes = memory.peak_bytes();
 
+  const bool budgeted = strategy == "budget" || strategy == "milp" || strategy == "peak_budget";
   if (absl::GetFlag(FLAGS_json)) {
     // The run's own fields, then the report's.
     nlohmann::ordered_json row = {{"model", spec.name},
                                   {"strategy", strategy},
                                   {"budget", nullptr},
                                   {"partition_ms", partition_ms}};
-    if (strategy == "budget" || strategy == "milp") row["budget"] = budget;
+    if (budgeted) row["budget"] = budget;
     row.update(nlohmann::ordered_json::parse(partition::ReportJson(report)));
     row["step_memory"] = {{"forward_arena_bytes", memory.forward.arena_bytes},
                           {"saved_region_bytes", memory.forward.saved_bytes},
@@ -68,16 +68,24 @@ absl::Status Run() {
                      {"variables", solve.variables},
                      {"constraints", solve.constraints}};
     }
+    if (strategy == "peak_budget") {
+      row["peak_budget"] = {{"candidate", choice.candidate},
+                            {"limit_bytes", choice.limit_bytes},
+                            {"least_bytes", choice.least_bytes},
+                            {"default_bytes", choice.default_bytes},
+                            {"candidates", choice.candidates}};
+    }
     std::printf("%s\n", row.dump().c_str());
   } else {
-    std::printf(
-        "%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
-        strategy.c_str(),
-        strategy == "budget" || strategy == "milp" ? absl::StrFormat(" %g", budget).c_str() : "",
-        joint.graph.num_nodes(), partition_ms);
+    std::printf("%s with %s%s: joint graph %d nodes, partitioned in %.1f ms\n\n", spec.name.c_str(),
+                strategy.c_str(), budgeted ? absl::StrFormat(" %g", budget).c_str() : "",
+                joint.graph.num_nodes(), partition_ms);
     std::printf("%s", partition::ReportText(report).c_str());
     std::printf("memory plan: %s\n", StepMemoryText(memory).c_str());
     if (strategy == "milp") std::printf("milp: %s\n", partition::MilpSolveText(solve).c_str());
+    if (strategy == "peak_budget") {
+      std::printf("peak_budget: %s\n", PeakBudgetChoiceText(choice).c_str());
+    }
   }
   const std::string dot = absl::GetFlag(FLAGS_dot);
   if (!dot.empty()) {

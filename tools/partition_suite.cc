@@ -24,7 +24,7 @@ namespace {
 
 // The strategies run once; budget and milp run at every budget of the sweep.
 constexpr const char* kUnbudgeted[] = {"default", "min_cut", "recompute_all"};
-constexpr const char* kBudgeted[] = {"budget", "milp"};
+constexpr const char* kBudgeted[] = {"budget", "peak_budget", "milp"};
 
 // milp's recompute FLOPs under a byte limit, each limit solved once.
 class MilpReference {
@@ -107,12 +107,9 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
   for (const auto& [strategy, budget] : runs) {
     SuiteRow row{.model = std::string(model), .strategy = strategy, .budget = budget};
     partition::MilpSolve solve;
-    partition::PartitionFn fn;
-    if (strategy == "milp") {
-      fn = partition::MilpPartitioner(*budget, options.milp_seconds, &solve);
-    } else {
-      TC_ASSIGN_OR_RETURN(fn, partition::PartitionerByName(strategy, budget.value_or(1)));
-    }
+    TC_ASSIGN_OR_RETURN(
+        const partition::PartitionFn fn,
+        PipelinePartitioner(strategy, budget.value_or(1), pipeline, options.milp_seconds, &solve));
     const Clock::time_point start = Clock::now();
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     row.partition_ms = 1e3 * Seconds(start);

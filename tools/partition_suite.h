@@ -1,5 +1,6 @@
 // The partition benchmark behind `tensorcut compare --sweep`: every strategy
-// on a model, the budgeted ones (budget, milp) over a sweep of budgets, each
+// on a model, the budgeted ones (budget, peak_budget, milp) over a sweep of
+// budgets, each
 // partition compiled and timed, and each non-optimal row set beside the
 // milp optimum at the same saved bytes.
 //
@@ -35,7 +36,7 @@ struct SuiteOptions {
 
 struct SuiteRow {
   std::string model, strategy;
-  std::optional<double> budget;  // budget and milp rows only
+  std::optional<double> budget;  // budget, peak_budget and milp rows only
   int64_t saved_bytes = 0;
   int64_t measured_peak_bytes = 0;  // the compiled step's plans, all held at once
   double recompute_flops = 0;
@@ -59,7 +60,7 @@ double CompiledStepMs(nn::ModelSpec& spec, const Function& step, int runs);
 absl::StatusOr<std::vector<std::string>> SuiteModelNames(absl::string_view spec);
 
 // The rows of one model: default, min_cut and recompute_all once, then
-// budget and milp at each of `options.budgets`.
+// budget, peak_budget and milp at each of `options.budgets`.
 absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
                                                         const SuiteOptions& options);
 

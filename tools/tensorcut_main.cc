@@ -62,7 +62,7 @@ constexpr Subcommand kSubcommands[] = {
      "sweep beside the milp optimum, on one model, a list or all",
      CompareCommand, "model steps budget milp_seconds sweep csv json plot seed threads"},
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
-     GraphCommand, "model stage decompose dynamic_batch strategy budget dot seed"},
+     GraphCommand, "model stage decompose dynamic_batch strategy budget milp_seconds dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
      BenchCommand, "model runs threads json seed"},
 };

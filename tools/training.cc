@@ -1,5 +1,6 @@
 #include "tools/training.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -294,6 +295,31 @@ absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorT
   return pipeline;
 }
 
+std::vector<std::string> PipelineStrategyNames() {
+  std::vector<std::string> names = partition::StrategyNames();
+  names.push_back("peak_budget");
+  return names;
+}
+
+absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view name, double budget,
+                                                           const CompilerPipeline& pipeline,
+                                                           double milp_seconds,
+                                                           partition::MilpSolve* solve,
+                                                           PeakBudgetChoice* choice) {
+  const std::vector<std::string> names = PipelineStrategyNames();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown partition strategy \"", name,
+                                                   "\"; known: ", absl::StrJoin(names, ", ")));
+  }
+  if (name == "peak_budget") {
+    TC_RETURN_IF_ERROR(partition::CheckActivationMemoryBudget(budget));
+    return PeakBudgetPartitioner(pipeline, codegen::fusing(), budget, choice);
+  }
+  TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
+  if (name == "milp") return partition::MilpPartitioner(budget, milp_seconds, solve);
+  return fn;
+}
+
 absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
                                                              nn::ParamList params, double lr) {
   if (name == "sgd") return std::make_unique<nn::SGD>(std::move(params), lr);
@@ -314,6 +340,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     return absl::InvalidArgumentError(
         absl::StrCat("--steps must be positive or --epochs at least 1, got --steps ", options.steps,
                      " --epochs ", options.epochs));
+  }
+  if (options.partition == "peak_budget") {
+    // TrainStep makes its pipeline itself; the strategy needs one to compile
+    // its candidates in.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--partition peak_budget chooses by compiling candidate steps and is offered by "
+        "partition, compare and graph, not train; train takes ",
+        absl::StrJoin(partition::StrategyNames(), ", ")));
   }
   TC_ASSIGN_OR_RETURN(partition::PartitionFn partition_fn,
                       partition::PartitionerByName(options.partition, options.budget));

@@ -40,8 +40,10 @@
 #include "nn/data/idx.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
+#include "partition/milp.h"
 #include "partition/partition.h"
 #include "pipeline/compiler_pipeline.h"
+#include "pipeline/peak_budget.h"
 
 namespace tc {
 
@@ -54,6 +56,19 @@ absl::StatusOr<CompilerPipeline> JointPipeline(
     nn::Module& module, const TensorTree& inputs,
     const DecompositionTable* decompositions = &DefaultDecompositions(),
     const CaptureOptions& capture = {});
+
+// The partition strategies of the subcommands that hold a model's pipeline
+// (partition, compare, graph): PartitionerByName's, then "peak_budget"
+// (pipeline/peak_budget.h, choosing with the fusing compiler). milp stops
+// after `milp_seconds`; each call stores milp's solve in `*solve`, and
+// peak_budget's choice in `*choice`, when given. InvalidArgument naming the
+// known strategies, or for a budget outside [0, 1].
+std::vector<std::string> PipelineStrategyNames();
+absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view name, double budget,
+                                                           const CompilerPipeline& pipeline,
+                                                           double milp_seconds = 10,
+                                                           partition::MilpSolve* solve = nullptr,
+                                                           PeakBudgetChoice* choice = nullptr);
 
 // "sgd" (plain SGD), "adam" or "adamw" over `params`; InvalidArgument
 // naming the known ones otherwise.

@@ -67,7 +67,7 @@ TEST_CASE("a step's peak adds both halves' arenas, the saved region and the outp
 // live beside the gradients. On cnn at budget 0 it holds 4.2 MB more for no
 // fewer saved bytes than at 0.25, on convbn at 0.25 384 bytes more for 64
 // fewer saved, so the whole step's peak grows there: the budget counts saved
-// bytes, not the peak.
+// bytes, not the peak (pipeline/peak_budget.h bounds the peak itself).
 TEST_CASE(
     "the forward's planned memory never grows as the budget falls, on every reference model") {
   for (const std::string& name : nn::ModelNames()) {

@@ -15,8 +15,9 @@ namespace {
 TEST_CASE("the suite runs every strategy and puts each beside the milp optimum") {
   const std::vector<SuiteRow> rows =
       RunPartitionSuite("mlp", {.budgets = {0, 0.5, 1}, .step_runs = 1}).value();
-  const std::vector<std::string> order = {"default", "min_cut", "recompute_all", "budget", "budget",
-                                          "budget",  "milp",    "milp",          "milp"};
+  const std::vector<std::string> order = {"default",     "min_cut", "recompute_all", "budget",
+                                          "budget",      "budget",  "peak_budget",   "peak_budget",
+                                          "peak_budget", "milp",    "milp",          "milp"};
   REQUIRE(rows.size() == order.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const SuiteRow& r = rows[i];
@@ -36,8 +37,13 @@ TEST_CASE("the suite runs every strategy and puts each beside the milp optimum")
   // Budget 0 saves the least, as recompute_all does; milp at a budget
   // recomputes no more than the knapsack at it.
   REQUIRE(rows[3].saved_bytes == rows[2].saved_bytes);
-  for (int i = 0; i < 3; ++i) REQUIRE(rows[6 + i].recompute_flops <= rows[3 + i].recompute_flops);
-  REQUIRE(rows[6].gap_to_milp == 0.0);
+  for (int i = 0; i < 3; ++i) REQUIRE(rows[9 + i].recompute_flops <= rows[3 + i].recompute_flops);
+  REQUIRE(rows[9].gap_to_milp == 0.0);
+  // peak_budget's planned peak never falls as its budget grows, and at 0
+  // is the least of every row's.
+  REQUIRE(rows[6].measured_peak_bytes <= rows[7].measured_peak_bytes);
+  REQUIRE(rows[7].measured_peak_bytes <= rows[8].measured_peak_bytes);
+  for (const SuiteRow& r : rows) REQUIRE(rows[6].measured_peak_bytes <= r.measured_peak_bytes);
 
   const std::vector<std::string> csv = absl::StrSplit(SuiteCsv(rows), '\n', absl::SkipEmpty());
   REQUIRE(csv.size() == 1 + rows.size());
@@ -48,12 +54,13 @@ TEST_CASE("the suite runs every strategy and puts each beside the milp optimum")
           std::string::npos);
 
   const Plot plot = SuitePlot("mlp", rows);
-  REQUIRE(plot.series.size() == 5);
+  REQUIRE(plot.series.size() == 6);
   REQUIRE(plot.series[0].name == "default");
   REQUIRE(!plot.series[0].joined);
   REQUIRE(plot.series[3].name == "budget");
   REQUIRE(plot.series[3].points.size() == 3);
-  const PlotSeries& frontier = plot.series[4];
+  REQUIRE(plot.series[4].name == "peak_budget");
+  const PlotSeries& frontier = plot.series[5];
   REQUIRE(frontier.name == "milp");
   REQUIRE(frontier.joined);
   REQUIRE(frontier.points.size() == 3);

@@ -412,8 +412,9 @@ TEST_CASE("compare tables every strategy with its planned peak and resident grow
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
   REQUIRE(lines.size() >= 8);
   REQUIRE(lines[2].rfind("strategy ", 0) == 0);
-  const char* rows[] = {"default ", "min_cut ", "budget 0.5 ", "recompute_all ", "milp 0.5 "};
-  for (int i = 0; i < 5; ++i) {
+  const char* rows[] = {"default ",       "min_cut ",  "budget 0.5 ",
+                        "recompute_all ", "milp 0.5 ", "peak_budget 0.5 "};
+  for (int i = 0; i < 6; ++i) {
     INFO(rows[i]);
     REQUIRE(lines[3 + i].rfind(rows[i], 0) == 0);
   }
@@ -440,49 +441,55 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
       absl::StrCat("compare --model linear,convbn --sweep --steps 1 --csv ", csv, " --plot ", svg));
   INFO(r.err);
   REQUIRE(r.code == 0);
-  // A table (one header, 13 rows a model), a plot line per model, the CSV's.
+  // A table (one header, 18 rows a model), a plot line per model, the CSV's.
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
-  REQUIRE(lines.size() == 1 + 13 + 1 + 13 + 1 + 1);
+  REQUIRE(lines.size() == 1 + 18 + 1 + 18 + 1 + 1);
   REQUIRE(lines[0].rfind("model ", 0) == 0);
   REQUIRE(lines[1].rfind("linear       default ", 0) == 0);
-  REQUIRE(lines[14] == absl::StrCat("plot: ", TempPath("suite_linear.svg")));
-  REQUIRE(lines[15].rfind("convbn       default ", 0) == 0);
-  REQUIRE(lines[29] == absl::StrCat("suite: 26 rows written to ", csv));
+  REQUIRE(lines[19] == absl::StrCat("plot: ", TempPath("suite_linear.svg")));
+  REQUIRE(lines[20].rfind("convbn       default ", 0) == 0);
+  REQUIRE(lines[39] == absl::StrCat("suite: 36 rows written to ", csv));
 
   const std::vector<std::string> rows = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
-  REQUIRE(rows.size() == 27);
+  REQUIRE(rows.size() == 37);
   REQUIRE(rows[0] ==
           "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
           "partition_ms,milp_flops,milp_proven,gap_to_milp");
   // convbn's min_cut row: the library's saved bytes and planned peak.
   const partition::PartitionReport min_cut = LibraryReport("convbn", "min_cut");
-  const std::vector<std::string> min_cut_row = absl::StrSplit(rows[15], ',');
+  const std::vector<std::string> min_cut_row = absl::StrSplit(rows[20], ',');
   REQUIRE(min_cut_row[0] == "convbn");
   REQUIRE(min_cut_row[1] == "min_cut");
   REQUIRE(min_cut_row[2].empty());
   REQUIRE(min_cut_row[3] == absl::StrCat(min_cut.saved_bytes));
   REQUIRE(min_cut_row[4] == absl::StrCat(*min_cut.measured_peak_bytes));
-  // Budget rows, then milp rows, at 0, 0.25, ..., 1; milp is its own optimum,
-  // and proves it on these graphs, so no strategy's gap is negative.
+  // Budget, peak_budget, then milp rows at 0, 0.25, ..., 1; milp is its own
+  // optimum, and proves it on these graphs, so no strategy's gap is
+  // negative; peak_budget's planned peak never falls as its budget grows.
   const char* budgets[] = {"0", "0.25", "0.5", "0.75", "1"};
   for (int model = 0; model < 2; ++model) {
+    const auto row = [&](int i) -> std::vector<std::string> {
+      return absl::StrSplit(rows[1 + 18 * model + i], ',');
+    };
     for (int i = 0; i < 5; ++i) {
-      const std::vector<std::string> budget_row = absl::StrSplit(rows[1 + 13 * model + 3 + i], ',');
-      const std::vector<std::string> milp_row = absl::StrSplit(rows[1 + 13 * model + 8 + i], ',');
-      INFO(rows[1 + 13 * model + 3 + i]);
+      const std::vector<std::string> budget_row = row(3 + i), peak_row = row(8 + i),
+                                     milp_row = row(13 + i);
+      INFO(rows[1 + 18 * model + 3 + i]);
       REQUIRE(budget_row[1] == "budget");
       REQUIRE(budget_row[2] == budgets[i]);
+      REQUIRE(peak_row[1] == "peak_budget");
+      REQUIRE(peak_row[2] == budgets[i]);
+      if (i > 0) REQUIRE(std::stoll(row(7 + i)[4]) <= std::stoll(peak_row[4]));
       REQUIRE(milp_row[1] == "milp");
       REQUIRE(milp_row[2] == budgets[i]);
       REQUIRE(milp_row[9] == "1");
       REQUIRE(milp_row[10] == "0");
       REQUIRE(std::stod(milp_row[5]) <= std::stod(budget_row[5]));
     }
-    for (int i = 1; i <= 8; ++i) {
-      const std::vector<std::string> row = absl::StrSplit(rows[13 * model + i], ',');
-      INFO(rows[13 * model + i]);
-      REQUIRE(row[9] == "1");
-      REQUIRE(std::stod(row[10]) >= 0);
+    for (int i = 0; i < 13; ++i) {
+      INFO(rows[1 + 18 * model + i]);
+      REQUIRE(row(i)[9] == "1");
+      REQUIRE(std::stod(row(i)[10]) >= 0);
     }
   }
   for (const char* model : {"linear", "convbn"}) {

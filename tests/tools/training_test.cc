@@ -235,6 +235,12 @@ TEST_CASE("Trainer::Create names what is wrong") {
           "cnn, transformer, transformer_dropout; in the zoo: resnet18, vgg11, mobilenetv2, unet, "
           "gpt, lstm");
   bad = options;
+  bad.partition = "peak_budget";
+  REQUIRE(CreateError(bad) ==
+          "--partition peak_budget chooses by compiling candidate steps and is offered by "
+          "partition, compare and graph, not train; train takes default, min_cut, budget, "
+          "recompute_all, milp");
+  bad = options;
   bad.optimizer = "lion";
   REQUIRE(CreateError(bad) == "unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw");
   bad = options;
