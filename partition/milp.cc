@@ -175,6 +175,29 @@ double Objective(const Rebuild& rebuild, const SaveOrRecompute& problem) {
   return flops + (total_bytes == 0 ? 0 : kTieBreakFlops * bytes / total_bytes);
 }
 
+// Replaces the start by the best of `options.starts` that fits and
+// recomputes less.
+void BetterStart(const SaveOrRecompute& problem, const MilpOptions& options, ValueSet* saved,
+                 std::optional<Rebuild>* rebuild) {
+  absl::flat_hash_map<absl::string_view, const Value*> by_name;
+  for (const Value* v : problem.forward_values) by_name[v->name()] = v;
+  double best = Objective(**rebuild, problem);
+  for (const PartitionResult* partition : options.starts) {
+    ValueSet candidate;
+    for (const SavedValue& s : partition->saved) {
+      auto it = by_name.find(s.name);
+      if (it != by_name.end()) candidate.insert(it->second);
+    }
+    std::optional<Rebuild> r = RebuildFrom(problem, candidate);
+    if (!r.has_value() || TotalBytes(r->read_saved) > options.max_saved_bytes) continue;
+    if (const double objective = Objective(*r, problem); objective < best) {
+      best = objective;
+      *saved = r->read_saved;
+      *rebuild = std::move(r);
+    }
+  }
+}
+
 const bool kRegistered =
     RegisterPartitioner("milp", [](double budget) -> absl::StatusOr<PartitionFn> {
       TC_RETURN_IF_ERROR(CheckActivationMemoryBudget(budget));
@@ -197,9 +220,10 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
     return absl::InvalidArgumentError(absl::StrFormat(
         "the MILP time limit must be positive, got %g seconds", options.time_limit_seconds));
   }
-  const ValueSet start_saved(least.begin(), least.end());
-  const std::optional<Rebuild> start = RebuildFrom(problem, start_saved);
+  ValueSet start_saved(least.begin(), least.end());
+  std::optional<Rebuild> start = RebuildFrom(problem, start_saved);
   if (!start.has_value()) return absl::InternalError("recompute_all's cut is not a partition");
+  BetterStart(problem, options, &start_saved, &start);
 
   Program program(problem);
   MilpSolve solve;
@@ -257,10 +281,12 @@ PartitionFn MilpPartitioner(double budget, double time_limit_seconds, MilpSolve*
   return [budget, time_limit_seconds, solve](
              const Graph& joint, const JointLayout& layout) -> absl::StatusOr<PartitionResult> {
     TC_ASSIGN_OR_RETURN(const int64_t max_bytes, SavedBytesAtBudget(joint, layout, budget));
-    TC_ASSIGN_OR_RETURN(
-        MilpPartitionResult result,
-        MilpPartition(joint, layout,
-                      {.max_saved_bytes = max_bytes, .time_limit_seconds = time_limit_seconds}));
+    TC_ASSIGN_OR_RETURN(const PartitionResult knapsack, BudgetPartition(joint, layout, budget));
+    TC_ASSIGN_OR_RETURN(MilpPartitionResult result,
+                        MilpPartition(joint, layout,
+                                      {.max_saved_bytes = max_bytes,
+                                       .time_limit_seconds = time_limit_seconds,
+                                       .starts = {&knapsack}}));
     if (solve != nullptr) *solve = result.solve;
     return std::move(result.partition);
   };

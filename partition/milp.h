@@ -27,13 +27,15 @@
 // solver prefers fewer saved bytes (a tie-break term worth less than 1e-3
 // FLOPs in all). It starts from recompute_all's cut, the least bytes any
 // partition can save, so a run stopped by the time limit still returns a
-// valid partition, with the gap it had left.
+// valid partition, with the gap it had left (or from a better start the
+// caller gives).
 #ifndef TENSORCUT_PARTITION_MILP_H_
 #define TENSORCUT_PARTITION_MILP_H_
 
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "graph/ir.h"
@@ -49,6 +51,12 @@ struct MilpOptions {
   int64_t max_saved_bytes = std::numeric_limits<int64_t>::max();
   // CBC stops after this long with the best solution it has.
   double time_limit_seconds = 10;
+  // Partitions of the same joint graph to start from (another strategy's
+  // result, a solve under a smaller limit): the solver starts at the one
+  // that fits and recomputes least, if it beats recompute_all's cut. So a
+  // solve stopped by the time limit is never worse than its best start.
+  // Starts that do not fit are passed over.
+  std::vector<const PartitionResult*> starts;
 };
 
 struct MilpSolve {
@@ -73,8 +81,9 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
                                                   const MilpOptions& options);
 
 // A PartitionFn: MilpPartition under SavedBytesAtBudget(budget)
-// (partition/strategies.h), stopping after `time_limit_seconds`; each call
-// stores its solve in `*solve` when given. Linking //partition:milp also
+// (partition/strategies.h), starting from BudgetPartition's knapsack at the
+// same budget and stopping after `time_limit_seconds`; each call stores its
+// solve in `*solve` when given. Linking //partition:milp also
 // registers it as "milp" with PartitionerByName.
 PartitionFn MilpPartitioner(double budget, double time_limit_seconds = 10,
                             MilpSolve* solve = nullptr);

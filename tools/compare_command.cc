@@ -105,7 +105,7 @@ absl::Status Run() {
 
   std::printf("%s: joint graph %d nodes; step = forward + loss + backward, median of %d\n\n",
               spec.name.c_str(), joint.graph.num_nodes(), runs);
-  std::printf("%-14s %9s %9s %10s %5s %5s %9s %9s %8s %9s %8s\n", "strategy", "saved MB", "act. MB",
+  std::printf("%-16s %9s %9s %10s %5s %5s %9s %9s %8s %9s %8s\n", "strategy", "saved MB", "act. MB",
               "recomp MF", "fw", "bw", "bw est MB", "plan MB", "rss+ MB", "part. ms", "step ms");
   for (const std::string& name : PipelineStrategyNames()) {
     TC_ASSIGN_OR_RETURN(
@@ -129,7 +129,7 @@ absl::Status Run() {
     const std::string label = name == "budget" || name == "milp" || name == "peak_budget"
                                   ? absl::StrFormat("%s %g", name, budget)
                                   : name;
-    std::printf("%-14s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.3f %8.1f %9.2f %8.2f\n", label.c_str(),
+    std::printf("%-16s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.3f %8.1f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, plan_bytes / 1e6, rss_bytes / 1e6,
                 partition_ms, step_ms);

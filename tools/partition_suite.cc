@@ -1,6 +1,7 @@
 #include "tools/partition_suite.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -36,13 +37,18 @@ class MilpReference {
     bool proven = false;
   };
 
-  absl::StatusOr<Optimum> At(int64_t max_saved_bytes) {
+  // Under `row`'s saved bytes, starting from `row` itself: a solve the time
+  // limit stops is never worse than the row.
+  absl::StatusOr<Optimum> At(const partition::PartitionResult& row) {
+    int64_t max_saved_bytes = 0;
+    for (const partition::SavedValue& v : row.saved) max_saved_bytes += v.bytes;
     auto found = solved_.find(max_saved_bytes);
     if (found != solved_.end()) return found->second;
     TC_ASSIGN_OR_RETURN(partition::MilpPartitionResult r,
-                        partition::MilpPartition(
-                            joint_.graph, joint_.layout,
-                            {.max_saved_bytes = max_saved_bytes, .time_limit_seconds = seconds_}));
+                        partition::MilpPartition(joint_.graph, joint_.layout,
+                                                 {.max_saved_bytes = max_saved_bytes,
+                                                  .time_limit_seconds = seconds_,
+                                                  .starts = {&row}}));
     const Optimum optimum{
         partition::MakeReport(joint_.graph, joint_.layout, r.partition).recompute_flops,
         r.solve.proven_optimal};
@@ -104,12 +110,32 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
     for (double budget : options.budgets) runs.push_back({name, budget});
   }
   std::vector<SuiteRow> rows;
+  // milp at the previous, smaller budget: where the next solve starts.
+  std::optional<partition::PartitionResult> previous_milp;
   for (const auto& [strategy, budget] : runs) {
     SuiteRow row{.model = std::string(model), .strategy = strategy, .budget = budget};
     partition::MilpSolve solve;
-    TC_ASSIGN_OR_RETURN(
-        const partition::PartitionFn fn,
-        PipelinePartitioner(strategy, budget.value_or(1), pipeline, options.milp_seconds, &solve));
+    partition::PartitionFn fn;
+    if (strategy == "milp") {
+      fn = [&, budget = *budget](
+               const Graph& graph,
+               const JointLayout& layout) -> absl::StatusOr<partition::PartitionResult> {
+        TC_ASSIGN_OR_RETURN(const int64_t max_bytes,
+                            partition::SavedBytesAtBudget(graph, layout, budget));
+        TC_ASSIGN_OR_RETURN(const partition::PartitionResult knapsack,
+                            partition::BudgetPartition(graph, layout, budget));
+        partition::MilpOptions milp{.max_saved_bytes = max_bytes,
+                                    .time_limit_seconds = options.milp_seconds,
+                                    .starts = {&knapsack}};
+        if (previous_milp.has_value()) milp.starts.push_back(&*previous_milp);
+        TC_ASSIGN_OR_RETURN(partition::MilpPartitionResult r,
+                            partition::MilpPartition(graph, layout, milp));
+        solve = r.solve;
+        return std::move(r.partition);
+      };
+    } else {
+      TC_ASSIGN_OR_RETURN(fn, PipelinePartitioner(strategy, budget.value_or(1), pipeline));
+    }
     const Clock::time_point start = Clock::now();
     TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(fn, joint));
     row.partition_ms = 1e3 * Seconds(start);
@@ -128,8 +154,9 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
     if (strategy == "milp") {
       row.milp_flops = row.recompute_flops;
       row.milp_proven = solve.proven_optimal;
+      previous_milp = std::move(part);
     } else {
-      TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum, reference.At(row.saved_bytes));
+      TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum, reference.At(part));
       row.milp_flops = optimum.flops;
       row.milp_proven = optimum.proven;
     }
@@ -174,7 +201,7 @@ std::string SuiteJson(const std::vector<SuiteRow>& rows) {
 
 std::string SuiteTable(const std::vector<SuiteRow>& rows) {
   std::string table =
-      absl::StrFormat("%-12s %-14s %9s %9s %10s %9s %9s %10s %9s\n", "model", "strategy",
+      absl::StrFormat("%-19s %-16s %9s %9s %10s %9s %9s %10s %9s\n", "model", "strategy",
                       "saved MB", "peak MB", "recomp MF", "step ms", "part. ms", "milp MF", "gap");
   for (const SuiteRow& r : rows) {
     const std::string strategy =
@@ -184,7 +211,7 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows) {
         : r.strategy == "milp"
             ? (r.milp_proven ? "optimal" : "limit")
             : absl::StrFormat("%.2f%%%s", 100 * *r.gap_to_milp, r.milp_proven ? "" : "*");
-    absl::StrAppendFormat(&table, "%-12s %-14s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s\n",
+    absl::StrAppendFormat(&table, "%-19s %-16s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s\n",
                           r.model, strategy, r.saved_bytes / 1e6, r.measured_peak_bytes / 1e6,
                           r.recompute_flops / 1e6, r.step_ms, r.partition_ms, r.milp_flops / 1e6,
                           gap);

@@ -189,6 +189,31 @@ TEST_CASE("on the reference models, no strategy recomputes fewer FLOPs at its sa
   }
 }
 
+TEST_CASE("a solve the time limit stops is never worse than the best start that fits") {
+  nn::ModelSpec spec = nn::MakeModel("transformer", 11).value();
+  CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
+  REQUIRE(pipeline.generate_ir_for_training({.decompositions = &DefaultDecompositions()}).ok());
+  const JointGraph& joint = *pipeline.joint_graph().value();
+  const PartitionResult min_cut =
+      partition::PartitionerByName("min_cut").value()(joint.graph, joint.layout).value();
+  const PartitionResult everything = partition::DefaultPartition(joint.graph, joint.layout).value();
+  const double min_cut_flops = partition::Recomputed(min_cut).flops;
+  // So little time that the solver has no time to improve on its start:
+  // without starts it returns recompute_all's cut, with min-cut's among
+  // them (and the default's, which does not fit) no more than min-cut.
+  MilpOptions options{.max_saved_bytes = SavedBytes(min_cut), .time_limit_seconds = 1e-9};
+  const MilpPartitionResult bare =
+      partition::MilpPartition(joint.graph, joint.layout, options).value();
+  options.starts = {&everything, &min_cut};
+  const MilpPartitionResult started =
+      partition::MilpPartition(joint.graph, joint.layout, options).value();
+  CHECK(SavedBytes(started.partition) <= SavedBytes(min_cut));
+  CHECK(partition::Recomputed(started.partition).flops <= min_cut_flops);
+  CHECK_FALSE(bare.solve.proven_optimal);
+  CHECK(partition::Recomputed(bare.partition).flops > min_cut_flops);
+  CHECK(Verify(started.partition.backward).ok());
+}
+
 TEST_CASE("milp is a strategy by name; impossible limits and bad options are InvalidArgument") {
   const std::vector<std::string> names = partition::StrategyNames();
   CHECK(std::find(names.begin(), names.end(), "milp") != names.end());

@@ -445,9 +445,9 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
   const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
   REQUIRE(lines.size() == 1 + 18 + 1 + 18 + 1 + 1);
   REQUIRE(lines[0].rfind("model ", 0) == 0);
-  REQUIRE(lines[1].rfind("linear       default ", 0) == 0);
+  REQUIRE(lines[1].rfind("linear              default ", 0) == 0);
   REQUIRE(lines[19] == absl::StrCat("plot: ", TempPath("suite_linear.svg")));
-  REQUIRE(lines[20].rfind("convbn       default ", 0) == 0);
+  REQUIRE(lines[20].rfind("convbn              default ", 0) == 0);
   REQUIRE(lines[39] == absl::StrCat("suite: 36 rows written to ", csv));
 
   const std::vector<std::string> rows = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
