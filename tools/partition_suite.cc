@@ -35,6 +35,7 @@ class MilpReference {
   struct Optimum {
     double flops = 0;
     bool proven = false;
+    double solver_gap = 0;
   };
 
   // Under `row`'s saved bytes, starting from `row` itself: a solve the time
@@ -51,7 +52,7 @@ class MilpReference {
                                                   .starts = {&row}}));
     const Optimum optimum{
         partition::MakeReport(joint_.graph, joint_.layout, r.partition).recompute_flops,
-        r.solve.proven_optimal};
+        r.solve.proven_optimal, r.solve.relative_gap};
     solved_.emplace(max_saved_bytes, optimum);
     return optimum;
   }
@@ -154,11 +155,13 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
     if (strategy == "milp") {
       row.milp_flops = row.recompute_flops;
       row.milp_proven = solve.proven_optimal;
+      row.milp_solver_gap = solve.relative_gap;
       previous_milp = std::move(part);
     } else {
       TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum, reference.At(part));
       row.milp_flops = optimum.flops;
       row.milp_proven = optimum.proven;
+      row.milp_solver_gap = optimum.solver_gap;
     }
     row.gap_to_milp = Gap(row.recompute_flops, row.milp_flops);
     rows.push_back(std::move(row));
@@ -169,11 +172,12 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
 std::string SuiteCsv(const std::vector<SuiteRow>& rows) {
   std::string csv =
       "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
-      "partition_ms,milp_flops,milp_proven,gap_to_milp\n";
+      "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp\n";
   for (const SuiteRow& r : rows) {
-    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%.17g,%.4f,%.4f,%.17g,%d,%s\n", r.model, r.strategy,
-                          BudgetText(r), r.saved_bytes, r.measured_peak_bytes, r.recompute_flops,
-                          r.step_ms, r.partition_ms, r.milp_flops, r.milp_proven,
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%.17g,%.4f,%.4f,%.17g,%d,%.6g,%s\n", r.model,
+                          r.strategy, BudgetText(r), r.saved_bytes, r.measured_peak_bytes,
+                          r.recompute_flops, r.step_ms, r.partition_ms, r.milp_flops, r.milp_proven,
+                          r.milp_solver_gap,
                           r.gap_to_milp ? absl::StrFormat("%.6g", *r.gap_to_milp) : "");
   }
   return csv;
@@ -193,6 +197,7 @@ std::string SuiteJson(const std::vector<SuiteRow>& rows) {
     row["partition_ms"] = r.partition_ms;
     row["milp_flops"] = r.milp_flops;
     row["milp_proven"] = r.milp_proven;
+    row["milp_solver_gap"] = r.milp_solver_gap;
     row["gap_to_milp"] = r.gap_to_milp ? nlohmann::ordered_json(*r.gap_to_milp) : nullptr;
     out.push_back(std::move(row));
   }
@@ -209,7 +214,7 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows) {
     const std::string gap =
         !r.gap_to_milp ? "-"
         : r.strategy == "milp"
-            ? (r.milp_proven ? "optimal" : "limit")
+            ? (r.milp_proven ? "optimal" : absl::StrFormat("lim %.2f%%", 100 * r.milp_solver_gap))
             : absl::StrFormat("%.2f%%%s", 100 * *r.gap_to_milp, r.milp_proven ? "" : "*");
     absl::StrAppendFormat(&table, "%-19s %-16s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s\n",
                           r.model, strategy, r.saved_bytes / 1e6, r.measured_peak_bytes / 1e6,

@@ -46,6 +46,9 @@ struct SuiteRow {
   // solver proved them optimal before its time limit.
   double milp_flops = 0;
   bool milp_proven = false;
+  // The solver's own gap when its time limit stopped it: (its FLOPs - its
+  // lower bound) / its FLOPs; 0 when proven.
+  double milp_solver_gap = 0;
   // (recompute_flops - milp_flops) / milp_flops; 0 when both are 0, unset
   // when only milp's is (no ratio exists).
   std::optional<double> gap_to_milp;

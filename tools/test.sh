@@ -29,8 +29,8 @@ run bazel test --keep_going //... "$@"
 # runs only.
 run bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurrency_test \
   //tests/nn:data_loader_test
-# Address and undefined-behaviour sanitizers over every test but the three
-# that take over 15 minutes each there (.bazelrc's asan config says which);
+# Address and undefined-behaviour sanitizers over every test but the few
+# that compile whole models many times (tagged slow_under_asan, .bazelrc);
 # only what the tests need is built (not the benchmarks or the installed
 # library).
 run bazel test --config=asan --build_tests_only --keep_going //...

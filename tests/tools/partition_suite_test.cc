@@ -30,6 +30,7 @@ TEST_CASE("the suite runs every strategy and puts each beside the milp optimum")
     // mlp's graph is small enough for every solve to finish: no strategy
     // recomputes less than the optimum at its saved bytes.
     REQUIRE(r.milp_proven);
+    REQUIRE(r.milp_solver_gap == 0);
     REQUIRE(r.milp_flops <= r.recompute_flops);
     REQUIRE(r.gap_to_milp.has_value());
     REQUIRE(*r.gap_to_milp >= 0);

@@ -454,7 +454,7 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
   REQUIRE(rows.size() == 37);
   REQUIRE(rows[0] ==
           "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
-          "partition_ms,milp_flops,milp_proven,gap_to_milp");
+          "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp");
   // convbn's min_cut row: the library's saved bytes and planned peak.
   const partition::PartitionReport min_cut = LibraryReport("convbn", "min_cut");
   const std::vector<std::string> min_cut_row = absl::StrSplit(rows[20], ',');
@@ -484,12 +484,13 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
       REQUIRE(milp_row[2] == budgets[i]);
       REQUIRE(milp_row[9] == "1");
       REQUIRE(milp_row[10] == "0");
+      REQUIRE(milp_row[11] == "0");
       REQUIRE(std::stod(milp_row[5]) <= std::stod(budget_row[5]));
     }
     for (int i = 0; i < 13; ++i) {
       INFO(rows[1 + 18 * model + i]);
       REQUIRE(row(i)[9] == "1");
-      REQUIRE(std::stod(row(i)[10]) >= 0);
+      REQUIRE(std::stod(row(i)[11]) >= 0);
     }
   }
   for (const char* model : {"linear", "convbn"}) {
