@@ -27,6 +27,14 @@ int64_t NumElements(const nn::NamedTensors& tensors) {
   return n;
 }
 
+// The shape of the tensor named `name`; empty when there is none.
+Shape ShapeOf(const nn::NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return t.shape();
+  }
+  return Shape{};
+}
+
 std::vector<std::string> Names(const nn::NamedTensors& tensors) {
   std::vector<std::string> names;
   for (const auto& [name, t] : tensors) names.push_back(name);
@@ -81,16 +89,10 @@ TEST_CASE("mobilenetv2 has torchvision's names, depthwise filters and counts") {
   // Block 1 (expansion 1) starts with its depthwise filter; block 2 with
   // its expansion, then the depthwise one.
   CHECK(names[3] == "features.1.conv.0.0.weight");
-  const auto at = [&](const std::string& name) {
-    for (const auto& [n, t] : params) {
-      if (n == name) return t.shape();
-    }
-    return Shape{};
-  };
-  CHECK(at("features.1.conv.0.0.weight") == Shape{32, 1, 3, 3});
-  CHECK(at("features.2.conv.0.0.weight") == Shape{96, 16, 1, 1});
-  CHECK(at("features.2.conv.1.0.weight") == Shape{96, 1, 3, 3});
-  CHECK(at("features.18.0.weight") == Shape{1280, 320, 1, 1});
+  CHECK(ShapeOf(params, "features.1.conv.0.0.weight") == Shape{32, 1, 3, 3});
+  CHECK(ShapeOf(params, "features.2.conv.0.0.weight") == Shape{96, 16, 1, 1});
+  CHECK(ShapeOf(params, "features.2.conv.1.0.weight") == Shape{96, 1, 3, 3});
+  CHECK(ShapeOf(params, "features.18.0.weight") == Shape{1280, 320, 1, 1});
   CHECK(names.back() == "classifier.1.bias");
   CHECK(spec.module->named_buffers().size() == 3 * 52);
   const Tensor logits = (*spec.module)(spec.inputs).leaf();
@@ -134,15 +136,9 @@ TEST_CASE("unet has the U-Net implementation's names, counts and skips") {
   CHECK(std::count(names.begin(), names.end(), "up1.up.weight") == 1);
   CHECK(std::count(names.begin(), names.end(), "up4.conv.double_conv.4.bias") == 1);
   CHECK(names.back() == "outc.conv.bias");
-  const auto at = [&](const std::string& name) {
-    for (const auto& [n, t] : params) {
-      if (n == name) return t.shape();
-    }
-    return Shape{};
-  };
   // up1 halves 256 channels to 128, then joins down3's 128: 256 in again.
-  CHECK(at("up1.up.weight") == Shape{256, 128, 2, 2});
-  CHECK(at("up1.conv.double_conv.0.weight") == Shape{128, 256, 3, 3});
+  CHECK(ShapeOf(params, "up1.up.weight") == Shape{256, 128, 2, 2});
+  CHECK(ShapeOf(params, "up1.conv.double_conv.0.weight") == Shape{128, 256, 3, 3});
   CHECK(spec.module->named_buffers().size() == 3 * 18);
   const Tensor logits = (*spec.module)(spec.inputs).leaf();
   CHECK(logits.shape() == Shape{8, 2, 32, 32});
