@@ -277,16 +277,16 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
   return MilpPartitionResult{std::move(partition), solve};
 }
 
-PartitionFn MilpPartitioner(double budget, double time_limit_seconds, MilpSolve* solve) {
-  return [budget, time_limit_seconds, solve](
+PartitionFn MilpPartitioner(double budget, double time_limit_seconds, MilpSolve* solve,
+                            std::vector<const PartitionResult*> extra_starts) {
+  return [budget, time_limit_seconds, solve, extra_starts = std::move(extra_starts)](
              const Graph& joint, const JointLayout& layout) -> absl::StatusOr<PartitionResult> {
     TC_ASSIGN_OR_RETURN(const int64_t max_bytes, SavedBytesAtBudget(joint, layout, budget));
     TC_ASSIGN_OR_RETURN(const PartitionResult knapsack, BudgetPartition(joint, layout, budget));
-    TC_ASSIGN_OR_RETURN(MilpPartitionResult result,
-                        MilpPartition(joint, layout,
-                                      {.max_saved_bytes = max_bytes,
-                                       .time_limit_seconds = time_limit_seconds,
-                                       .starts = {&knapsack}}));
+    MilpOptions options{.max_saved_bytes = max_bytes, .time_limit_seconds = time_limit_seconds};
+    options.starts = extra_starts;
+    options.starts.push_back(&knapsack);
+    TC_ASSIGN_OR_RETURN(MilpPartitionResult result, MilpPartition(joint, layout, options));
     if (solve != nullptr) *solve = result.solve;
     return std::move(result.partition);
   };

@@ -82,11 +82,13 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
 
 // A PartitionFn: MilpPartition under SavedBytesAtBudget(budget)
 // (partition/strategies.h), starting from BudgetPartition's knapsack at the
-// same budget and stopping after `time_limit_seconds`; each call stores its
+// same budget or the best of `extra_starts` (which, and `*solve`, must
+// outlive it), stopping after `time_limit_seconds`; each call stores its
 // solve in `*solve` when given. Linking //partition:milp also
 // registers it as "milp" with PartitionerByName.
 PartitionFn MilpPartitioner(double budget, double time_limit_seconds = 10,
-                            MilpSolve* solve = nullptr);
+                            MilpSolve* solve = nullptr,
+                            std::vector<const PartitionResult*> extra_starts = {});
 
 // One line on how a solve ended: "proven optimal in 0.04 s (812 variables,
 // 1930 constraints)", or where the time limit stopped it, with its gap.

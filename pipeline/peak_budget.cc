@@ -30,7 +30,9 @@ absl::StatusOr<std::vector<Candidate>> CompiledCandidates(const CompilerPipeline
       {"default", partition::DefaultPartition},
       {"min_cut", partition::MinCutPartition},
       {"recompute_all", partition::RecomputeAllPartition}};
-  for (int tenths = 0; tenths <= 10; ++tenths) {
+  // Budget 0 is recompute-all's partition and 1 min-cut's: the tenths
+  // between.
+  for (int tenths = 1; tenths <= 9; ++tenths) {
     const double budget = tenths / 10.0;
     fns.push_back(
         {absl::StrFormat("budget %g", budget), partition::MemoryBudgetPartitioner(budget)});
@@ -54,6 +56,12 @@ partition::PartitionFn PeakBudgetPartitioner(const CompilerPipeline& pipeline,
              const Graph& joint,
              const JointLayout& layout) -> absl::StatusOr<partition::PartitionResult> {
     TC_RETURN_IF_ERROR(partition::CheckActivationMemoryBudget(budget));
+    // Candidates compile through `pipeline`: the graph must be its own.
+    const absl::StatusOr<const JointGraph*> own = pipeline.joint_graph();
+    if (!own.ok() || &(*own)->graph != &joint) {
+      return absl::FailedPreconditionError(
+          "PeakBudgetPartitioner: called on a joint graph that is not its pipeline's");
+    }
     TC_ASSIGN_OR_RETURN(std::vector<Candidate> candidates,
                         CompiledCandidates(pipeline, compiler, joint, layout));
     int64_t least = candidates[0].peak_bytes;

@@ -5,20 +5,24 @@
 // make the whole step larger (on cnn, budget 0 saves 1 MB less than min-cut
 // and plans 4 MB more). This strategy measures instead: it compiles each
 // candidate partition (default, min-cut, recompute-all, and the byte budget
-// at 0, 0.1, ..., 1), reads its plans' peak, and takes the one that
+// at 0.1, 0.2, ..., 0.9), reads its plans' peak, and takes the one that
 // recomputes the fewest FLOPs among those whose peak fits
 //
 //   limit(budget) = least + budget * (default's - least),
 //
 // `least` the smallest peak of any candidate, ties to the smaller peak. As
 // the budget falls the limit falls and the candidates that fit are fewer, so
-// the chosen peak never grows: 0 is the least-memory step, 1 the default
-// partition's (nothing recomputed).
+// the chosen peak never grows: 0 is the least-memory step of the
+// candidates (not of every partition there is), 1 the default partition's
+// (nothing recomputed).
 //
 //   PeakBudgetChoice choice;
 //   PartitionResult part = pipeline.partition(
 //       PeakBudgetPartitioner(pipeline, codegen::fusing(), 0.5, &choice), joint).value();
 //   // choice.candidate: "budget 0.3"; choice.peak_bytes <= choice.limit_bytes
+//
+// The PartitionFn partitions `pipeline`'s joint graph only
+// (FailedPrecondition for another's).
 #ifndef TENSORCUT_PIPELINE_PEAK_BUDGET_H_
 #define TENSORCUT_PIPELINE_PEAK_BUDGET_H_
 
@@ -42,14 +46,14 @@ struct PeakBudgetChoice {
 
 // A PartitionFn for `pipeline`'s joint graph, compiling candidates with
 // `compiler` (the compiler the step will use: plans differ between
-// compilers). `pipeline` must outlive it. InvalidArgument for a budget
+// compilers). `pipeline` and `*choice` must outlive it. InvalidArgument for a budget
 // outside [0, 1]. Each call stores what it chose in `*choice` when given.
 partition::PartitionFn PeakBudgetPartitioner(const CompilerPipeline& pipeline,
                                              const codegen::Compiler& compiler, double budget,
                                              PeakBudgetChoice* choice = nullptr);
 
 // "budget 0.3: planned peak 34.98 MB of a limit of 36.20 MB (least 34.98 MB,
-// default 47.56 MB; 14 candidates compiled)"
+// default 47.56 MB; 12 candidates compiled)"
 std::string PeakBudgetChoiceText(const PeakBudgetChoice& choice);
 
 }  // namespace tc

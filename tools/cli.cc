@@ -156,20 +156,24 @@ void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, in
 }
 
 double Accuracy(const Tensor& logits, const Tensor& labels) {
-  const auto without = [&](int64_t dim) {
+  const auto fits = [&](int64_t dim) {
     Shape shape = logits.shape();
     shape.erase(shape.begin() + dim);
-    return shape;
+    return labels.shape() == shape;
   };
-  // Dim 1 as cross_entropy reads [N, C, d1, ...]; else the last, as a
-  // language model's [..., vocab].
-  const int64_t classes = logits.dim() >= 2 && labels.shape() == without(1) ? 1 : logits.dim() - 1;
-  if (labels.shape() != without(classes)) {
+  const int64_t last = logits.dim() - 1;
+  const bool dim_1 = logits.dim() >= 2 && fits(1), last_dim = logits.dim() >= 1 && fits(last);
+  if (!dim_1 && !last_dim) {
     throw Error(absl::InvalidArgumentError(
         absl::StrCat("accuracy: labels ", labels.type().ToString(), " fit no class dim of logits ",
                      logits.type().ToString())));
   }
-  return mean(cast(eq(argmax(logits, classes), labels), DType::kF32)).item<float>();
+  if (dim_1 && last_dim && last != 1) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("accuracy: labels ", labels.type().ToString(), " fit logits ",
+                     logits.type().ToString(), " with the classes in dim 1 or in the last dim")));
+  }
+  return mean(cast(eq(argmax(logits, dim_1 ? 1 : last), labels), DType::kF32)).item<float>();
 }
 
 }  // namespace tc

@@ -93,9 +93,9 @@ void Gather(const nn::LabeledImages& data, const std::vector<int64_t>& order, in
 
 // The fraction of positions whose argmax over the class dim of `logits` is
 // the label there. The class dim is the one whose removal leaves the
-// labels' shape: dim 1 where it fits ([N, C] rows, a segmentation's
-// [N, C, H, W]), else the last (a language model's [..., vocab]).
-// InvalidArgument (as tc::Error) when neither fits.
+// labels' shape: dim 1 ([N, C] rows, a segmentation's [N, C, H, W]) or the
+// last (a language model's [..., vocab]). InvalidArgument (as tc::Error)
+// when neither fits, or both do and differ ([B, T, V] with T == V).
 double Accuracy(const Tensor& logits, const Tensor& labels);
 
 }  // namespace tc

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -45,9 +46,16 @@ std::string PlotPathFor(const std::string& path, const std::string& model, bool 
 
 // --sweep: the partition suite on each model named (tools/partition_suite.h),
 // its rows printed as each model finishes (or as JSON at the end, --json),
-// written as CSV to --csv and plotted per model to --plot.
+// the CSV of every row so far written to --csv after each model (a failure
+// later keeps what was measured), and each model plotted to --plot.
 absl::Status Sweep(const std::vector<std::string>& models, int runs) {
-  const SuiteOptions options{.step_runs = runs, .milp_seconds = absl::GetFlag(FLAGS_milp_seconds)};
+  const SuiteOptions options{.step_runs = runs,
+                             .milp_seconds = absl::GetFlag(FLAGS_milp_seconds),
+                             .seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed))};
+  if (!(options.milp_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--milp_seconds must be positive, got ", options.milp_seconds));
+  }
   const bool json = absl::GetFlag(FLAGS_json);
   const std::string csv_flag = absl::GetFlag(FLAGS_csv), plot_flag = absl::GetFlag(FLAGS_plot);
   std::vector<SuiteRow> all;
@@ -65,12 +73,11 @@ absl::Status Sweep(const std::vector<std::string>& models, int runs) {
       if (!json) std::printf("plot: %s\n", path.c_str());
     }
     all.insert(all.end(), rows.begin(), rows.end());
+    if (!csv_flag.empty()) TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), SuiteCsv(all)));
   }
   if (json) std::printf("%s\n", SuiteJson(all).c_str());
-  if (!csv_flag.empty()) {
-    TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), SuiteCsv(all)));
-    if (!json)
-      std::printf("suite: %zu rows written to %s\n", all.size(), OutputPath(csv_flag).c_str());
+  if (!csv_flag.empty() && !json) {
+    std::printf("suite: %zu rows written to %s\n", all.size(), OutputPath(csv_flag).c_str());
   }
   return absl::OkStatus();
 }
@@ -79,14 +86,25 @@ absl::Status Run() {
   const int runs = absl::GetFlag(FLAGS_steps) > 0 ? absl::GetFlag(FLAGS_steps) : kDefaultSteps;
   const std::string model = absl::GetFlag(FLAGS_model);
   if (absl::GetFlag(FLAGS_sweep)) {
+    if (FlagGiven("budget")) {
+      return absl::InvalidArgumentError(
+          "--budget does not apply to --sweep, which runs budgets 0, 0.25, 0.5, 0.75 and 1");
+    }
     TC_ASSIGN_OR_RETURN(const std::vector<std::string> models, SuiteModelNames(model));
     return Sweep(models, runs);
   }
-  for (const char* flag : {"csv", "plot", "json"}) {
-    if (FlagGiven(flag)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " is an output of --sweep; add --sweep"));
-    }
+  if (model == "all" || absl::StrContains(model, ',')) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model ", model, ": all models, or a list, need --sweep"));
+  }
+  const bool sweep_output = !absl::GetFlag(FLAGS_csv).empty() ||
+                            !absl::GetFlag(FLAGS_plot).empty() || absl::GetFlag(FLAGS_json);
+  if (sweep_output) {
+    const char* flag = !absl::GetFlag(FLAGS_csv).empty()    ? "csv"
+                       : !absl::GetFlag(FLAGS_plot).empty() ? "plot"
+                                                            : "json";
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " is an output of --sweep; add --sweep"));
   }
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));

@@ -61,9 +61,9 @@ ABSL_FLAG(bool, json, false,
           "print JSON instead of text (partition: one object; compare --sweep: an array of rows)");
 ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");
 ABSL_FLAG(bool, sweep, false,
-          "compare: every strategy, budget, peak_budget and milp at budgets 0, 0.25, ..., 1, each "
-          "compiled and "
-          "timed beside the milp optimum at its saved bytes; --model may be all or a list a,b");
+          "compare: every strategy, and budget, peak_budget and milp at budgets 0, 0.25, ..., 1, "
+          "each compiled and timed beside the milp optimum at its saved bytes; --model may be "
+          "all or a list a,b");
 ABSL_FLAG(std::string, csv, "", "compare --sweep: also write its rows as CSV to this file");
 ABSL_FLAG(std::string, plot, "",
           "compare --sweep: plot planned peak against step time as SVG to this file (several "

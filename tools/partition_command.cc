@@ -45,7 +45,7 @@ absl::Status Run() {
                       PlannedStepMemory(pipeline, codegen::fusing(), part));
   report.measured_peak_bytes = memory.peak_bytes();
 
-  const bool budgeted = strategy == "budget" || strategy == "milp" || strategy == "peak_budget";
+  const bool budgeted = IsBudgetedStrategy(strategy);
   if (absl::GetFlag(FLAGS_json)) {
     // The run's own fields, then the report's.
     nlohmann::ordered_json row = {{"model", spec.name},

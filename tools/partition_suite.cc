@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -12,6 +13,7 @@
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
 #include "nlohmann/json.hpp"
+#include "partition/accounting.h"
 #include "partition/milp.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
@@ -23,11 +25,14 @@
 namespace tc {
 namespace {
 
-// The strategies run once; budget and milp run at every budget of the sweep.
+// The strategies run once; the budgeted ones at every budget of the sweep.
 constexpr const char* kUnbudgeted[] = {"default", "min_cut", "recompute_all"};
 constexpr const char* kBudgeted[] = {"budget", "peak_budget", "milp"};
 
-// milp's recompute FLOPs under a byte limit, each limit solved once.
+// milp's recompute FLOPs under a row's saved bytes, starting from the row
+// itself, so that a solve the time limit stops is never worse than the row.
+// A proven optimum serves every row of the same bytes; an unproven one is
+// solved again from each row (one may start better than the last).
 class MilpReference {
  public:
   MilpReference(const JointGraph& joint, double seconds) : joint_(joint), seconds_(seconds) {}
@@ -38,29 +43,24 @@ class MilpReference {
     double solver_gap = 0;
   };
 
-  // Under `row`'s saved bytes, starting from `row` itself: a solve the time
-  // limit stops is never worse than the row.
-  absl::StatusOr<Optimum> At(const partition::PartitionResult& row) {
-    int64_t max_saved_bytes = 0;
-    for (const partition::SavedValue& v : row.saved) max_saved_bytes += v.bytes;
-    auto found = solved_.find(max_saved_bytes);
-    if (found != solved_.end()) return found->second;
-    TC_ASSIGN_OR_RETURN(partition::MilpPartitionResult r,
-                        partition::MilpPartition(joint_.graph, joint_.layout,
-                                                 {.max_saved_bytes = max_saved_bytes,
-                                                  .time_limit_seconds = seconds_,
-                                                  .starts = {&row}}));
-    const Optimum optimum{
-        partition::MakeReport(joint_.graph, joint_.layout, r.partition).recompute_flops,
-        r.solve.proven_optimal, r.solve.relative_gap};
-    solved_.emplace(max_saved_bytes, optimum);
+  absl::StatusOr<Optimum> At(const partition::PartitionResult& row, int64_t saved_bytes) {
+    auto found = proven_.find(saved_bytes);
+    if (found != proven_.end()) return found->second;
+    TC_ASSIGN_OR_RETURN(
+        partition::MilpPartitionResult r,
+        partition::MilpPartition(
+            joint_.graph, joint_.layout,
+            {.max_saved_bytes = saved_bytes, .time_limit_seconds = seconds_, .starts = {&row}}));
+    const Optimum optimum{partition::Recomputed(r.partition).flops, r.solve.proven_optimal,
+                          r.solve.relative_gap};
+    if (optimum.proven) proven_.emplace(saved_bytes, optimum);
     return optimum;
   }
 
  private:
   const JointGraph& joint_;
   double seconds_;
-  absl::flat_hash_map<int64_t, Optimum> solved_;
+  absl::flat_hash_map<int64_t, Optimum> proven_;
 };
 
 std::optional<double> Gap(double flops, double optimum) {
@@ -84,15 +84,20 @@ double CompiledStepMs(nn::ModelSpec& spec, const Function& step, int runs) {
 }
 
 absl::StatusOr<std::vector<std::string>> SuiteModelNames(absl::string_view spec) {
-  std::vector<std::string> names = nn::ModelNames(), zoo = nn::ZooModelNames();
-  if (spec == "all") {
-    names.insert(names.end(), zoo.begin(), zoo.end());
-    return names;
-  }
+  std::vector<std::string> known = nn::ModelNames(), zoo = nn::ZooModelNames();
+  known.insert(known.end(), zoo.begin(), zoo.end());
+  if (spec == "all") return known;
   std::vector<std::string> chosen;
   for (absl::string_view name : absl::StrSplit(spec, ',')) {
-    // MakeModel's error names every model there is.
-    TC_RETURN_IF_ERROR(nn::MakeModel(name, /*seed=*/0).status());
+    name = absl::StripAsciiWhitespace(name);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      // MakeModel's error names every model there is.
+      TC_RETURN_IF_ERROR(nn::MakeModel(name, /*seed=*/0).status());
+    }
+    if (std::find(chosen.begin(), chosen.end(), name) != chosen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model \"", name, "\" is named twice in \"", spec, "\""));
+    }
     chosen.emplace_back(name);
   }
   return chosen;
@@ -100,7 +105,7 @@ absl::StatusOr<std::vector<std::string>> SuiteModelNames(absl::string_view spec)
 
 absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
                                                         const SuiteOptions& options) {
-  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, /*seed=*/0));
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, options.seed));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
   const JointGraph& joint = **pipeline.joint_graph();
   MilpReference reference(joint, options.milp_seconds);
@@ -111,29 +116,18 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
     for (double budget : options.budgets) runs.push_back({name, budget});
   }
   std::vector<SuiteRow> rows;
-  // milp at the previous, smaller budget: where the next solve starts.
+  // milp's partition at the budget before.
   std::optional<partition::PartitionResult> previous_milp;
   for (const auto& [strategy, budget] : runs) {
     SuiteRow row{.model = std::string(model), .strategy = strategy, .budget = budget};
     partition::MilpSolve solve;
     partition::PartitionFn fn;
     if (strategy == "milp") {
-      fn = [&, budget = *budget](
-               const Graph& graph,
-               const JointLayout& layout) -> absl::StatusOr<partition::PartitionResult> {
-        TC_ASSIGN_OR_RETURN(const int64_t max_bytes,
-                            partition::SavedBytesAtBudget(graph, layout, budget));
-        TC_ASSIGN_OR_RETURN(const partition::PartitionResult knapsack,
-                            partition::BudgetPartition(graph, layout, budget));
-        partition::MilpOptions milp{.max_saved_bytes = max_bytes,
-                                    .time_limit_seconds = options.milp_seconds,
-                                    .starts = {&knapsack}};
-        if (previous_milp.has_value()) milp.starts.push_back(&*previous_milp);
-        TC_ASSIGN_OR_RETURN(partition::MilpPartitionResult r,
-                            partition::MilpPartition(graph, layout, milp));
-        solve = r.solve;
-        return std::move(r.partition);
-      };
+      // Also from milp's partition at the budget before (it fits the larger
+      // budgets after it).
+      std::vector<const partition::PartitionResult*> starts;
+      if (previous_milp.has_value()) starts.push_back(&*previous_milp);
+      fn = partition::MilpPartitioner(*budget, options.milp_seconds, &solve, std::move(starts));
     } else {
       TC_ASSIGN_OR_RETURN(fn, PipelinePartitioner(strategy, budget.value_or(1), pipeline));
     }
@@ -158,7 +152,8 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
       row.milp_solver_gap = solve.relative_gap;
       previous_milp = std::move(part);
     } else {
-      TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum, reference.At(part));
+      TC_ASSIGN_OR_RETURN(const MilpReference::Optimum optimum,
+                          reference.At(part, row.saved_bytes));
       row.milp_flops = optimum.flops;
       row.milp_proven = optimum.proven;
       row.milp_solver_gap = optimum.solver_gap;
@@ -212,7 +207,7 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows) {
     const std::string strategy =
         r.budget ? absl::StrCat(r.strategy, " ", BudgetText(r)) : r.strategy;
     const std::string gap =
-        !r.gap_to_milp ? "-"
+        !r.gap_to_milp ? "inf"
         : r.strategy == "milp"
             ? (r.milp_proven ? "optimal" : absl::StrFormat("lim %.2f%%", 100 * r.milp_solver_gap))
             : absl::StrFormat("%.2f%%%s", 100 * *r.gap_to_milp, r.milp_proven ? "" : "*");

@@ -1,8 +1,7 @@
 // The partition benchmark behind `tensorcut compare --sweep`: every strategy
 // on a model, the budgeted ones (budget, peak_budget, milp) over a sweep of
-// budgets, each
-// partition compiled and timed, and each non-optimal row set beside the
-// milp optimum at the same saved bytes.
+// budgets, each partition compiled and timed, and each row that is not
+// milp's set beside the milp optimum at the same saved bytes.
 //
 //   std::vector<SuiteRow> rows = RunPartitionSuite("cnn", {.budgets = {0, 0.5, 1}}).value();
 //   WriteTextFile("suite.csv", SuiteCsv(rows));
@@ -32,6 +31,7 @@ struct SuiteOptions {
   std::vector<double> budgets = {0, 0.25, 0.5, 0.75, 1};
   int step_runs = 5;  // timed steps per row (median), after one warm-up
   double milp_seconds = 10;
+  uint64_t seed = 0;  // the model's parameters and example inputs
 };
 
 struct SuiteRow {
@@ -59,11 +59,13 @@ struct SuiteRow {
 double CompiledStepMs(nn::ModelSpec& spec, const Function& step, int runs);
 
 // "all" is every reference and zoo model (nn/models/models.h); otherwise a
-// comma-separated list of model names, each checked.
+// comma-separated list of model names, each checked (MakeModel's error for
+// one unknown or empty, InvalidArgument for one named twice).
 absl::StatusOr<std::vector<std::string>> SuiteModelNames(absl::string_view spec);
 
 // The rows of one model: default, min_cut and recompute_all once, then
-// budget, peak_budget and milp at each of `options.budgets`.
+// budget, peak_budget and milp at each of `options.budgets` (ascending:
+// each milp solve also starts from the one before).
 absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
                                                         const SuiteOptions& options);
 
@@ -74,7 +76,8 @@ std::string SuiteJson(const std::vector<SuiteRow>& rows);
 // The rows as a table for a terminal, sizes in MB and MFLOP.
 std::string SuiteTable(const std::vector<SuiteRow>& rows);
 // `model`'s rows: planned peak (MB) against step time (ms), a series per
-// strategy, milp's points joined as its frontier.
+// strategy, milp's points joined in order of their peak (the optimum's
+// curve; the step times are measured, so noisy).
 Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows);
 
 }  // namespace tc

@@ -301,6 +301,10 @@ std::vector<std::string> PipelineStrategyNames() {
   return names;
 }
 
+bool IsBudgetedStrategy(absl::string_view name) {
+  return name == "budget" || name == "milp" || name == "peak_budget";
+}
+
 absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view name, double budget,
                                                            const CompilerPipeline& pipeline,
                                                            double milp_seconds,
@@ -312,6 +316,7 @@ absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view nam
                                                    "\"; known: ", absl::StrJoin(names, ", ")));
   }
   if (name == "peak_budget") {
+    // Checked here too, so that the error comes before any compiling.
     TC_RETURN_IF_ERROR(partition::CheckActivationMemoryBudget(budget));
     return PeakBudgetPartitioner(pipeline, codegen::fusing(), budget, choice);
   }

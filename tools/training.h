@@ -62,8 +62,11 @@ absl::StatusOr<CompilerPipeline> JointPipeline(
 // (pipeline/peak_budget.h, choosing with the fusing compiler). milp stops
 // after `milp_seconds`; each call stores milp's solve in `*solve`, and
 // peak_budget's choice in `*choice`, when given. InvalidArgument naming the
-// known strategies, or for a budget outside [0, 1].
+// known strategies, or for a budget outside [0, 1]. The PartitionFn refers
+// to `pipeline`, `*solve` and `*choice`: they must outlive it.
 std::vector<std::string> PipelineStrategyNames();
+// Whether the strategy reads a budget: budget, milp and peak_budget.
+bool IsBudgetedStrategy(absl::string_view name);
 absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view name, double budget,
                                                            const CompilerPipeline& pipeline,
                                                            double milp_seconds = 10,

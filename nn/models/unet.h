@@ -8,8 +8,8 @@
 // "down2.maxpool_conv.1.double_conv.4.running_var", "up1.up.weight",
 // "outc.conv.bias").
 //
-//   auto net = std::make_shared<nn::UNet>(/*in_channels=*/3, /*num_classes=*/2, /*width=*/16,
-//   &gen); Tensor logits = (*net)(images);  // [N, 3, 32, 32] -> [N, 2, 32, 32], a score per pixel
+//   auto net = std::make_shared<nn::UNet>(3, /*num_classes=*/2, /*width=*/16, &gen);
+//   Tensor logits = (*net)(images);  // [N, 3, 32, 32] -> [N, 2, 32, 32]: scores per pixel
 //
 // Channels are width, 2, 4, 8 and 16 times width down the encoder; the
 // input's height and width must be multiples of 16.

@@ -433,6 +433,13 @@ TEST_CASE("compare tables every strategy with its planned peak and resident grow
   const Result csv_alone = Tensorcut("compare --model mlp --csv x.csv");
   REQUIRE(csv_alone.code == 1);
   REQUIRE(Contains(csv_alone.err, "--csv is an output of --sweep; add --sweep"));
+  REQUIRE(Tensorcut("compare --model mlp --json=false --steps 1").code == 0);
+  const Result all = Tensorcut("compare --model all");
+  REQUIRE(all.code == 1);
+  REQUIRE(Contains(all.err, "--model all: all models, or a list, need --sweep"));
+  const Result budget = Tensorcut("compare --model mlp --sweep --budget 0.3");
+  REQUIRE(budget.code == 1);
+  REQUIRE(Contains(budget.err, "--budget does not apply to --sweep"));
 }
 
 TEST_CASE("compare --sweep on two models writes a row per strategy and budget, CSV and SVG") {

@@ -39,6 +39,15 @@ TEST_CASE("accuracy reads the classes from dim 1, or from the last dim of a lang
   CHECK(Accuracy(tokens, from_vector(std::vector<int64_t>{1, 1}, {1, 2})) == 0.5);
   REQUIRE_THROWS_WITH(Accuracy(rows, from_vector(std::vector<int64_t>{1, 1, 0}, {3})),
                       "accuracy: labels i64[3] fit no class dim of logits f32[2,2]");
+  // [T, N, V] with N == V: either dim could hold the classes.
+  REQUIRE_THROWS_WITH(
+      Accuracy(from_vector(std::vector<float>(8, 0.f), {2, 2, 2}),
+               from_vector(std::vector<int64_t>{0, 0, 0, 0}, {2, 2})),
+      "accuracy: labels i64[2,2] fit logits f32[2,2,2] with the classes in dim 1 or in the last "
+      "dim");
+  REQUIRE_THROWS_WITH(
+      Accuracy(from_vector(std::vector<float>{1.f}, {}), from_vector(std::vector<int64_t>{0}, {})),
+      "accuracy: labels i64[] fit no class dim of logits f32[]");
 }
 
 std::unique_ptr<Trainer> Make(const TrainOptions& options) {
