@@ -1,11 +1,17 @@
 // `tensorcut train`: trains a reference model through the compiled pipeline
 // (tools/training.h) with a progress line, writing a resumable checkpoint at
 // every epoch's end and at the last step.
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -22,25 +28,43 @@ namespace {
 
 // The signal that asked training to stop (SIGINT, SIGTERM), or 0: the loop
 // saves and returns at the end of the current step.
-volatile std::sig_atomic_t stop_signal = 0;
-extern "C" void AskToStop(int signal) { stop_signal = signal; }
+std::atomic<int> stop_signal{0};
 
-// Installs AskToStop for SIGINT and SIGTERM while alive.
+// While alive, SIGINT and SIGTERM reach no thread that computes: they are
+// blocked in the thread that makes this, and so in every thread it starts
+// later (OpenMP's, the data loader's), and one thread of its own waits for
+// them and sets stop_signal. A handler run on a compute thread in the
+// middle of a oneDNN kernel has crashed that kernel. Made before anything
+// starts a thread.
 class StopOnSignals {
  public:
   StopOnSignals() {
     stop_signal = 0;
-    previous_int_ = std::signal(SIGINT, AskToStop);
-    previous_term_ = std::signal(SIGTERM, AskToStop);
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
+    waiter_ = std::thread([this] {
+      const timespec tick = {0, 50 * 1000 * 1000};  // how soon it sees done_
+      while (!done_) {
+        if (const int signal = sigtimedwait(&signals_, nullptr, &tick); signal > 0) {
+          stop_signal = signal;
+        }
+      }
+    });
   }
   ~StopOnSignals() {
-    std::signal(SIGINT, previous_int_);
-    std::signal(SIGTERM, previous_term_);
+    done_ = true;
+    waiter_.join();
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
   }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
-  void (*previous_int_)(int);
-  void (*previous_term_)(int);
+  sigset_t signals_, previous_;
+  std::atomic<bool> done_{false};
+  std::thread waiter_;
 };
 
 // Training done so far in epochs: 2.50 is halfway through the third.
