@@ -64,8 +64,11 @@ partition::PartitionFn PeakBudgetPartitioner(const CompilerPipeline& pipeline,
     }
     TC_ASSIGN_OR_RETURN(std::vector<Candidate> candidates,
                         CompiledCandidates(pipeline, compiler, joint, layout));
-    int64_t least = candidates[0].peak_bytes;
-    for (const Candidate& c : candidates) least = std::min(least, c.peak_bytes);
+    const int64_t least = std::min_element(candidates.begin(), candidates.end(),
+                                           [](const Candidate& a, const Candidate& b) {
+                                             return a.peak_bytes < b.peak_bytes;
+                                           })
+                              ->peak_bytes;
     const int64_t default_peak = candidates[0].peak_bytes;  // "default" comes first
     const int64_t limit =
         least + static_cast<int64_t>(budget * static_cast<double>(default_peak - least));

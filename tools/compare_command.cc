@@ -6,6 +6,7 @@
 // them, as a table, CSV, JSON and an SVG plot per model.
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -97,14 +98,13 @@ absl::Status Run() {
     return absl::InvalidArgumentError(
         absl::StrCat("--model ", model, ": all models, or a list, need --sweep"));
   }
-  const bool sweep_output = !absl::GetFlag(FLAGS_csv).empty() ||
-                            !absl::GetFlag(FLAGS_plot).empty() || absl::GetFlag(FLAGS_json);
-  if (sweep_output) {
-    const char* flag = !absl::GetFlag(FLAGS_csv).empty()    ? "csv"
-                       : !absl::GetFlag(FLAGS_plot).empty() ? "plot"
-                                                            : "json";
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, " is an output of --sweep; add --sweep"));
+  for (const auto& [flag, given] : {std::pair{"csv", !absl::GetFlag(FLAGS_csv).empty()},
+                                    std::pair{"plot", !absl::GetFlag(FLAGS_plot).empty()},
+                                    std::pair{"json", absl::GetFlag(FLAGS_json)}}) {
+    if (given) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " is an output of --sweep; add --sweep"));
+    }
   }
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
@@ -144,9 +144,8 @@ absl::Status Run() {
     const int64_t resident_before = ResidentBytes();
     const double step_ms = CompiledStepMs(spec, step, runs);
     const int64_t rss_bytes = PeakResidentBytes() - resident_before;
-    const std::string label = name == "budget" || name == "milp" || name == "peak_budget"
-                                  ? absl::StrFormat("%s %g", name, budget)
-                                  : name;
+    const std::string label =
+        IsBudgetedStrategy(name) ? absl::StrFormat("%s %g", name, budget) : name;
     std::printf("%-16s %9.3f %9.3f %10.3f %5d %5d %9.3f %9.3f %8.1f %9.2f %8.2f\n", label.c_str(),
                 r.saved_bytes / 1e6, r.saved_activation_bytes / 1e6, r.recompute_flops / 1e6,
                 r.fw_nodes, r.bw_nodes, r.bw_peak_bytes / 1e6, plan_bytes / 1e6, rss_bytes / 1e6,

@@ -326,14 +326,14 @@ absl::StatusOr<partition::PartitionFn> PipelinePartitioner(absl::string_view nam
     return absl::InvalidArgumentError(absl::StrCat("unknown partition strategy \"", name,
                                                    "\"; known: ", absl::StrJoin(names, ", ")));
   }
-  if (name == "peak_budget") {
-    // Checked here too, so that the error comes before any compiling.
+  if (name == "peak_budget" || name == "milp") {
+    // Checked here as well, so that the error comes before any solving or
+    // compiling.
     TC_RETURN_IF_ERROR(partition::CheckActivationMemoryBudget(budget));
-    return PeakBudgetPartitioner(pipeline, codegen::fusing(), budget, choice);
+    return name == "milp" ? partition::MilpPartitioner(budget, milp_seconds, solve)
+                          : PeakBudgetPartitioner(pipeline, codegen::fusing(), budget, choice);
   }
-  TC_ASSIGN_OR_RETURN(partition::PartitionFn fn, partition::PartitionerByName(name, budget));
-  if (name == "milp") return partition::MilpPartitioner(budget, milp_seconds, solve);
-  return fn;
+  return partition::PartitionerByName(name, budget);
 }
 
 absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view name,
