@@ -7,6 +7,7 @@
 #include "base/version.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/build_flags.h"
+#include "runtime/gemm.h"
 #include "runtime/kernels/onednn.h"
 #include "runtime/threads.h"
 
@@ -90,6 +91,8 @@ BuildInfo GetBuildInfo() {
   info.onednn_version = absl::StrCat(onednn->major, ".", onednn->minor, ".", onednn->patch);
   info.cpu_isa = kernels::OneDnnIsa();
   info.threads = NumThreads();
+  info.gemm = std::string(GemmChoiceName(GetGemmChoice()));
+  info.openblas = OpenBlasConfig();
   return info;
 }
 
@@ -99,7 +102,10 @@ std::string BuildInfoText() {
                       __cplusplus / 100 % 100, "), ", info.build_flags, "\n", info.features,
                       "\noneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa,
                       " on this CPU; ", info.threads,
-                      info.threads == 1 ? " thread\n" : " threads\n");
+                      info.threads == 1 ? " thread\n" : " threads\n", "gemm ", info.gemm, ": ",
+                      info.openblas.empty() ? "oneDNN (OpenBLAS is not installed)"
+                                            : absl::StrCat("oneDNN or ", info.openblas),
+                      "\n");
 }
 
 }  // namespace tc

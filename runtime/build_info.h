@@ -25,15 +25,20 @@ struct BuildInfo {
   std::string onednn_version;  // the oneDNN library loaded: "2.6.3"
   std::string cpu_isa;         // what oneDNN dispatches to on this CPU: "avx2"
   int threads = 1;             // intra-op threads now (tc::NumThreads())
+  // The gemm setting (runtime/gemm.h) and OpenBLAS's configuration, empty
+  // where it is not installed.
+  std::string gemm;  // "auto"
+  std::string openblas;
 };
 
 BuildInfo GetBuildInfo();
 
-// GetBuildInfo() as four lines:
+// GetBuildInfo() as five lines:
 //   tensorcut 0.2.0
 //   built with g++ 12.2.0 (C++17), -c fastbuild -O2 -Wall -Wno-sign-compare -std=c++17
 //   optimised, assertions on, compiled for baseline x86-64
 //   oneDNN 2.6.3, dispatching to avx2 on this CPU; 2 threads
+//   gemm auto: oneDNN or OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64
 std::string BuildInfoText();
 
 }  // namespace tc

@@ -36,6 +36,9 @@ ABSL_FLAG(std::string, model, "mlp",
           "transformer_dropout) or a zoo model (resnet18, vgg11, mobilenetv2, unet, gpt, lstm); "
           "bench and compare --sweep also take all");
 ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or all)");
+ABSL_FLAG(std::string, gemm, "auto",
+          "f32 matrix products on onednn, on openblas, or auto: the faster of the two, timed "
+          "on the first product of each shape");
 ABSL_FLAG(int, runs, 30, "ops, bench: timed runs of each measurement; the median is printed");
 ABSL_FLAG(int, steps, 0,
           "train: stop at this step, counted from the start of training (0: after --epochs); "

@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev           # reads the gzip-compressed datasets
   libeigen3-dev        # Eigen 3.4
   libdnnl-dev          # oneDNN 2.6
+  libopenblas0-openmp  # OpenBLAS 0.3.21 on OpenMP, a gemm candidate loaded at run time
   libabsl-dev          # Abseil 20220623
   catch2               # Catch2 2.13 (single header)
   nlohmann-json3-dev   # JSON 3.11 (header-only): checkpoint headers, reports

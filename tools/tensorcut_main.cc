@@ -25,8 +25,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "runtime/build_info.h"
 #include "runtime/error.h"
+#include "runtime/gemm.h"
 #include "runtime/threads.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
@@ -48,23 +50,23 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"demo", "train a CNN on Fashion-MNIST for one epoch through the compiled pipeline",
-     FashionDemo, "data checkpoint batch lr threads"},
+     FashionDemo, "data checkpoint batch lr threads gemm"},
     {"ops", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", OpsDemo,
-     "runs threads"},
+     "runs threads gemm"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
      "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
-     "resume seed data label_column features labels test_data threads"},
+     "resume seed data label_column features labels test_data threads gemm"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget milp_seconds json dot seed"},
     {"compare",
      "every partition strategy on one model in a table; --sweep: every strategy over a budget "
      "sweep beside the milp optimum, on one model, a list or all",
-     CompareCommand, "model steps budget milp_seconds sweep csv json plot seed threads"},
+     CompareCommand, "model steps budget milp_seconds sweep csv json plot seed threads gemm"},
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
      GraphCommand, "model stage decompose dynamic_batch strategy budget milp_seconds dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
-     BenchCommand, "model runs threads json seed"},
+     BenchCommand, "model runs threads gemm json seed"},
 };
 
 const Subcommand* Find(absl::string_view name) {
@@ -142,6 +144,13 @@ int Help(absl::string_view name) {
   return 0;
 }
 
+// --gemm, for the whole process: an unknown name, or openblas where it is not
+// installed, is an error.
+absl::Status SetGemmChoiceFromFlag() {
+  TC_ASSIGN_OR_RETURN(const GemmChoice choice, ParseGemmChoice(absl::GetFlag(FLAGS_gemm)));
+  return SetGemmChoice(choice);
+}
+
 }  // namespace
 }  // namespace tc
 
@@ -193,6 +202,10 @@ int main(int argc, char** argv) {
   if (s == nullptr) return tc::UnknownSubcommand(name);
   if (const int code = tc::IgnoredFlag(*s, given); code != 0) return code;
   tc::SetGivenFlags(std::move(given));
+  if (const absl::Status gemm = tc::SetGemmChoiceFromFlag(); !gemm.ok()) {
+    std::fprintf(stderr, "tensorcut %s: --%s\n", s->name, std::string(gemm.message()).c_str());
+    return 2;
+  }
   try {
     return s->run();
   } catch (const tc::Error& e) {

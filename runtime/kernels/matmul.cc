@@ -1,11 +1,14 @@
 // Eager kernels of matmul and linear (layout family). Both are one batched
 // product y = a b (+ bias) over operands seen at the output's rank, read in
 // place with their own strides (a transposed view is not copied), broadcast
-// batch dims being size-1 dims. f32 runs on dnnl::matmul, f64 on Eigen. In
-// f32 both also take post-ops (runtime/dispatch.h): activations and binary
+// batch dims being size-1 dims. f32 runs on dnnl::matmul or OpenBLAS's sgemm,
+// whichever runtime/gemm.h chooses for the shape; f64 on Eigen. In f32 both
+// also take post-ops (runtime/dispatch.h): activations and binary
 // ops with a broadcast operand (a residual, a scale), applied by oneDNN as it
 // writes y.
 #include <algorithm>
+#include <chrono>
+#include <climits>
 #include <optional>
 #include <type_traits>
 
@@ -13,10 +16,13 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/kernels/gemm_choice.h"
 #include "runtime/kernels/onednn.h"
+#include "runtime/kernels/openblas.h"
 #include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
+#include "runtime/threads.h"
 
 namespace tc::kernels {
 namespace {
@@ -159,8 +165,8 @@ void AddPostOpPrimitives(const PostOps& post, const dnnl::memory::desc& y_md, On
 }
 
 // A's first `rank - 2` strides, 0 along the (size-1) dims it broadcasts.
-std::vector<int64_t> BatchStrides(const Operand& a) {
-  std::vector<int64_t> strides(a.strides.begin(), a.strides.end() - 2);
+absl::InlinedVector<int64_t, 6> BatchStrides(const Operand& a) {
+  absl::InlinedVector<int64_t, 6> strides(a.strides.begin(), a.strides.end() - 2);
   for (size_t d = 0; d < strides.size(); ++d) {
     if (a.shape[d] == 1) strides[d] = 0;
   }
@@ -279,6 +285,127 @@ void OneDnnPostOps(const Operand& y, const PostOps& post) {
   plan.Run(PlanPointers(nullptr, nullptr, y, nullptr, post));
 }
 
+// How OpenBLAS reads a matmul operand's matrices: stored row-major or
+// transposed, and the stride between stored rows; nullopt where neither of the
+// last two strides is 1 or a size exceeds sgemm's int.
+struct BlasLayout {
+  bool transposed;
+  int64_t ld;
+};
+
+std::optional<BlasLayout> BlasLayoutOf(const Operand& op) {
+  const int64_t r = op.shape.size();
+  const int64_t rows = op.shape[r - 2], cols = op.shape[r - 1];
+  const int64_t row_stride = op.strides[r - 2], col_stride = op.strides[r - 1];
+  if (std::max({rows, cols, row_stride, col_stride}) > INT_MAX) return std::nullopt;
+  if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1))
+    return BlasLayout{false, row_stride};
+  if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1))
+    return BlasLayout{true, col_stride};
+  return std::nullopt;
+}
+
+// y = a b (+ bias) on OpenBLAS, one sgemm per batch element; the bias is
+// written into y first and the product added to it.
+void OpenBlasMatmul(const OpenBlas& blas, const Operand& a, BlasLayout la, const Operand& b,
+                    BlasLayout lb, const Operand* bias, const Operand& y) {
+  const int64_t r = y.shape.size();
+  const int64_t m = y.shape[r - 2], n = y.shape[r - 1], k = a.shape[r - 1];
+  const int64_t ldy = y.strides[r - 2];
+  const float* ap = a.t.data<float>();
+  const float* bp = b.t.data<float>();
+  float* yp = y.t.data<float>();
+  ForEachOffset<3>(
+      absl::MakeConstSpan(y.shape).first(r - 2),
+      {BatchStrides(y), BatchStrides(a), BatchStrides(b)}, [&](int64_t yo, int64_t ao, int64_t bo) {
+        float* out = yp + yo;
+        if (bias != nullptr) {
+          const float* bias_p = bias->t.data<float>();
+          const int64_t step = bias->strides[r - 1];
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) out[i * ldy + j] = bias_p[j * step];
+          }
+        }
+        blas.Sgemm(m, n, k, {ap + ao, la.transposed, la.ld}, {bp + bo, lb.transposed, lb.ld},
+                   bias != nullptr ? 1.f : 0.f, out, ldy);
+      });
+}
+
+// A dense operand of `op`'s shape, its matrices stored as `layout` says, its
+// elements set: what the candidates are timed on.
+Operand ScratchLike(const Operand& op, bool transposed) {
+  const int64_t r = op.shape.size();
+  absl::InlinedVector<int64_t, 6> stored(op.shape.begin(), op.shape.end());
+  if (transposed) std::swap(stored[r - 2], stored[r - 1]);
+  Tensor t = Tensor::Uninitialized(Shape(stored.begin(), stored.end()), DType::kF32);
+  std::fill_n(t.data<float>(), t.numel(), 0.5f);
+  const std::vector<int64_t> dense = ContiguousStrides(stored);
+  Operand scratch{t, op.shape, absl::InlinedVector<int64_t, 6>(dense.begin(), dense.end())};
+  if (transposed) std::swap(scratch.strides[r - 2], scratch.strides[r - 1]);
+  return scratch;
+}
+
+// `op`'s last two dims as a rank-2 operand of `rows` rows.
+Operand Matrices(const Operand& op, int64_t rows) {
+  const int64_t r = op.shape.size();
+  return Operand{op.t, {rows, op.shape[r - 1]}, {op.strides[r - 2], op.strides[r - 1]}};
+}
+
+// Whether `op`'s batch dims and rows are one run of rows, evenly strided.
+bool RowsFlatten(const Operand& op) {
+  for (int64_t d = 0; d + 2 < static_cast<int64_t>(op.shape.size()); ++d) {
+    if (op.strides[d] != op.strides[d + 1] * op.shape[d + 1]) return false;
+  }
+  return true;
+}
+
+// Runs the product on OpenBLAS and returns true where the process's
+// GemmChoice gives this shape to it (timing both the first time under auto).
+bool MatmulOnOpenBlas(const Operand& a_in, const Operand& b_in, const Operand* bias_in,
+                      const Operand& y_in) {
+  const OpenBlas* blas = OpenBlas::Get();
+  if (blas == nullptr) return false;
+  const int64_t r = y_in.shape.size();
+  int64_t batch = 1;
+  for (int64_t d = 0; d < r - 2; ++d) batch *= y_in.shape[d];
+  // A batch over one shared b (a linear layer over [batch, tokens, features])
+  // is one product of batch x m rows, where a's and y's rows allow.
+  const bool b_shared =
+      std::all_of(b_in.shape.begin(), b_in.shape.end() - 2, [](int64_t size) { return size == 1; });
+  const bool one_product =
+      batch > 1 && b_shared && RowsFlatten(a_in) && RowsFlatten(y_in) && a_in.strides[r - 1] == 1;
+  const int64_t m = y_in.shape[r - 2] * (one_product ? batch : 1);
+  const Operand a = one_product ? Matrices(a_in, m) : a_in;
+  const Operand b = one_product ? Matrices(b_in, b_in.shape[r - 2]) : b_in;
+  const Operand y = one_product ? Matrices(y_in, m) : y_in;
+  std::optional<Operand> bias;
+  if (bias_in != nullptr) bias = one_product ? Matrices(*bias_in, 1) : *bias_in;
+  const std::optional<BlasLayout> la = BlasLayoutOf(a), lb = BlasLayoutOf(b), ly = BlasLayoutOf(y);
+  if (!la || !lb || !ly || ly->transposed) return false;
+  const int64_t rank = y.shape.size();
+  const GemmShape shape{one_product ? 1 : batch, m,
+                        y.shape[rank - 1],       a.shape[rank - 1],
+                        la->transposed,          lb->transposed,
+                        bias.has_value(),        NumThreads()};
+  const GemmImpl impl = ChooseGemm(shape, [&](GemmImpl candidate) {
+    const Operand sa = ScratchLike(a, la->transposed), sb = ScratchLike(b, lb->transposed);
+    const Operand sy = ScratchLike(y, false);
+    const std::optional<Operand> sbias =
+        bias ? std::optional<Operand>(ScratchLike(*bias, false)) : std::nullopt;
+    const auto start = std::chrono::steady_clock::now();
+    if (candidate == GemmImpl::kOpenBlas) {
+      OpenBlasMatmul(*blas, sa, *BlasLayoutOf(sa), sb, *BlasLayoutOf(sb), sbias ? &*sbias : nullptr,
+                     sy);
+    } else {
+      OneDnnMatmul(sa, sb, sbias ? &*sbias : nullptr, sy, {});
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  if (impl != GemmImpl::kOpenBlas) return false;
+  OpenBlasMatmul(*blas, a, *la, b, *lb, bias ? &*bias : nullptr, y);
+  return true;
+}
+
 template <typename T>
 void EigenMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
   using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -345,7 +472,8 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
         post.ops.empty()) {
       TinyMatmul<T>(a, b, bias, y);
     } else if constexpr (std::is_same_v<T, float>) {
-      OneDnnMatmul(a, b, bias, y, post);
+      // Post-ops are fused by oneDNN as it writes y.
+      if (!post.ops.empty() || !MatmulOnOpenBlas(a, b, bias, y)) OneDnnMatmul(a, b, bias, y, post);
     } else {
       EigenMatmul<T>(a, b, bias, y);
     }

@@ -71,12 +71,16 @@ TEST_CASE("the build information names the compiler, flags, oneDNN and the CPU's
 
   const std::string text = BuildInfoText();
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  REQUIRE(lines.size() == 4);
+  REQUIRE(lines.size() == 5);
   REQUIRE(lines[0] == absl::StrCat("tensorcut ", info.version));
   REQUIRE(lines[1] == absl::StrCat("built with ", info.compiler, " (C++17), ", info.build_flags));
   REQUIRE(lines[2] == info.features);
   REQUIRE(absl::StartsWith(
       lines[3], absl::StrCat("oneDNN ", info.onednn_version, ", dispatching to ", info.cpu_isa)));
+  // tools/setup.sh installs OpenBLAS.
+  REQUIRE(info.gemm == "auto");
+  REQUIRE(absl::StartsWith(info.openblas, "OpenBLAS 0."));
+  REQUIRE(lines[4] == absl::StrCat("gemm auto: oneDNN or ", info.openblas));
 }
 
 }  // namespace

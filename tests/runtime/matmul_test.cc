@@ -1,13 +1,17 @@
 // matmul and linear against f64 references written here as sums over the
 // definition: 2-D and batched products with NumPy batch broadcasting,
 // transposed, sliced and expanded operands, size-1 and zero-size dims; f64
-// exactly (up to rounding order), f32 (oneDNN) within a tolerance.
+// exactly (up to rounding order), f32 within a tolerance, on each gemm
+// candidate (runtime/gemm.h): forced to oneDNN, forced to OpenBLAS, and
+// chosen per shape.
 #include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
+#include "runtime/gemm.h"
 #include "runtime/ops.h"
 #include "tests/test_util.h"
 
@@ -93,7 +97,24 @@ std::string ErrorOf(OpKind op, std::vector<Tensor> inputs) {
 
 const DType kFloatDTypes[] = {DType::kF32, DType::kF64};
 
+// The test case runs once per gemm choice (a Catch2 generator), each run
+// under that choice.
+class EachGemmChoice {
+ public:
+  EachGemmChoice()
+      : choice_(GENERATE(GemmChoice::kAuto, GemmChoice::kOneDnn, GemmChoice::kOpenBlas)) {
+    REQUIRE(SetGemmChoice(choice_).ok());
+  }
+  ~EachGemmChoice() { (void)SetGemmChoice(GemmChoice::kAuto); }
+  absl::string_view name() const { return GemmChoiceName(choice_); }
+
+ private:
+  GemmChoice choice_;
+};
+
 TEST_CASE("matmul multiplies matrices, batch dims broadcast") {
+  const EachGemmChoice gemm;
+  INFO("gemm " << gemm.name());
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{4, 3}, {3, 5}},          {{1, 3}, {3, 1}},
       {{1, 1}, {1, 1}},          {{3, 33, 64}, {64, 17}},
@@ -117,6 +138,8 @@ TEST_CASE("matmul multiplies matrices, batch dims broadcast") {
 }
 
 TEST_CASE("matmul takes transposed, sliced and expanded operands") {
+  const EachGemmChoice gemm;
+  INFO("gemm " << gemm.name());
   for (DType dtype : kFloatDTypes) {
     INFO(DTypeName(dtype));
     const auto random = [&](const Shape& shape, uint64_t seed) {
@@ -139,6 +162,12 @@ TEST_CASE("matmul takes transposed, sliced and expanded operands") {
         // a large K-major a (a weight gradient's g^T), which oneDNN's plan
         // may reorder row-major before the product
         {random({512, 256}, 21).transpose(0, 1), random({512, 64}, 22)},
+        // large enough for auto to time its candidates: both operands
+        // transposed, batched with a broadcast b, and a row stride past the
+        // row's end (a slice of columns)
+        {random({256, 128}, 23).transpose(0, 1), random({96, 256}, 24).transpose(0, 1)},
+        {random({4, 128, 64}, 25), random({1, 64, 160}, 26).expand({4, 64, 160})},
+        {random({200, 300}, 27).slice(1, 0, 256), random({256, 64}, 28)},
     };
     for (const auto& [a, b] : operands) {
       INFO(a.type().ToString() << " strides " << ShapeToString(a.strides()) << " x "
@@ -164,7 +193,36 @@ TEST_CASE("matmul shape errors") {
         "matmul: operands must be floating point, got i64[2,3]");
 }
 
+TEST_CASE("auto times each new product shape once and keeps the verdict") {
+  REQUIRE(GetGemmChoice() == GemmChoice::kAuto);
+  const Tensor a = testing::Random({160, 96}, DType::kF32, 31);
+  const Tensor b = testing::Random({96, 112}, DType::kF32, 32);
+  const GemmShapesTimed before = GetGemmShapesTimed();
+  const Tensor first = matmul(a, b);
+  const GemmShapesTimed after = GetGemmShapesTimed();
+  CHECK(after.shapes == before.shapes + 1);
+  // The same shape again: no timing, the same kernel, the same bits.
+  REQUIRE_TENSORS_CLOSE(matmul(a, b), first, 0, 0);
+  CHECK(GetGemmShapesTimed().shapes == after.shapes);
+  CheckClose(first, ReferenceMatmul(a, b));
+  // Below kMinTimedMacs a product is not timed.
+  matmul(testing::Random({8, 8}, DType::kF32, 33), testing::Random({8, 8}, DType::kF32, 34));
+  CHECK(GetGemmShapesTimed().shapes == after.shapes);
+}
+
+TEST_CASE("gemm choices parse by name, and a bad name says what is expected") {
+  for (GemmChoice c : {GemmChoice::kAuto, GemmChoice::kOneDnn, GemmChoice::kOpenBlas}) {
+    REQUIRE(ParseGemmChoice(GemmChoiceName(c)).value() == c);
+  }
+  CHECK(ParseGemmChoice("mkl").status().message() ==
+        "gemm: expected auto, onednn or openblas, got \"mkl\"");
+  // tools/setup.sh installs OpenBLAS; its configuration names the kernels.
+  CHECK(absl::StartsWith(OpenBlasConfig(), "OpenBLAS "));
+}
+
 TEST_CASE("linear computes x w^T + b over the last dim") {
+  const EachGemmChoice gemm;
+  INFO("gemm " << gemm.name());
   struct Case {
     Shape x;
     int64_t out;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -193,7 +194,7 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
           "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
           "--save_every --resume --seed --data --label_column --features --labels --test_data "
-          "--threads)\n");
+          "--threads --gemm)\n");
   r = Tensorcut("partition --model linear --threads 2");
   REQUIRE(r.code == 1);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
@@ -562,6 +563,26 @@ TEST_CASE("bench --json prints one object with the step times and GFLOP/s") {
   CHECK(JsonNumber(r.out, "threads") == 1);
   CHECK(JsonNumber(r.out, "runs") == 3);
   REQUIRE(Tensorcut("bench --model resnet").code != 0);
+}
+
+TEST_CASE("--gemm picks the library of f32 products, and a bad name is refused before any work") {
+  // The same training on each: the same losses, up to f32 rounding order.
+  std::vector<double> losses;
+  for (const char* gemm : {"onednn", "openblas", "auto"}) {
+    INFO(gemm);
+    const Result r =
+        Tensorcut(absl::StrCat("train --model mlp --steps 2 --batch 32 --gemm ", gemm));
+    REQUIRE(r.code == 0);
+    const size_t at = r.out.find("\nstep 2/2 loss ");
+    REQUIRE(at != std::string::npos);
+    losses.push_back(std::stod(r.out.substr(at + std::strlen("\nstep 2/2 loss "))));
+  }
+  CHECK(losses[1] == Approx(losses[0]).epsilon(1e-3));
+  CHECK(losses[2] == Approx(losses[0]).epsilon(1e-3));
+  const Result r = Tensorcut("bench --model linear --gemm mkl");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "tensorcut bench: --gemm: expected auto, onednn or openblas, got \"mkl\"\n");
+  REQUIRE(r.out.empty());
 }
 
 }  // namespace
