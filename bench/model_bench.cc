@@ -15,6 +15,7 @@
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
 #include "runtime/autograd_meta.h"
+#include "runtime/bf16.h"
 #include "runtime/ops.h"
 #include "runtime/threads.h"
 
@@ -56,16 +57,17 @@ absl::Status TapeStep(const nn::ModelSpec& spec, const Function& forward, nn::SG
 // compiles.
 absl::StatusOr<Timing> TimeCompiledStep(const BenchOptions& options,
                                         const partition::PartitionFn& partition_fn,
-                                        Timing* compile) {
+                                        Precision precision, Timing* compile) {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
   nn::SGD sgd(spec.module->named_parameters(), options.lr);
   std::unique_ptr<tc::TrainStep> step;
   constexpr int kCompiles = 5;
   absl::StatusOr<Timing> t = TimeCalls(0, kCompiles, [&]() -> absl::Status {
     TC_ASSIGN_OR_RETURN(
-        step, tc::TrainStep::Create(
-                  *spec.module, spec.loss, spec.inputs, spec.targets, sgd,
-                  {.partition_fn = partition_fn, .decompositions = options.decompositions}));
+        step, tc::TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                                    {.partition_fn = partition_fn,
+                                     .decompositions = options.decompositions,
+                                     .precision = precision}));
     return absl::OkStatus();
   });
   if (!t.ok()) return t.status();
@@ -97,8 +99,8 @@ absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
 
 // The inference step (eval mode, no autograd): compiled with `compiler`, or
 // eager when it is null.
-absl::StatusOr<Timing> TimeInference(const BenchOptions& options,
-                                     const codegen::Compiler* compiler) {
+absl::StatusOr<Timing> TimeInference(const BenchOptions& options, const codegen::Compiler* compiler,
+                                     Precision precision = Precision::kF32) {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
   spec.module->eval();
   NoGradGuard no_grad;
@@ -109,7 +111,8 @@ absl::StatusOr<Timing> TimeInference(const BenchOptions& options,
     TC_ASSIGN_OR_RETURN(forward, compile(*spec.module, spec.inputs,
                                          {.training = false,
                                           .decompositions = options.decompositions,
-                                          .compiler = *compiler}));
+                                          .compiler = *compiler,
+                                          .precision = precision}));
   }
   return TimeCalls(options.warmup, options.runs, [&] { return forward(spec.inputs).status(); });
 }
@@ -162,7 +165,8 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
   r.runs = options.runs;
   r.matmul_size = options.matmul_size;
   double joint_flops = 0;
-  TC_ASSIGN_OR_RETURN(r.compiled_step, TimeCompiledStep(options, partition_fn, &r.compile));
+  TC_ASSIGN_OR_RETURN(r.compiled_step,
+                      TimeCompiledStep(options, partition_fn, Precision::kF32, &r.compile));
   TC_ASSIGN_OR_RETURN(r.function_step,
                       TimeTraining(options, partition_fn, &options.compiler, &joint_flops));
   const codegen::Compiler interpreter = codegen::interpreter();
@@ -171,6 +175,14 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
   TC_ASSIGN_OR_RETURN(r.eager_step, TimeTraining(options, partition_fn, nullptr, nullptr));
   TC_ASSIGN_OR_RETURN(r.compiled_inference, TimeInference(options, &options.compiler));
   TC_ASSIGN_OR_RETURN(r.eager_inference, TimeInference(options, nullptr));
+  r.bf16 = CpuHasBf16();
+  if (r.bf16) {
+    Timing bf16_compile;
+    TC_ASSIGN_OR_RETURN(r.bf16_step,
+                        TimeCompiledStep(options, partition_fn, Precision::kBF16, &bf16_compile));
+    TC_ASSIGN_OR_RETURN(r.bf16_inference,
+                        TimeInference(options, &options.compiler, Precision::kBF16));
+  }
 
   Generator gen(options.seed);
   const int64_t n = options.matmul_size;
@@ -190,8 +202,8 @@ absl::StatusOr<ModelBenchResult> RunModelBench(const BenchOptions& options) {
 }
 
 std::string FormatJson(const ModelBenchResult& r) {
-  std::string json =
-      absl::StrFormat(R"({"model": "%s", "threads": %d, "runs": %d)", r.model, r.threads, r.runs);
+  std::string json = absl::StrFormat(R"({"model": "%s", "threads": %d, "runs": %d, "bf16": %s)",
+                                     r.model, r.threads, r.runs, r.bf16 ? "true" : "false");
   const std::pair<const char*, const Timing*> timings[] = {
       {"compiled_step", &r.compiled_step},
       {"function_step", &r.function_step},
@@ -201,6 +213,8 @@ std::string FormatJson(const ModelBenchResult& r) {
       {"compiled_inference", &r.compiled_inference},
       {"eager_inference", &r.eager_inference},
       {"matmul", &r.matmul},
+      {"bf16_step", &r.bf16_step},
+      {"bf16_inference", &r.bf16_inference},
   };
   for (const auto& [name, timing] : timings) {
     absl::StrAppendFormat(&json, R"(, "%s_ms": %.6g, "%s_min_ms": %.6g, "%s_p90_ms": %.6g)", name,
@@ -223,23 +237,31 @@ std::string FormatTable(absl::Span<const ModelBenchResult> results) {
                           "peak: a %lld^3 f32 matmul\n",
                           r.runs, r.threads, static_cast<long long>(r.matmul_size));
   }
-  absl::StrAppendFormat(&table, "%-12s %-53s | %-26s | %s\n", "", "training step", "inference",
+  absl::StrAppendFormat(&table, "%-12s %-70s | %-43s | %s\n", "", "training step", "inference",
                         "per training step");
-  absl::StrAppendFormat(&table,
-                        "%-12s %9s %9s %9s %9s %6s %6s | %9s %9s %6s | %8s %8s %8s %6s %8s\n",
-                        "model", "compiled", "function", "interp", "eager", "e/c", "i/c",
-                        "compiled", "eager", "e/c", "GFLOP", "GFLOP/s", "peak", "%peak", "compile");
+  absl::StrAppendFormat(
+      &table, "%-12s %9s %9s %9s %9s %6s %6s %9s %6s | %9s %9s %6s %9s %6s | %8s %8s %8s %6s %8s\n",
+      "model", "compiled", "function", "interp", "eager", "e/c", "i/c", "bf16", "c/b", "compiled",
+      "eager", "e/c", "bf16", "c/b", "GFLOP", "GFLOP/s", "peak", "%peak", "compile");
+  // bf16 columns: the compiled step and inference in bf16 mixed precision;
+  // "-" on a CPU without bf16 instructions.
+  auto bf16 = [](bool ran, double bf16_ms, double f32_ms) {
+    if (!ran) return absl::StrFormat("%9s %6s", "-", "-");
+    return absl::StrFormat("%9.3f %6.2f", bf16_ms, Ratio(f32_ms, bf16_ms));
+  };
   for (const ModelBenchResult& r : results) {
     absl::StrAppendFormat(
         &table,
-        "%-12s %9.3f %9.3f %9.3f %9.3f %6.2f %6.2f | %9.3f %9.3f %6.2f | %8.3g %8.3g %8.1f %5.3g%% "
-        "%8.1f\n",
+        "%-12s %9.3f %9.3f %9.3f %9.3f %6.2f %6.2f %s | %9.3f %9.3f %6.2f %s | %8.3g %8.3g %8.1f "
+        "%5.3g%% %8.1f\n",
         r.model, r.compiled_step.median_ms, r.function_step.median_ms, r.interpreter_step.median_ms,
         r.eager_step.median_ms, Ratio(r.eager_step.median_ms, r.compiled_step.median_ms),
         Ratio(r.interpreter_step.median_ms, r.compiled_step.median_ms),
+        bf16(r.bf16, r.bf16_step.median_ms, r.compiled_step.median_ms),
         r.compiled_inference.median_ms, r.eager_inference.median_ms,
-        Ratio(r.eager_inference.median_ms, r.compiled_inference.median_ms), r.step_gflop, r.gflops,
-        r.matmul_peak_gflops, 100 * r.peak_fraction, r.compile.median_ms);
+        Ratio(r.eager_inference.median_ms, r.compiled_inference.median_ms),
+        bf16(r.bf16, r.bf16_inference.median_ms, r.compiled_inference.median_ms), r.step_gflop,
+        r.gflops, r.matmul_peak_gflops, 100 * r.peak_fraction, r.compile.median_ms);
   }
   return table;
 }

@@ -66,7 +66,12 @@ struct ModelBenchResult {
   Timing compile;  // tc::TrainStep::Create: capture, joint graph, partition, both programs
   Timing compiled_inference, eager_inference;  // module in eval mode
   Timing matmul;                               // the reference matmul
-  int64_t matmul_size = 0;                     // of size x size x size
+  // The compiled step and inference in bf16 mixed precision
+  // (codegen/autocast.h); measured only where `bf16`: on a CPU with bf16
+  // instructions.
+  bool bf16 = false;
+  Timing bf16_step, bf16_inference;
+  int64_t matmul_size = 0;        // of size x size x size
   double step_gflop = 0;          // EstimateCost FLOPs of the joint graph's nodes, in GFLOP
   double gflops = 0;              // step_gflop per compiled_step.median_ms
   double matmul_peak_gflops = 0;  // the reference matmul's FLOPs per matmul.median_ms

@@ -27,6 +27,7 @@ std::optional<double> ConstantValue(const Value* v) {
 std::optional<double> Evaluate(const Node& node, const std::vector<double>& operands) {
   const DType dtype = node.result(0)->type().dtype;
   if (node.op() == OpKind::kDiv && !IsFloating(dtype)) return std::nullopt;
+  if (dtype == DType::kBF16) return std::nullopt;  // `full` has no bf16 kernel
   std::vector<Tensor> scalars;
   for (int i = 0; i < node.num_inputs(); ++i) {
     const TensorType scalar{node.input(i)->type().dtype, {}};

@@ -1,5 +1,7 @@
 #include "codegen/graph_runner.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "graph/verifier.h"
@@ -8,6 +10,19 @@ namespace tc::codegen {
 
 namespace {
 
+// Whether `node` reads or makes a bf16 value.
+bool TouchesBf16(const Node& node) {
+  auto bf16 = [](const Value* v) { return v->type().dtype == DType::kBF16; };
+  return std::any_of(node.inputs().begin(), node.inputs().end(), bf16) ||
+         std::any_of(node.results().begin(), node.results().end(), bf16);
+}
+
+// The ops with bf16 kernels: casts, and the products of mixed precision
+// (codegen/autocast.h).
+bool RunsOnBf16(OpKind op) {
+  return op == OpKind::kCast || op == OpKind::kMatmul || op == OpKind::kLinear;
+}
+
 absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
   for (const Node* node : graph.nodes()) {
     if (node->body() != nullptr) {
@@ -15,6 +30,10 @@ absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
     } else if (GetKernel(node->op()) == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat(compiler, ": ", OpName(node->op()), " has no eager kernel"));
+    } else if (TouchesBf16(*node) && !RunsOnBf16(node->op())) {
+      return AtSource(*node, absl::UnimplementedError(absl::StrCat(
+                                 compiler, ": ", OpName(node->op()),
+                                 " has no bf16 kernel (bf16 runs in cast, matmul and linear)")));
     }
   }
   return absl::OkStatus();

@@ -150,6 +150,7 @@ absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind, absl::Span<const
   for (const AttrSpec& spec : def.attrs) {
     const AttrValue* v = attrs.Find(spec.name);
     if (v == nullptr) {
+      if (spec.optional) continue;
       return absl::InvalidArgumentError(
           absl::StrCat(def.name, ": missing attribute '", spec.name, "'"));
     }

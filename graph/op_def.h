@@ -65,6 +65,7 @@ struct AttrSpec {
   absl::string_view name;
   AttrKind kind;
   absl::Span<const absl::string_view> choices = {};  // kEnum's values
+  bool optional = false;                             // may be absent
 };
 
 // What an op's out-variant kernel can apply to its first result before it
@@ -90,7 +91,7 @@ struct OpDef {
   OpFamily family;
   int min_inputs = 0;
   int max_inputs = 0;           // -1: variadic
-  std::vector<AttrSpec> attrs;  // every attribute is required
+  std::vector<AttrSpec> attrs;  // required unless marked optional
   uint32_t traits = kTraitNone;
   InferFn infer = nullptr;
   CostFn cost = nullptr;  // nullptr: one flop per output element, bytes of all operands

@@ -206,17 +206,17 @@ struct Compiled {
 
 absl::StatusOr<Function> CompileStages(CompilerPipeline& pipeline, const CompileOptions& options) {
   const IrOptions ir{options.decompositions};
+  const codegen::Compiler compiler = codegen::WithPrecision(options.compiler, options.precision);
   if (!options.training) {
     TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));
-    TC_ASSIGN_OR_RETURN(
-        codegen::Executable fw,
-        pipeline.inference_compile(options.compiler, (*pipeline.inference_graph())->graph));
+    TC_ASSIGN_OR_RETURN(codegen::Executable fw,
+                        pipeline.inference_compile(compiler, (*pipeline.inference_graph())->graph));
     return pipeline.make_inference_function(fw);
   }
   TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(ir));
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
                       pipeline.partition(options.partition_fn, **pipeline.joint_graph()));
-  return pipeline.compile_training(options.compiler, part);
+  return pipeline.compile_training(compiler, part);
 }
 
 absl::StatusOr<Compiled> CompileFor(nn::Module& model, const TensorTree& example_inputs,

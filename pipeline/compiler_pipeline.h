@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "autodiff/joint_graph.h"
+#include "codegen/autocast.h"
 #include "codegen/fusing_compiler.h"
 #include "codegen/interpreter.h"
 #include "graph/decompositions.h"
@@ -141,6 +142,8 @@ struct CompileOptions {
   const DecompositionTable* decompositions = nullptr;
   partition::PartitionFn partition_fn = partition::DefaultPartition;
   codegen::Compiler compiler = codegen::fusing();
+  // kBF16: products on bf16 operands, accumulated in f32 (codegen/autocast.h).
+  Precision precision = Precision::kF32;
   DynamicDims dynamic_dims;
   bool automatic_dynamic = true;
   int plan_cache_size = 8;

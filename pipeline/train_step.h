@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codegen/autocast.h"
 #include "codegen/executable.h"
 #include "codegen/fusing_compiler.h"
 #include "graph/decompositions.h"
@@ -48,6 +49,10 @@ struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
   const DecompositionTable* decompositions = nullptr;
   codegen::Compiler compiler = codegen::fusing();  // for both halves
+  // kBF16: both halves' products (matmul, linear) run on bf16 operands with
+  // f32 accumulation; parameters, gradients and optimizer state stay f32
+  // (codegen/autocast.h).
+  Precision precision = Precision::kF32;
   // Dims of the batch that are symbols from the start, by the placeholder
   // name of the (inputs, targets) leaf: {{"arg0", {0}}, {"arg1", {0}}}.
   DynamicDims dynamic_dims;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/autograd_meta.h"
+#include "runtime/bf16.h"
 #include "runtime/ops.h"
 
 namespace tc {
@@ -295,7 +296,7 @@ void PrintElement(std::ostream& os, const Tensor& t, int64_t offset) {
       os << (reinterpret_cast<const bool*>(base)[offset] ? "true" : "false");
       break;
     case DType::kBF16:
-      os << "?";
+      os << FromBf16(reinterpret_cast<const uint16_t*>(base)[offset]);
       break;
   }
 }

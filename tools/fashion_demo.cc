@@ -61,6 +61,7 @@ absl::Status Run() {
   const Tensor x = empty({batch, 1, 28, 28}), y = empty({batch}, DType::kI64);
   const TensorTree inputs = TensorTree::MakeLeaf(x);
 
+  TC_ASSIGN_OR_RETURN(const Precision precision, ParsePrecision(absl::GetFlag(FLAGS_precision)));
   // The staged pipeline, each stage on its own line.
   const Clock::time_point compile_start = Clock::now();
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, CompilerPipeline::Create(*model, inputs));
@@ -70,7 +71,9 @@ absl::Status Run() {
                       pipeline.partition(partition::MinCutPartition, joint));
   TC_ASSIGN_OR_RETURN(partition::PartitionResult save_all,
                       pipeline.partition(partition::DefaultPartition, joint));
-  TC_ASSIGN_OR_RETURN(Function step_fn, pipeline.compile_training(codegen::fusing(), part));
+  TC_ASSIGN_OR_RETURN(
+      Function step_fn,
+      pipeline.compile_training(codegen::WithPrecision(codegen::fusing(), precision), part));
   const int64_t saved_bytes = SavedBytes(part), default_bytes = SavedBytes(save_all);
   std::printf(
       "compiled in %.0f ms: joint graph %d nodes -> forward %d + backward %d; "
@@ -101,7 +104,7 @@ absl::Status Run() {
                       CompiledAccuracy(*model,
                                        std::make_shared<nn::TensorDataset>(
                                            std::vector<Tensor>{test.images, test.labels}),
-                                       x.shape(), batch));
+                                       x.shape(), batch, precision));
 
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string path = OutputPath(flag.empty() ? "tensorcut_demo.safetensors" : flag);

@@ -39,6 +39,10 @@ ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_
 ABSL_FLAG(std::string, gemm, "auto",
           "f32 matrix products on onednn, on openblas, or auto: the faster of the two, timed "
           "on the first product of each shape");
+ABSL_FLAG(std::string, precision, "f32",
+          "demo, train: f32, or bf16: matrix products on bf16 operands with f32 accumulation "
+          "(weights, gradients and optimizer state stay f32); f32 on a CPU without bf16 "
+          "instructions");
 ABSL_FLAG(int, runs, 30, "ops, bench: timed runs of each measurement; the median is printed");
 ABSL_FLAG(int, steps, 0,
           "train: stop at this step, counted from the start of training (0: after --epochs); "

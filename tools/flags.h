@@ -28,6 +28,7 @@ ABSL_DECLARE_FLAG(double, lr);
 ABSL_DECLARE_FLAG(std::string, model);
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, gemm);
+ABSL_DECLARE_FLAG(std::string, precision);
 ABSL_DECLARE_FLAG(int, steps);
 ABSL_DECLARE_FLAG(int, runs);
 

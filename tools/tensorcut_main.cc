@@ -26,6 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "codegen/autocast.h"
 #include "runtime/build_info.h"
 #include "runtime/error.h"
 #include "runtime/gemm.h"
@@ -50,13 +51,13 @@ struct Subcommand {
 
 constexpr Subcommand kSubcommands[] = {
     {"demo", "train a CNN on Fashion-MNIST for one epoch through the compiled pipeline",
-     FashionDemo, "data checkpoint batch lr threads gemm"},
+     FashionDemo, "data checkpoint batch lr threads gemm precision"},
     {"ops", "time a few f32 ops (matmul, conv2d, batch_norm, softmax) and check them", OpsDemo,
      "runs threads gemm"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
      "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
-     "resume seed data label_column features labels test_data threads gemm"},
+     "resume seed data label_column features labels test_data threads gemm precision"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget milp_seconds json dot seed"},
     {"compare",
@@ -204,6 +205,13 @@ int main(int argc, char** argv) {
   tc::SetGivenFlags(std::move(given));
   if (const absl::Status gemm = tc::SetGemmChoiceFromFlag(); !gemm.ok()) {
     std::fprintf(stderr, "tensorcut %s: --%s\n", s->name, std::string(gemm.message()).c_str());
+    return 2;
+  }
+  if (const absl::StatusOr<tc::Precision> precision =
+          tc::ParsePrecision(absl::GetFlag(FLAGS_precision));
+      !precision.ok()) {
+    std::fprintf(stderr, "tensorcut %s: --%s\n", s->name,
+                 std::string(precision.status().message()).c_str());
     return 2;
   }
   try {

@@ -480,7 +480,9 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
                       JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr, capture));
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
-  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->compile_training(codegen::fusing(), partition_));
+  TC_ASSIGN_OR_RETURN(
+      step_fn_, pipeline_->compile_training(
+                    codegen::WithPrecision(codegen::fusing(), options_.precision), partition_));
   compile_seconds_ = Seconds(start);
   return absl::OkStatus();
 }
@@ -553,8 +555,8 @@ absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
   }
   if (test_set_ == nullptr || test_set_->size() == 0) return std::optional<double>();
   spec_.module->eval();
-  absl::StatusOr<double> accuracy =
-      CompiledAccuracy(*spec_.module, test_set_, spec_.inputs.leaf().shape(), 1000);
+  absl::StatusOr<double> accuracy = CompiledAccuracy(
+      *spec_.module, test_set_, spec_.inputs.leaf().shape(), 1000, options_.precision);
   spec_.module->train();
   if (!accuracy.ok()) return accuracy.status();
   return *accuracy;
@@ -567,13 +569,14 @@ int64_t Trainer::last_batch() const {
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
 
 absl::StatusOr<double> CompiledAccuracy(nn::Module& model, std::shared_ptr<const nn::Dataset> data,
-                                        Shape input_shape, int64_t batch) {
+                                        Shape input_shape, int64_t batch, Precision precision) {
   const int64_t examples = data->size();
   input_shape[0] = std::min(batch, examples);
-  TC_ASSIGN_OR_RETURN(
-      Function eval,
-      compile(model, TensorTree::MakeLeaf(tc::empty(input_shape)),
-              {.training = false, .dynamic_dims = {{"arg", {0}}}, .automatic_dynamic = false}));
+  TC_ASSIGN_OR_RETURN(Function eval, compile(model, TensorTree::MakeLeaf(tc::empty(input_shape)),
+                                             {.training = false,
+                                              .precision = precision,
+                                              .dynamic_dims = {{"arg", {0}}},
+                                              .automatic_dynamic = false}));
   nn::DataLoader loader(std::move(data), {.batch_size = input_shape[0], .prefetch = false});
   double correct = 0;
   for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {

@@ -102,6 +102,9 @@ struct TrainOptions {
   std::string partition = "min_cut";  // partition::PartitionerByName
   double budget = 0.5;                // for partition "budget"
   std::string resume;                 // a checkpoint Save() wrote; empty: start afresh
+  // kBF16: the step's and the test pass's products in bf16 mixed precision
+  // (codegen/autocast.h).
+  Precision precision = Precision::kF32;
 };
 
 struct StepStats {
@@ -183,7 +186,8 @@ class Trainer {
 // the model's input at any batch size; the caller sets the module's mode
 // (eval, for BatchNorm's running statistics).
 absl::StatusOr<double> CompiledAccuracy(nn::Module& model, std::shared_ptr<const nn::Dataset> data,
-                                        Shape input_shape, int64_t batch);
+                                        Shape input_shape, int64_t batch,
+                                        Precision precision = Precision::kF32);
 
 }  // namespace tc
 

@@ -15,6 +15,16 @@ absl::Status RequireSameDType(absl::Span<const TensorType> inputs) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<DType> ProductDType(DType operands, const Attrs& attrs) {
+  if (!attrs.Has(kOutDTypeAttr.name)) return operands;
+  const DType out = attrs.Dtype(kOutDTypeAttr.name);
+  if (out != operands && !(out == DType::kF32 && operands == DType::kBF16)) {
+    return Invalid("out_dtype ", DTypeName(out), " of ", DTypeName(operands),
+                   " operands: expected theirs, or f32 of bf16 operands");
+  }
+  return out;
+}
+
 absl::Status RequireFloating(const TensorType& t, absl::string_view what) {
   if (!IsFloating(t.dtype)) return Invalid(what, " must be floating point, got ", t.ToString());
   return absl::OkStatus();

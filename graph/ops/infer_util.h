@@ -7,6 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "graph/attrs.h"
+#include "graph/op_def.h"
 #include "graph/shape.h"
 
 namespace tc::ops_internal {
@@ -23,6 +25,11 @@ inline std::vector<TensorType> One(DType dtype, Shape shape) {
 // An error unless every input has the same dtype; `what` names the inputs' role.
 absl::Status RequireSameDType(absl::Span<const TensorType> inputs);
 absl::Status RequireFloating(const TensorType& t, absl::string_view what);
+// A product's optional result dtype (matmul, linear): absent, its operands'
+// `operands`; f32 from bf16 operands, a mixed-precision product that
+// accumulates and writes f32 (what the autocast pass makes, codegen/autocast.h).
+inline constexpr AttrSpec kOutDTypeAttr = {"out_dtype", AttrKind::kDType, {}, true};
+absl::StatusOr<DType> ProductDType(DType operands, const Attrs& attrs);
 absl::Status RequireRank(const TensorType& t, int64_t rank, absl::string_view what);
 // An error naming the dim unless dims [first, rank) of `t` are numbers: for
 // rules that compute with those sizes (a convolution's spatial extent).

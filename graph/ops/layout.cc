@@ -8,7 +8,8 @@
 namespace tc::ops_internal {
 namespace {
 
-absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in, const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType> in,
+                                                    const Attrs& attrs) {
   const TensorType &a = in[0], &b = in[1];
   TC_RETURN_IF_ERROR(RequireSameDType(in));
   TC_RETURN_IF_ERROR(RequireFloating(a, "operands"));
@@ -25,7 +26,8 @@ absl::StatusOr<std::vector<TensorType>> InferMatmul(absl::Span<const TensorType>
   Shape out = *std::move(batch);
   out.push_back(a.shape[a.rank() - 2]);
   out.push_back(b.shape[b.rank() - 1]);
-  return One(a.dtype, std::move(out));
+  TC_ASSIGN_OR_RETURN(const DType dtype, ProductDType(a.dtype, attrs));
+  return One(dtype, std::move(out));
 }
 
 OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
@@ -34,7 +36,8 @@ OpCost MatmulCost(absl::Span<const TensorType> in, absl::Span<const TensorType> 
           static_cast<double>(in[0].bytes() + in[1].bytes() + out[0].bytes())};
 }
 
-absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in, const Attrs&) {
+absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType> in,
+                                                    const Attrs& attrs) {
   const TensorType &x = in[0], &w = in[1], &b = in[2];
   TC_RETURN_IF_ERROR(RequireSameDType(in));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
@@ -48,7 +51,8 @@ absl::StatusOr<std::vector<TensorType>> InferLinear(absl::Span<const TensorType>
   }
   Shape out = x.shape;
   out.back() = w.shape[0];
-  return One(x.dtype, std::move(out));
+  TC_ASSIGN_OR_RETURN(const DType dtype, ProductDType(x.dtype, attrs));
+  return One(dtype, std::move(out));
 }
 
 OpCost LinearCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out, const Attrs&) {
@@ -192,7 +196,7 @@ std::vector<OpDef> LayoutOpDefs() {
        OpFamily::kLayout,
        2,
        2,
-       {},
+       {kOutDTypeAttr},
        kTraitExpensive,
        &InferMatmul,
        &MatmulCost,
@@ -202,7 +206,7 @@ std::vector<OpDef> LayoutOpDefs() {
        OpFamily::kLayout,
        3,
        3,
-       {},
+       {kOutDTypeAttr},
        kTraitExpensive,
        &InferLinear,
        &LinearCost,

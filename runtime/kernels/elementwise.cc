@@ -1,8 +1,11 @@
 // Eager kernels of the elementwise family: one templated loop over broadcast,
 // strided operands (strided.h) per arity, instantiated per op with its functor
 // from elementwise_math.h.
+#include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
+#include "runtime/kernels/onednn.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
 
@@ -99,8 +102,53 @@ absl::Status PowInto(absl::Span<const Tensor> in, const Attrs& attrs,
   return absl::OkStatus();
 }
 
+// A cast between f32 and bf16 as a oneDNN reorder, which converts with the
+// CPU's bf16 instructions where it has them; false where oneDNN has no bf16
+// kernels or cannot describe the operands (a broadcast, many dims).
+bool ReorderBf16(const Tensor& x, const Tensor& out) {
+  const bool f32_bf16 = (x.dtype() == DType::kF32 && out.dtype() == DType::kBF16) ||
+                        (x.dtype() == DType::kBF16 && out.dtype() == DType::kF32);
+  constexpr int64_t kMaxDims = 6;
+  if (!f32_bf16 || !OneDnnRunsBf16() || x.numel() == 0 || x.dim() > kMaxDims) return false;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (x.strides()[d] == 0 && x.shape()[d] > 1) return false;
+  }
+  PrimitiveKey key(PrimitiveKey::kReorder);
+  key.Add(x).Add(out);
+  OneDnnPlan& plan = CachedPlan(key, [&](OneDnnPlan& p) {
+    const dnnl::memory from = p.External(0, PlainDesc(x)), to = p.External(1, PlainDesc(out));
+    p.Add(dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  });
+  plan.Run({x.raw_data(), out.raw_data()});
+  return true;
+}
+
+// bf16 holds no C++ arithmetic type: a cast to or from it goes through f32
+// (ToBf16, FromBf16), element by element over the raw 16-bit values, where
+// oneDNN's reorder does not take it.
+void CastBf16(const Tensor& x, const Tensor& out) {
+  if (ReorderBf16(x, out)) return;
+  if (x.dtype() == DType::kBF16 && out.dtype() == DType::kBF16) {
+    CopyStrided(x, out);
+  } else if (out.dtype() == DType::kBF16) {
+    VisitDType(x.dtype(), [&](auto from) {
+      Map1<decltype(from), uint16_t>(
+          x, out, [](decltype(from) v) { return ToBf16(static_cast<float>(v)); });
+    });
+  } else {
+    VisitDType(out.dtype(), [&](auto to) {
+      using To = decltype(to);
+      Map1<uint16_t, To>(x, out, [](uint16_t h) { return math::Cast<To>{}(FromBf16(h)); });
+    });
+  }
+}
+
 absl::Status CastInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> outs) {
   const Tensor& out = outs[0];
+  if (in[0].dtype() == DType::kBF16 || out.dtype() == DType::kBF16) {
+    CastBf16(in[0], out);
+    return absl::OkStatus();
+  }
   VisitDType(in[0].dtype(), [&](auto from) {
     VisitDType(out.dtype(), [&](auto to) {
       Map1<decltype(from), decltype(to)>(in[0], out, math::Cast<decltype(to)>{});

@@ -15,6 +15,9 @@
 #include "Eigen/Core"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/gemm_choice.h"
 #include "runtime/kernels/onednn.h"
@@ -81,8 +84,8 @@ Operand AlignBroadcast(const Tensor& t, int64_t rank) {
   return op;
 }
 
-// An f32 operand's memory descriptor.
-dnnl::memory::desc Desc(const Operand& op) { return PlainDesc(DType::kF32, op.shape, op.strides); }
+// An operand's memory descriptor (f32, or bf16 in a mixed-precision product).
+dnnl::memory::desc Desc(const Operand& op) { return PlainDesc(op.t.dtype(), op.shape, op.strides); }
 
 // Post-ops and the operands of the binary ones, in order.
 struct PostOps {
@@ -206,7 +209,7 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
   const dnnl::memory::desc a_md = Desc(a), b_md = Desc(b), y_md = Desc(y);
   // The matmul's src: a itself, or a row-major copy the plan reorders it into.
   const dnnl::memory::desc a_dense_md =
-      ReorderKMajorSrc(a) ? PlainDesc(DType::kF32, a.shape, ContiguousStrides(a.shape)) : a_md;
+      ReorderKMajorSrc(a) ? PlainDesc(a.t.dtype(), a.shape, ContiguousStrides(a.shape)) : a_md;
   dnnl::memory::desc bias_md;
   if (bias != nullptr) bias_md = Desc(*bias);
   const dnnl::matmul::desc desc = bias != nullptr
@@ -263,7 +266,7 @@ void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const
   PrimitiveKey key(PrimitiveKey::kMatmul);
   for (const Operand* op : {&a, &b, &y, bias}) {
     if (op == nullptr) break;
-    key.Add(op->shape).Add(op->strides);
+    key.Add(static_cast<int64_t>(op->t.dtype())).Add(op->shape).Add(op->strides);
   }
   post.AddTo(key);
   OneDnnPlan& plan =
@@ -454,6 +457,19 @@ void TinyMatmul(const Operand& a, const Operand& b, const Operand* bias, const O
   }
 }
 
+// Broadcasts `bias` into every row of y, an f32 y reading a bf16 bias
+// exactly.
+void CopyBias(const Tensor& bias, const Tensor& y) {
+  if (bias.dtype() == y.dtype()) {
+    CopyStrided(bias, y);
+    return;
+  }
+  const uint16_t* b = static_cast<const uint16_t*>(bias.raw_data());
+  float* out = y.data<float>();
+  ForEachOffset<2>(y.shape(), {y.strides(), BroadcastStrides(bias, y.shape())},
+                   [&](int64_t o, int64_t i) { out[o] = FromBf16(b[i]); });
+}
+
 // y = a b (+ bias), then `post` (f32 only), all aligned to y's rank; y is
 // contiguous, its elements unspecified before the call.
 void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
@@ -461,8 +477,12 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
   if (y.t.numel() == 0) return;
   if (a.shape.back() == 0) {  // an empty sum: y is zero plus bias
     ZeroDense(y.t);
-    if (bias != nullptr) CopyStrided(bias->t, y.t);
+    if (bias != nullptr) CopyBias(bias->t, y.t);
     if (!post.ops.empty()) OneDnnPostOps(y, post);
+    return;
+  }
+  if (a.t.dtype() == DType::kBF16) {  // mixed precision: oneDNN's bf16 kernels
+    OneDnnMatmul(a, b, bias, y, post);
     return;
   }
   VisitFloatDType(y.t.dtype(), [&](auto zero) {
@@ -480,6 +500,15 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
   });
 }
 
+// The error of a product of bf16 operands where oneDNN has no bf16 kernels
+// (below AVX-512), else OK.
+absl::Status CheckBf16Runs(absl::Span<const Tensor> in, absl::string_view op) {
+  if (in[0].dtype() != DType::kBF16 || OneDnnRunsBf16()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(op, ": bf16 operands need a CPU with AVX-512 (oneDNN has no bf16 kernels for ",
+                   OneDnnIsa(), "); this one runs f32 only"));
+}
+
 // The binary post-ops' operands, the inputs after the op's first `own`.
 absl::InlinedVector<Operand, 4> PostOpOperands(absl::Span<const Tensor> in, size_t own,
                                                int64_t rank) {
@@ -490,6 +519,7 @@ absl::InlinedVector<Operand, 4> PostOpOperands(absl::Span<const Tensor> in, size
 
 absl::Status MatmulPostOpsInto(absl::Span<const Tensor> in, const Attrs&,
                                absl::Span<const PostOp> post_ops, absl::Span<const Tensor> out) {
+  TC_RETURN_IF_ERROR(CheckBf16Runs(in, "matmul"));
   const int64_t rank = out[0].dim();
   const absl::InlinedVector<Operand, 4> operands = PostOpOperands(in, 2, rank);
   Matmul(Align(in[0], rank), Align(in[1], rank), nullptr, Align(out[0], rank),
@@ -506,6 +536,7 @@ absl::Status MatmulInto(absl::Span<const Tensor> in, const Attrs& attrs,
 // swapped) shared by every row of x (a broadcast batch operand).
 absl::Status LinearPostOpsInto(absl::Span<const Tensor> in, const Attrs&,
                                absl::Span<const PostOp> post_ops, absl::Span<const Tensor> out) {
+  TC_RETURN_IF_ERROR(CheckBf16Runs(in, "linear"));
   const Tensor &x = in[0], &w = in[1], &b = in[2];
   const int64_t rank = std::max<int64_t>(x.dim(), 2);  // x [in] is one row
   const int64_t wt_shape[] = {w.shape()[1], w.shape()[0]};

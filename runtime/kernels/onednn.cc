@@ -48,6 +48,8 @@ dnnl::memory Memory(const dnnl::memory::desc& desc, const Tensor& t) {
   return dnnl::memory(desc, Engine(), t.raw_data());
 }
 
+bool OneDnnRunsBf16() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core; }
+
 std::string OneDnnIsa() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41:

@@ -12,8 +12,12 @@ namespace tc::kernels {
 dnnl::engine& Engine();
 dnnl::stream& Stream();
 
-// oneDNN handles f32 (and later bf16); f64 runs on reference loops.
+// oneDNN handles f32 (and bf16 in mixed-precision products); f64 runs on
+// reference loops.
 inline bool OneDnnSupports(DType dtype) { return dtype == DType::kF32; }
+// Whether oneDNN has bf16 kernels here: AVX-512 and up, emulating bf16
+// where the CPU has no bf16 instructions (tc::CpuHasBf16).
+bool OneDnnRunsBf16();
 
 // A plain (strided) memory descriptor of `t`, or of `t` seen with `shape`/`strides`.
 dnnl::memory::desc PlainDesc(const Tensor& t);

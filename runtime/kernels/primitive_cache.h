@@ -46,6 +46,7 @@ class PrimitiveKey {
     kSoftmax,
     kLogSoftmax,
     kReduction,
+    kReorder,
   };
   static constexpr int kCapacity = 96;
 

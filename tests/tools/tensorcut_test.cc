@@ -26,6 +26,7 @@
 #include "partition/report.h"
 #include "partition/strategies.h"
 #include "pipeline/step_memory.h"
+#include "runtime/bf16.h"
 #include "runtime/build_info.h"
 #include "tests/npz_writer.h"
 #include "tools/training.h"
@@ -194,7 +195,7 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
           "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
           "--save_every --resume --seed --data --label_column --features --labels --test_data "
-          "--threads --gemm)\n");
+          "--threads --gemm --precision)\n");
   r = Tensorcut("partition --model linear --threads 2");
   REQUIRE(r.code == 1);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
@@ -582,6 +583,31 @@ TEST_CASE("--gemm picks the library of f32 products, and a bad name is refused b
   const Result r = Tensorcut("bench --model linear --gemm mkl");
   REQUIRE(r.code == 2);
   REQUIRE(r.err == "tensorcut bench: --gemm: expected auto, onednn or openblas, got \"mkl\"\n");
+  REQUIRE(r.out.empty());
+}
+
+TEST_CASE("--precision bf16 trains with bf16 products, and a bad name is refused before any work") {
+  const Result f32 = Tensorcut("train --model mlp --steps 2 --batch 32");
+  const Result bf16 = Tensorcut("train --model mlp --steps 2 --batch 32 --precision bf16");
+  REQUIRE(f32.code == 0);
+  REQUIRE(bf16.code == 0);
+  auto loss = [](const std::string& out) {
+    const size_t at = out.find("\nstep 2/2 loss ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(out.substr(at + std::strlen("\nstep 2/2 loss ")));
+  };
+  // bf16's 8 significant bits: within 2% after two steps.
+  CHECK(loss(bf16.out) == Approx(loss(f32.out)).epsilon(2e-2));
+  if (CpuHasBf16()) {
+    CHECK(Contains(bf16.out,
+                   "\nprecision bf16: matmul and linear on bf16 operands, accumulated in f32\n"));
+  } else {
+    CHECK(Contains(bf16.err, "tensorcut: bf16 precision: this CPU has no bf16 instructions"));
+    CHECK(loss(bf16.out) == loss(f32.out));
+  }
+  const Result r = Tensorcut("train --model mlp --precision f16");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "tensorcut train: --precision: expected f32 or bf16, got \"f16\"\n");
   REQUIRE(r.out.empty());
 }
 

@@ -1,0 +1,50 @@
+// Mixed precision. The autocast pass, a lowering pass, runs every f32
+// product (matmul, linear) on bf16 operands with f32 accumulation and an f32
+// result, as torch.autocast does on CPU; every other op (reductions, norms,
+// softmax, losses, the optimizer's update) stays f32, and so do the graph's
+// inputs and outputs: a parameter's master copy and its gradient are f32.
+//
+//   %y: f32[8,32] = linear(%x, %w, %b)
+//     ->
+//   %x_bf16: bf16[8,16] = cast(%x) {dtype=bf16}
+//   %w_bf16: bf16[32,16] = cast(%w) {dtype=bf16}
+//   %b_bf16: bf16[32] = cast(%b) {dtype=bf16}
+//   %y: f32[8,32] = linear(%x_bf16, %w_bf16, %b_bf16) {out_dtype=f32}
+//
+// A value several products read is cast once, just before the first. A
+// backward's products are cast the same way: the pass runs on each compiled
+// graph after partitioning, so the partition saves f32 values.
+//
+//   codegen::Compiler bf16 = codegen::WithPrecision(codegen::fusing(), Precision::kBF16);
+#ifndef TENSORCUT_CODEGEN_AUTOCAST_H_
+#define TENSORCUT_CODEGEN_AUTOCAST_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "codegen/executable.h"
+#include "graph/pass.h"
+
+namespace tc {
+
+// The precision a compiled program computes its products in.
+enum class Precision { kF32, kBF16 };
+
+// "f32", "bf16".
+absl::string_view PrecisionName(Precision precision);
+// The inverse: `precision: expected f32 or bf16, got "f16"` for another name.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view name);
+
+namespace codegen {
+
+// "autocast-bf16".
+Pass AutocastBf16();
+
+// `inner` that runs the autocast pass first under kBF16 (kF32: `inner`
+// itself). On a CPU without bf16 instructions (tc::CpuHasBf16) it says so
+// on stderr, once per process, and is `inner`: products run f32.
+Compiler WithPrecision(Compiler inner, Precision precision);
+
+}  // namespace codegen
+}  // namespace tc
+
+#endif  // TENSORCUT_CODEGEN_AUTOCAST_H_
