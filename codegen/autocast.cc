@@ -27,9 +27,23 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
 namespace codegen {
 namespace {
 
-// A product the pass casts: matmul or linear of f32 operands, not yet mixed.
+// The ops the pass casts: products of matrices and convolutions.
+bool IsProduct(OpKind op) {
+  switch (op) {
+    case OpKind::kMatmul:
+    case OpKind::kLinear:
+    case OpKind::kConv2d:
+    case OpKind::kConv2dBackwardData:
+    case OpKind::kConv2dBackwardWeight:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A product of f32 operands, not yet mixed.
 bool IsF32Product(const Node& node) {
-  if (node.op() != OpKind::kMatmul && node.op() != OpKind::kLinear) return false;
+  if (!IsProduct(node.op())) return false;
   if (node.attrs().Has("out_dtype")) return false;
   for (const Value* in : node.inputs()) {
     if (in->type().dtype != DType::kF32) return false;

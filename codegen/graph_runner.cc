@@ -20,7 +20,17 @@ bool TouchesBf16(const Node& node) {
 // The ops with bf16 kernels: casts, and the products of mixed precision
 // (codegen/autocast.h).
 bool RunsOnBf16(OpKind op) {
-  return op == OpKind::kCast || op == OpKind::kMatmul || op == OpKind::kLinear;
+  switch (op) {
+    case OpKind::kCast:
+    case OpKind::kMatmul:
+    case OpKind::kLinear:
+    case OpKind::kConv2d:
+    case OpKind::kConv2dBackwardData:
+    case OpKind::kConv2dBackwardWeight:
+      return true;
+    default:
+      return false;
+  }
 }
 
 absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
@@ -31,9 +41,10 @@ absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
       return absl::UnimplementedError(
           absl::StrCat(compiler, ": ", OpName(node->op()), " has no eager kernel"));
     } else if (TouchesBf16(*node) && !RunsOnBf16(node->op())) {
-      return AtSource(*node, absl::UnimplementedError(absl::StrCat(
-                                 compiler, ": ", OpName(node->op()),
-                                 " has no bf16 kernel (bf16 runs in cast, matmul and linear)")));
+      return AtSource(
+          *node, absl::UnimplementedError(absl::StrCat(
+                     compiler, ": ", OpName(node->op()),
+                     " has no bf16 kernel (bf16 runs in cast, matmul, linear and convolutions)")));
     }
   }
   return absl::OkStatus();

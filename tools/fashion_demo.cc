@@ -77,9 +77,10 @@ absl::Status Run() {
   const int64_t saved_bytes = SavedBytes(part), default_bytes = SavedBytes(save_all);
   std::printf(
       "compiled in %.0f ms: joint graph %d nodes -> forward %d + backward %d; "
-      "%zu values (%.2f MB) saved for backward\n",
+      "%zu values (%.2f MB) saved for backward\n%s",
       1e3 * Seconds(compile_start), joint.graph.num_nodes(), part.forward.num_nodes(),
-      part.backward.num_nodes(), part.saved.size(), saved_bytes / 1e6);
+      part.backward.num_nodes(), part.saved.size(), saved_bytes / 1e6,
+      PrecisionLine(precision).c_str());
 
   nn::Adam optimizer(model->named_parameters(), absl::GetFlag(FLAGS_lr));
   const int64_t steps = train.labels.numel() / batch;

@@ -18,7 +18,6 @@
 #include "base/status_macros.h"
 #include "nn/checkpoint.h"
 #include "partition/report.h"
-#include "runtime/bf16.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
@@ -129,9 +128,7 @@ absl::Status Run() {
       "%zu values (%.2f MB) saved for backward\n",
       1e3 * t.compile_seconds(), options.partition.c_str(), t.joint().graph.num_nodes(),
       report.fw_nodes, report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
-  if (options.precision == Precision::kBF16 && CpuHasBf16()) {
-    std::printf("precision bf16: matmul and linear on bf16 operands, accumulated in f32\n");
-  }
+  std::printf("%s", PrecisionLine(options.precision).c_str());
   if (!options.resume.empty()) {
     std::printf("resumed from %s at step %lld (epoch %.2f)\n", options.resume.c_str(),
                 static_cast<long long>(t.step()), Epochs(t));

@@ -18,6 +18,7 @@
 #include "nn/data/data_loader.h"
 #include "nn/data/npy.h"
 #include "partition/strategies.h"
+#include "runtime/bf16.h"
 #include "runtime/error.h"
 #include "runtime/random.h"
 #include "tools/cli.h"
@@ -567,6 +568,11 @@ int64_t Trainer::last_batch() const {
 }
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }
+
+std::string PrecisionLine(Precision precision) {
+  if (precision != Precision::kBF16 || !CpuHasBf16()) return "";
+  return "precision bf16: matmul, linear and convolutions on bf16 operands, accumulated in f32\n";
+}
 
 absl::StatusOr<double> CompiledAccuracy(nn::Module& model, std::shared_ptr<const nn::Dataset> data,
                                         Shape input_shape, int64_t batch, Precision precision) {

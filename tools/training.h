@@ -180,6 +180,11 @@ class Trainer {
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };
 
+// What `demo` and `train` print under --precision bf16 where bf16 runs
+// ("precision bf16: ...\n"); empty for f32 and on a CPU without bf16
+// instructions (codegen::WithPrecision reports that itself).
+std::string PrecisionLine(Precision precision);
+
 // The fraction of `data`'s examples (inputs, class labels) `model`
 // classifies right, through one compiled inference function (the batch dim
 // a symbol) over batches of `batch`, the last one smaller. `input_shape` is

@@ -71,15 +71,20 @@ absl::StatusOr<Shape> ConvOutShape(const TensorType& x, const TensorType& w, con
 absl::StatusOr<std::vector<TensorType>> InferConv(absl::Span<const TensorType> in,
                                                   const Attrs& attrs) {
   TC_ASSIGN_OR_RETURN(Shape out, ConvOutShape(in[0], in[1], attrs));
+  TC_ASSIGN_OR_RETURN(const DType dtype, ProductDType(in[0].dtype, attrs));
   if (in.size() == 3) {
+    // A mixed-precision convolution's bias is of its operands' dtype or its
+    // result's (a bias add folded in after the autocast pass).
     const int64_t channels = in[1].shape[0];
     const Shape& b = in[2].shape;
-    if (in[2].dtype != in[0].dtype || (b != Shape{channels} && b != Shape{1, channels, 1, 1})) {
-      return Invalid("bias must be ", DTypeName(in[0].dtype), "[", channels, "] or ",
-                     DTypeName(in[0].dtype), "[1,", channels, ",1,1], got ", in[2].ToString());
+    const DType bias = in[2].dtype;
+    if ((bias != in[0].dtype && bias != dtype) ||
+        (b != Shape{channels} && b != Shape{1, channels, 1, 1})) {
+      return Invalid("bias must be ", DTypeName(dtype), "[", channels, "] or ", DTypeName(dtype),
+                     "[1,", channels, ",1,1], got ", in[2].ToString());
     }
   }
-  return One(in[0].dtype, std::move(out));
+  return One(dtype, std::move(out));
 }
 
 // conv2d_backward_data(grad, w){input_shape}: grad must be what conv2d gives.
@@ -91,7 +96,8 @@ absl::StatusOr<std::vector<TensorType>> InferConvBackwardData(absl::Span<const T
     return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
                    ShapeToString(out));
   }
-  return One(x.dtype, x.shape);
+  TC_ASSIGN_OR_RETURN(const DType dtype, ProductDType(x.dtype, attrs));
+  return One(dtype, x.shape);
 }
 
 // conv2d_backward_weight(grad, x){weight_shape}.
@@ -103,7 +109,8 @@ absl::StatusOr<std::vector<TensorType>> InferConvBackwardWeight(absl::Span<const
     return Invalid("grad ", in[0].ToString(), " does not match the conv output ",
                    ShapeToString(out));
   }
-  return One(w.dtype, w.shape);
+  TC_ASSIGN_OR_RETURN(const DType dtype, ProductDType(w.dtype, attrs));
+  return One(dtype, w.shape);
 }
 
 OpCost ConvCost(absl::Span<const TensorType> in, absl::Span<const TensorType> out,
@@ -298,6 +305,7 @@ OpCost PoolCost(absl::Span<const TensorType> in, absl::Span<const TensorType> ou
 std::vector<OpDef> NnOpDefs() {
   const std::vector<AttrSpec> conv = {{"dilation", AttrKind::kInts},
                                       {"groups", AttrKind::kInt},
+                                      kOutDTypeAttr,
                                       {"padding", AttrKind::kInts},
                                       {"stride", AttrKind::kInts}};
   std::vector<AttrSpec> conv_data = conv, conv_weight = conv;

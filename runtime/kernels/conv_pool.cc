@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "graph/op_attrs.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/onednn.h"
@@ -45,10 +46,13 @@ int64_t Offset(const std::vector<int64_t>& strides, int64_t n, int64_t c, int64_
   return n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
 }
 
-// Whether oneDNN runs this call: f32 with no zero-size operand.
+// Whether oneDNN runs this call: f32, or bf16 in a mixed-precision
+// convolution, with no zero-size operand.
 bool UseOneDnn(std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands) {
-    if (!OneDnnSupports(t->dtype()) || t->numel() == 0) return false;
+    if (!(OneDnnSupports(t->dtype()) || t->dtype() == DType::kBF16) || t->numel() == 0) {
+      return false;
+    }
   }
   return true;
 }
@@ -61,8 +65,17 @@ memory::desc AnyLayout(const memory::desc& plain) {
 
 // The rank-4 `t`'s shape in a dense layout: NHWC when `channels_last`, else NCHW.
 memory::desc DenseDesc(const Tensor& t, bool channels_last) {
-  return memory::desc(memory::dims(t.shape().begin(), t.shape().end()), memory::data_type::f32,
+  return memory::desc(memory::dims(t.shape().begin(), t.shape().end()), PlainDesc(t).data_type(),
                       channels_last ? memory::format_tag::nhwc : memory::format_tag::nchw);
+}
+
+// `d`'s shape and layout (its strides, or any) holding elements of `type`.
+memory::desc WithType(const memory::desc& d, memory::data_type type) {
+  if (d.data_type() == type) return d;
+  if (d.data.format_kind != dnnl_blocked)
+    return memory::desc(d.dims(), type, memory::format_tag::any);
+  const dnnl_dims_t& strides = d.data.format_desc.blocking.strides;
+  return memory::desc(d.dims(), type, memory::dims(strides, strides + d.data.ndims));
 }
 
 // ---- plans
@@ -185,12 +198,20 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
                                                           : dnnl::prop_kind::forward_training;
   const dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
   const memory::desc bd =
-      bias.defined() ? PlainDesc(DType::kF32, {y.shape()[1]}, {1}) : memory::desc();
+      bias.defined() ? PlainDesc(bias.dtype(), {y.shape()[1]}, {1}) : memory::desc();
+  // A backward pass's forward (the hint its primitive is made from) is the
+  // convolution of its operands' dtype: bf16 throughout for a mixed-precision
+  // pass writing f32.
+  const memory::data_type operands =
+      PlainDesc(pass == ConvPass::kBackwardWeight ? x : w).data_type();
+  const bool hint = pass != ConvPass::kForward;
+  const memory::desc fx = hint ? WithType(xa, operands) : xa,
+                     fy = hint ? WithType(ya, operands) : ya;
+  const memory::desc fw = WithType(AnyLayout(wd), operands);
   const dnnl::convolution_forward::primitive_desc fwd(
-      bias.defined() ? dnnl::convolution_forward::desc(prop, alg, xa, AnyLayout(wd), bd, ya, stride,
-                                                       dilation, pad, pad)
-                     : dnnl::convolution_forward::desc(prop, alg, xa, AnyLayout(wd), ya, stride,
-                                                       dilation, pad, pad),
+      bias.defined()
+          ? dnnl::convolution_forward::desc(prop, alg, fx, fw, bd, fy, stride, dilation, pad, pad)
+          : dnnl::convolution_forward::desc(prop, alg, fx, fw, fy, stride, dilation, pad, pad),
       Engine());
   switch (pass) {
     case ConvPass::kForward: {
@@ -254,6 +275,7 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
 // expand's, is made so first).
 absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
                         absl::Span<const Tensor> out) {
+  TC_RETURN_IF_ERROR(CheckBf16Runs(in, "conv2d"));
   Conv(ConvPass::kForward, in[0], in[1], out[0], Conv2dOptionsOf(attrs),
        in.size() > 2 ? in[2].contiguous() : Tensor());
   return absl::OkStatus();
@@ -262,6 +284,7 @@ absl::Status Conv2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
 // conv2d_backward_data(grad, w){input_shape} -> dL/dx.
 absl::Status Conv2dBackwardDataInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                     absl::Span<const Tensor> out) {
+  TC_RETURN_IF_ERROR(CheckBf16Runs(in, "conv2d_backward_data"));
   Conv(ConvPass::kBackwardData, out[0], in[1], in[0], Conv2dOptionsOf(attrs));
   return absl::OkStatus();
 }
@@ -269,6 +292,7 @@ absl::Status Conv2dBackwardDataInto(absl::Span<const Tensor> in, const Attrs& at
 // conv2d_backward_weight(grad, x){weight_shape} -> dL/dw.
 absl::Status Conv2dBackwardWeightInto(absl::Span<const Tensor> in, const Attrs& attrs,
                                       absl::Span<const Tensor> out) {
+  TC_RETURN_IF_ERROR(CheckBf16Runs(in, "conv2d_backward_weight"));
   Conv(ConvPass::kBackwardWeight, in[1], out[0], in[0], Conv2dOptionsOf(attrs));
   return absl::OkStatus();
 }

@@ -17,7 +17,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/gemm_choice.h"
 #include "runtime/kernels/onednn.h"
@@ -457,19 +456,6 @@ void TinyMatmul(const Operand& a, const Operand& b, const Operand* bias, const O
   }
 }
 
-// Broadcasts `bias` into every row of y, an f32 y reading a bf16 bias
-// exactly.
-void CopyBias(const Tensor& bias, const Tensor& y) {
-  if (bias.dtype() == y.dtype()) {
-    CopyStrided(bias, y);
-    return;
-  }
-  const uint16_t* b = static_cast<const uint16_t*>(bias.raw_data());
-  float* out = y.data<float>();
-  ForEachOffset<2>(y.shape(), {y.strides(), BroadcastStrides(bias, y.shape())},
-                   [&](int64_t o, int64_t i) { out[o] = FromBf16(b[i]); });
-}
-
 // y = a b (+ bias), then `post` (f32 only), all aligned to y's rank; y is
 // contiguous, its elements unspecified before the call.
 void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
@@ -477,7 +463,7 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
   if (y.t.numel() == 0) return;
   if (a.shape.back() == 0) {  // an empty sum: y is zero plus bias
     ZeroDense(y.t);
-    if (bias != nullptr) CopyBias(bias->t, y.t);
+    if (bias != nullptr) CopyStrided(bias->t, y.t);
     if (!post.ops.empty()) OneDnnPostOps(y, post);
     return;
   }
@@ -498,15 +484,6 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
       EigenMatmul<T>(a, b, bias, y);
     }
   });
-}
-
-// The error of a product of bf16 operands where oneDNN has no bf16 kernels
-// (below AVX-512), else OK.
-absl::Status CheckBf16Runs(absl::Span<const Tensor> in, absl::string_view op) {
-  if (in[0].dtype() != DType::kBF16 || OneDnnRunsBf16()) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(op, ": bf16 operands need a CPU with AVX-512 (oneDNN has no bf16 kernels for ",
-                   OneDnnIsa(), "); this one runs f32 only"));
 }
 
 // The binary post-ops' operands, the inputs after the op's first `own`.

@@ -50,6 +50,22 @@ dnnl::memory Memory(const dnnl::memory::desc& desc, const Tensor& t) {
 
 bool OneDnnRunsBf16() { return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core; }
 
+absl::Status CheckBf16Runs(absl::Span<const Tensor> in, absl::string_view op) {
+  if (in[0].dtype() != DType::kBF16) return absl::OkStatus();
+  if (!OneDnnRunsBf16()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(op, ": bf16 operands need a CPU with AVX-512 (oneDNN has no bf16 kernels for ",
+                     OneDnnIsa(), "); this one runs f32 only"));
+  }
+  for (const Tensor& t : in) {
+    if (t.numel() == 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(op, ": bf16 operands with no elements, ", t.type().ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string OneDnnIsa() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41:

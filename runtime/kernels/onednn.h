@@ -4,6 +4,8 @@
 #ifndef TENSORCUT_RUNTIME_KERNELS_ONEDNN_H_
 #define TENSORCUT_RUNTIME_KERNELS_ONEDNN_H_
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/tensor.h"
 
@@ -18,6 +20,10 @@ inline bool OneDnnSupports(DType dtype) { return dtype == DType::kF32; }
 // Whether oneDNN has bf16 kernels here: AVX-512 and up, emulating bf16
 // where the CPU has no bf16 instructions (tc::CpuHasBf16).
 bool OneDnnRunsBf16();
+// The error of `op` on bf16 operands (`in[0]` bf16) where oneDNN has no
+// bf16 kernels, or of bf16 operands with no elements (which no kernel
+// takes); else OK.
+absl::Status CheckBf16Runs(absl::Span<const Tensor> in, absl::string_view op);
 
 // A plain (strided) memory descriptor of `t`, or of `t` seen with `shape`/`strides`.
 dnnl::memory::desc PlainDesc(const Tensor& t);

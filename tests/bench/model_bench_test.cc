@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
+#include "runtime/bf16.h"
 
 namespace tc::bench {
 namespace {
@@ -51,7 +52,14 @@ TEST_CASE("a run on `linear` fills every field, consistently") {
   };
   absl::StatusOr<ModelBenchResult> r = RunModelBench(options);
   REQUIRE(r.ok());
-  CHECK(compiled_graphs == 3);  // function forward and backward, inference forward
+  // Function forward and backward, inference forward; and the bf16
+  // inference forward where the CPU runs bf16.
+  CHECK(compiled_graphs == (CpuHasBf16() ? 4 : 3));
+  CHECK(r->bf16 == CpuHasBf16());
+  if (r->bf16) {
+    CHECK(r->bf16_step.min_ms > 0);
+    CHECK(r->bf16_inference.min_ms > 0);
+  }
   CHECK(r->model == "linear");
   CHECK(r->threads == 1);
   CHECK(r->runs == 3);
@@ -97,6 +105,9 @@ ModelBenchResult Example() {
   r.compiled_inference = {1, 0.5, 2};
   r.eager_inference = {3, 2.5, 4};
   r.matmul = {1.25, 1, 1.5};
+  r.bf16 = true;
+  r.bf16_step = {2, 1.5, 3};
+  r.bf16_inference = {0.5, 0.25, 1};
   r.matmul_size = 512;
   r.step_gflop = 0.5;
   r.gflops = 125;
@@ -109,7 +120,7 @@ TEST_CASE("the JSON object has every field, on one line") {
   const std::string json = FormatJson(Example());
   CHECK(
       json ==
-      R"({"model": "mlp", "threads": 2, "runs": 30, )"
+      R"({"model": "mlp", "threads": 2, "runs": 30, "bf16": true, )"
       R"("compiled_step_ms": 4, "compiled_step_min_ms": 3.5, "compiled_step_p90_ms": 5, )"
       R"("function_step_ms": 5, "function_step_min_ms": 4.5, "function_step_p90_ms": 6, )"
       R"("interpreter_step_ms": 4.5, "interpreter_step_min_ms": 4, "interpreter_step_p90_ms": 6, )"
@@ -118,7 +129,10 @@ TEST_CASE("the JSON object has every field, on one line") {
       R"("compiled_inference_ms": 1, "compiled_inference_min_ms": 0.5, )"
       R"("compiled_inference_p90_ms": 2, )"
       R"("eager_inference_ms": 3, "eager_inference_min_ms": 2.5, "eager_inference_p90_ms": 4, )"
-      R"("matmul_ms": 1.25, "matmul_min_ms": 1, "matmul_p90_ms": 1.5, "matmul_size": 512, )"
+      R"("matmul_ms": 1.25, "matmul_min_ms": 1, "matmul_p90_ms": 1.5, )"
+      R"("bf16_step_ms": 2, "bf16_step_min_ms": 1.5, "bf16_step_p90_ms": 3, )"
+      R"("bf16_inference_ms": 0.5, "bf16_inference_min_ms": 0.25, "bf16_inference_p90_ms": 1, )"
+      R"("matmul_size": 512, )"
       R"("step_gflop": 0.5, "gflops": 125, "matmul_peak_gflops": 250, "peak_fraction": 0.5})");
 }
 
@@ -130,10 +144,21 @@ TEST_CASE("the table shows medians and the ratios to compiled") {
         "median ms of 30 runs on 2 threads; x/c: x's time over compiled's; "
         "peak: a 512^3 f32 matmul");
   // eager/compiled 10/4 = 2.50, interpreter/compiled 4.5/4 = 1.12 (1.125 rounds
-  // to even), inference 3/1 = 3.00; 125 GFLOP/s is 50% of 250.
-  CHECK(lines[3] ==
-        "mlp              4.000     5.000     4.500    10.000   2.50   1.12 |     1.000     3.000"
-        "   3.00 |      0.5      125    250.0    50%     20.0");
+  // to even), compiled/bf16 4/2 = 2.00, inference 3/1 = 3.00 and 1/0.5 = 2.00;
+  // 125 GFLOP/s is 50% of 250.
+  CHECK(
+      lines[3] ==
+      "mlp              4.000     5.000     4.500    10.000   2.50   1.12     2.000   2.00 |"
+      "     1.000     3.000   3.00     0.500   2.00 |      0.5      125    250.0    50%     20.0");
+  // Without bf16 instructions, its columns say so.
+  ModelBenchResult f32_only = Example();
+  f32_only.bf16 = false;
+  const std::vector<std::string> f32_lines =
+      absl::StrSplit(FormatTable({f32_only}), '\n', absl::SkipEmpty());
+  CHECK(
+      f32_lines[3] ==
+      "mlp              4.000     5.000     4.500    10.000   2.50   1.12         -      - |"
+      "     1.000     3.000   3.00         -      - |      0.5      125    250.0    50%     20.0");
 }
 
 TEST_CASE("RunAndPrint --json prints one object per model") {

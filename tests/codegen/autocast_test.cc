@@ -49,6 +49,35 @@ TEST_CASE("autocast runs f32 products on bf16 operands, each operand cast once")
         "  return (%z, %t)\n}\n");
 }
 
+TEST_CASE("autocast casts a convolution's operands and its backward ops' too") {
+  const std::string conv = "dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]";
+  const auto [text, changed] = Autocast(
+      "graph(%x: f32[2,3,5,5], %w: f32[4,3,3,3], %g: f32[2,4,5,5]) {\n"
+      "  %y: f32[2,4,5,5] = conv2d(%x, %w) {" +
+      conv +
+      "}\n"
+      "  %dx: f32[2,3,5,5] = conv2d_backward_data(%g, %w) {" +
+      conv +
+      ", input_shape=[2,3,5,5]}\n"
+      "  %dw: f32[4,3,3,3] = conv2d_backward_weight(%g, %x) {" +
+      conv +
+      ", weight_shape=[4,3,3,3]}\n"
+      "  return (%y, %dx, %dw)\n}\n");
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[2,3,5,5], %w: f32[4,3,3,3], %g: f32[2,4,5,5]) {\n"
+        "  %x_bf16: bf16[2,3,5,5] = cast(%x) {dtype=bf16}\n"
+        "  %w_bf16: bf16[4,3,3,3] = cast(%w) {dtype=bf16}\n"
+        "  %y: f32[2,4,5,5] = conv2d(%x_bf16, %w_bf16) {dilation=[1,1], groups=1, "
+        "out_dtype=f32, padding=[1,1], stride=[1,1]}\n"
+        "  %g_bf16: bf16[2,4,5,5] = cast(%g) {dtype=bf16}\n"
+        "  %dx: f32[2,3,5,5] = conv2d_backward_data(%g_bf16, %w_bf16) {dilation=[1,1], groups=1, "
+        "input_shape=[2,3,5,5], out_dtype=f32, padding=[1,1], stride=[1,1]}\n"
+        "  %dw: f32[4,3,3,3] = conv2d_backward_weight(%g_bf16, %x_bf16) {dilation=[1,1], "
+        "groups=1, out_dtype=f32, padding=[1,1], stride=[1,1], weight_shape=[4,3,3,3]}\n"
+        "  return (%y, %dx, %dw)\n}\n");
+}
+
 TEST_CASE("autocast leaves f64 products, mixed ones and every other op") {
   const std::string in =
       "graph(%a: f64[4,4], %x: bf16[4,4], %w: bf16[4,4]) {\n"
@@ -85,7 +114,8 @@ TEST_CASE("bf16 values run only in casts and products") {
     const absl::StatusOr<Executable> exe = compiler(g);
     REQUIRE(!exe.ok());
     CHECK_THAT(std::string(exe.status().message()),
-               Catch::Contains("add has no bf16 kernel (bf16 runs in cast, matmul and linear)"));
+               Catch::Contains(
+                   "add has no bf16 kernel (bf16 runs in cast, matmul, linear and convolutions)"));
   }
 }
 
@@ -141,6 +171,45 @@ TEST_CASE("a bf16 product accumulates in f32: the f32 product of the rounded ope
   REQUIRE(p.ok());
   CHECK(testing::CompareTensors(
             (*p)[0], matmul(RoundedToBf16(x), permute(RoundedToBf16(w), {1, 0})), 1e-5, 1e-5)
+            .empty());
+}
+
+TEST_CASE("bf16 convolutions accumulate in f32, forward and backward") {
+  if (!kernels::OneDnnRunsBf16()) return;  // the error path: the linear case above
+  const Tensor x = testing::Random({2, 6, 7, 7}, DType::kF32, 5);
+  const Tensor w = testing::Random({4, 3, 3, 3}, DType::kF32, 6);  // two groups
+  const Conv2dOptions o{.stride = {1, 2}, .padding = {1, 0}, .groups = 2};
+  const Tensor y = conv2d(x, w, o);
+  const Tensor g = testing::Random(y.shape(), DType::kF32, 7);
+  Attrs mixed{{"stride", std::vector<int64_t>{1, 2}},
+              {"padding", std::vector<int64_t>{1, 0}},
+              {"dilation", std::vector<int64_t>{1, 1}},
+              {"groups", int64_t{2}},
+              {"out_dtype", DType::kF32}};
+  auto bf16 = [](const Tensor& t) { return cast(t, DType::kBF16); };
+  const absl::StatusOr<TensorList> fwd =
+      RunKernel(OpKind::kConv2d, {bf16(x), bf16(w)}, mixed, {{DType::kF32, y.shape()}});
+  REQUIRE(fwd.ok());
+  CHECK(
+      testing::CompareTensors((*fwd)[0], conv2d(RoundedToBf16(x), RoundedToBf16(w), o), 1e-5, 1e-5)
+          .empty());
+  Attrs data = mixed;
+  data.Set("input_shape", x.shape());
+  const absl::StatusOr<TensorList> dx =
+      RunKernel(OpKind::kConv2dBackwardData, {bf16(g), bf16(w)}, data, {{DType::kF32, x.shape()}});
+  REQUIRE(dx.ok());
+  CHECK(testing::CompareTensors(
+            (*dx)[0], conv2d_backward_data(RoundedToBf16(g), RoundedToBf16(w), x.shape(), o), 1e-5,
+            1e-5)
+            .empty());
+  Attrs weight = mixed;
+  weight.Set("weight_shape", w.shape());
+  const absl::StatusOr<TensorList> dw = RunKernel(OpKind::kConv2dBackwardWeight, {bf16(g), bf16(x)},
+                                                  weight, {{DType::kF32, w.shape()}});
+  REQUIRE(dw.ok());
+  CHECK(testing::CompareTensors(
+            (*dw)[0], conv2d_backward_weight(RoundedToBf16(g), RoundedToBf16(x), w.shape(), o),
+            1e-5, 1e-5)
             .empty());
 }
 

@@ -231,5 +231,38 @@ TEST_CASE("a view with channels-last strides is followed like a channels-last va
         "}\n");
 }
 
+TEST_CASE("a cast to bf16 between convolutions follows its input's layout") {
+  // The autocast pass's casts run as kernels of their own (no fused pass
+  // takes bf16): the bf16 copy of a channels-last activation is
+  // channels-last too, as the next convolution reads it.
+  const std::string conv = "{dilation=[1,1], groups=1, out_dtype=f32, padding=[1,1], stride=[1,1]}";
+  const std::string in =
+      "graph(%x: bf16[2,4,5,5], %w: bf16[4,4,3,3]) {\n"
+      "  %y: f32[2,4,5,5] = conv2d(%x, %w) " +
+      conv +
+      "\n"
+      "  %r: f32[2,4,5,5] = relu(%y)\n"
+      "  %h: bf16[2,4,5,5] = cast(%r) {dtype=bf16}\n"
+      "  %z: f32[2,4,5,5] = conv2d(%h, %w) " +
+      conv +
+      "\n"
+      "  return (%z)\n"
+      "}\n";
+  CompileOptions options;
+  options.free_outputs_from = 0;
+  CHECK(testing::RunOnText(in, {AssignLayouts(options)}).first ==
+        "graph(%x: bf16[2,4,5,5], %w: bf16[4,4,3,3]) {\n"
+        "  %y: f32[2,4,5,5]:nhwc = conv2d(%x, %w) " +
+            conv +
+            "\n"
+            "  %r: f32[2,4,5,5]:nhwc = relu(%y)\n"
+            "  %h: bf16[2,4,5,5]:nhwc = cast(%r) {dtype=bf16}\n"
+            "  %z: f32[2,4,5,5]:nhwc = conv2d(%h, %w) " +
+            conv +
+            "\n"
+            "  return (%z)\n"
+            "}\n");
+}
+
 }  // namespace
 }  // namespace tc::codegen

@@ -600,7 +600,8 @@ TEST_CASE("--precision bf16 trains with bf16 products, and a bad name is refused
   CHECK(loss(bf16.out) == Approx(loss(f32.out)).epsilon(2e-2));
   if (CpuHasBf16()) {
     CHECK(Contains(bf16.out,
-                   "\nprecision bf16: matmul and linear on bf16 operands, accumulated in f32\n"));
+                   "\nprecision bf16: matmul, linear and convolutions on bf16 operands, "
+                   "accumulated in f32\n"));
   } else {
     CHECK(Contains(bf16.err, "tensorcut: bf16 precision: this CPU has no bf16 instructions"));
     CHECK(loss(bf16.out) == loss(f32.out));
