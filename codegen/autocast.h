@@ -1,8 +1,9 @@
 // Mixed precision. The autocast pass, a lowering pass, runs every f32
 // product (matmul, linear, conv2d and its backward ops) on bf16 operands with
-// f32 accumulation and an f32 result, as torch.autocast does on CPU; every other op (reductions, norms,
-// softmax, losses, the optimizer's update) stays f32, and so do the graph's
-// inputs and outputs: a parameter's master copy and its gradient are f32.
+// f32 accumulation and an f32 result, as torch.autocast does on CPU; every
+// other op (reductions, norms, softmax, losses, the optimizer's update) stays
+// f32, and so do the graph's inputs and outputs: a parameter's master copy
+// and its gradient are f32.
 //
 //   %y: f32[8,32] = linear(%x, %w, %b)
 //     ->
