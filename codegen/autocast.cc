@@ -41,36 +41,92 @@ bool IsProduct(OpKind op) {
   }
 }
 
-// A product of f32 operands, not yet mixed.
-bool IsF32Product(const Node& node) {
+// A product of f32 operands, not yet mixed, of at least `min_flops`.
+bool IsF32Product(const Node& node, double min_flops) {
   if (!IsProduct(node.op())) return false;
   if (node.attrs().Has("out_dtype")) return false;
-  for (const Value* in : node.inputs()) {
-    if (in->type().dtype != DType::kF32) return false;
+  std::vector<TensorType> in, out;
+  for (const Value* v : node.inputs()) {
+    if (v->type().dtype != DType::kF32) return false;
+    in.push_back(v->type());
   }
-  return true;
+  for (const Value* v : node.results()) out.push_back(v->type());
+  return EstimateCost(node.op(), in, out, node.attrs()).flops >= min_flops;
 }
 
-absl::StatusOr<bool> Run(Graph& graph) {
-  absl::flat_hash_map<Value*, Value*> bf16_of;  // an f32 operand's cast
+// Whether `v` is a permute or expand of another value: a view that is never a
+// copy, which reads its base's elements in another order.
+bool IsReorderingView(const Value* v) {
+  const Node* p = v->producer();
+  return p != nullptr && (p->op() == OpKind::kPermute || p->op() == OpKind::kExpand);
+}
+
+// The bf16 values of the f32 values products read, each made once, just
+// before the product that first needs it. A permute or expand of a value
+// (a weight gradient's g^T, attention's k^T) is made as the same view of the
+// value's cast: a cast of the dense value and then a view is one fast pass,
+// where casting the view itself transposes as it converts, at a third of
+// the speed.
+class Casts {
+ public:
+  explicit Casts(Graph& graph) : graph_(graph) {}
+
+  absl::StatusOr<Value*> Bf16(Value* v, const Node* before) {
+    Value*& cast = bf16_of_[v];
+    if (cast != nullptr) return cast;
+    Value* made;
+    if (IsReorderingView(v)) {
+      const Node* view = v->producer();
+      TC_ASSIGN_OR_RETURN(Value * base, Bf16(view->input(0), before));
+      TC_ASSIGN_OR_RETURN(made, Add(view->op(), base, view->attrs(), v, before));
+    } else {
+      TC_ASSIGN_OR_RETURN(made, Add(OpKind::kCast, v, {{"dtype", DType::kBF16}}, v, before));
+    }
+    bf16_of_[v] = made;  // `cast` may dangle: the map grew
+    return made;
+  }
+
+ private:
+  // A node of `op` over `in` named after `named`, placed before `before`.
+  absl::StatusOr<Value*> Add(OpKind op, Value* in, Attrs attrs, const Value* named,
+                             const Node* before) {
+    TC_ASSIGN_OR_RETURN(std::vector<Value*> made,
+                        graph_.AddNode(op, {in}, std::move(attrs), before->source(),
+                                       {absl::StrCat(named->name(), "_bf16")}));
+    TC_RETURN_IF_ERROR(graph_.MoveBefore(made[0]->producer(), before));
+    return made[0];
+  }
+
+  Graph& graph_;
+  absl::flat_hash_map<Value*, Value*> bf16_of_;
+};
+
+// Removes `v`'s producer, and so on down its bases, while it is a
+// reordering view nothing reads any more (its bf16 twin took its place).
+absl::Status RemoveUnusedViews(Graph& graph, Value* v) {
+  while (IsReorderingView(v) && !v->has_uses() && !v->is_output() && !v->producer()->removed()) {
+    Node* view = v->producer();
+    v = view->input(0);
+    TC_RETURN_IF_ERROR(graph.RemoveNode(view));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Run(Graph& graph, double min_flops) {
+  Casts casts(graph);
   bool changed = false;
   for (Node* node : graph.nodes()) {
-    if (!IsF32Product(*node)) continue;
+    if (!IsF32Product(*node, min_flops)) continue;
     std::vector<Value*> operands;
     for (Value* in : node->inputs()) {
-      Value*& cast = bf16_of[in];
-      if (cast == nullptr) {
-        TC_ASSIGN_OR_RETURN(std::vector<Value*> made,
-                            graph.AddNode(OpKind::kCast, {in}, {{"dtype", DType::kBF16}},
-                                          node->source(), {absl::StrCat(in->name(), "_bf16")}));
-        TC_RETURN_IF_ERROR(graph.MoveBefore(made[0]->producer(), node));
-        cast = made[0];
-      }
+      TC_ASSIGN_OR_RETURN(Value * cast, casts.Bf16(in, node));
       operands.push_back(cast);
     }
     Attrs attrs = node->attrs();
     attrs.Set("out_dtype", DType::kF32);
+    const std::vector<Value*> f32_operands = node->inputs();
     TC_RETURN_IF_ERROR(graph.ReplaceNode(node, node->op(), operands, std::move(attrs)).status());
+    for (Value* v : f32_operands) TC_RETURN_IF_ERROR(RemoveUnusedViews(graph, v));
     changed = true;
   }
   return changed;
@@ -78,7 +134,9 @@ absl::StatusOr<bool> Run(Graph& graph) {
 
 }  // namespace
 
-Pass AutocastBf16() { return {"autocast-bf16", &Run}; }
+Pass AutocastBf16(double min_flops) {
+  return {"autocast-bf16", [min_flops](Graph& graph) { return Run(graph, min_flops); }};
+}
 
 Compiler WithPrecision(Compiler inner, Precision precision) {
   if (precision == Precision::kF32) return inner;

@@ -17,11 +17,13 @@ bool TouchesBf16(const Node& node) {
          std::any_of(node.results().begin(), node.results().end(), bf16);
 }
 
-// The ops with bf16 kernels: casts, and the products of mixed precision
-// (codegen/autocast.h).
+// The ops with bf16 kernels: casts, the views that never copy, and the
+// products of mixed precision (codegen/autocast.h).
 bool RunsOnBf16(OpKind op) {
   switch (op) {
     case OpKind::kCast:
+    case OpKind::kPermute:
+    case OpKind::kExpand:
     case OpKind::kMatmul:
     case OpKind::kLinear:
     case OpKind::kConv2d:
@@ -44,7 +46,8 @@ absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
       return AtSource(
           *node, absl::UnimplementedError(absl::StrCat(
                      compiler, ": ", OpName(node->op()),
-                     " has no bf16 kernel (bf16 runs in cast, matmul, linear and convolutions)")));
+                     " has no bf16 kernel (bf16 runs in cast, permute, expand, matmul, linear and "
+                     "convolutions)")));
     }
   }
   return absl::OkStatus();

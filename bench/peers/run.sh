@@ -2,17 +2,19 @@
 # tensorcut against libtorch on the four benchmark models, in one table.
 #
 #   bench/peers/install_libtorch.sh                 # once: Debian's libtorch
-#   bench/peers/run.sh [--threads N] [--runs R] [--seed S]   # defaults 1, 30, 0
+#   bench/peers/run.sh [--threads 1,2] [--runs R] [--seed S]   # defaults 1,2, 30, 0
 #
 # Builds bench/peers/libtorch_bench.cc with g++ (cached in bench/peers/.build/),
-# runs `tensorcut bench --model all --json` and the libtorch runner twice: with
-# glibc's stock malloc and with malloc tuned to keep large blocks (no mmap or
-# trim under 32 MiB / 16 GiB). Ratios are libtorch's better time over
-# tensorcut's compiled time: above 1, tensorcut is faster.
+# and for each thread count runs `tensorcut bench --model all --json` and the
+# libtorch runner twice: with glibc's stock malloc and with malloc tuned to
+# keep large blocks (no mmap or trim under 32 MiB / 16 GiB). Ratios are
+# libtorch's better f32 time over tensorcut's compiled time, in f32 and, on a
+# CPU with bf16 instructions, in bf16 mixed precision: above 1, tensorcut is
+# faster.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-threads=1 runs=30 seed=0
+threads=1,2 runs=30 seed=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) threads="$2"; shift 2 ;;
@@ -21,7 +23,7 @@ while [[ $# -gt 0 ]]; do
     --threads=*) threads="${1#*=}"; shift ;;
     --runs=*) runs="${1#*=}"; shift ;;
     --seed=*) seed="${1#*=}"; shift ;;
-    *) echo "usage: $0 [--threads N] [--runs R] [--seed S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--threads N[,N...]] [--runs R] [--seed S]" >&2; exit 2 ;;
   esac
 done
 
@@ -55,34 +57,46 @@ if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
   fi
 fi
 
-flags=(--model all --threads "$threads" --runs "$runs" --seed "$seed")
-echo "tensorcut bench ${flags[*]}" >&2
-# The tensorcut binary may be rebuilt while it runs: one retry.
-"$tensorcut" bench --json "${flags[@]}" >"$out/tensorcut.jsonl" ||
-  "$tensorcut" bench --json "${flags[@]}" >"$out/tensorcut.jsonl"
-echo "libtorch_bench ${flags[*]} (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto})" >&2
-"$peer" "${flags[@]}" >"$out/libtorch_stock.jsonl"
-echo "libtorch_bench ${flags[*]} with GLIBC_TUNABLES=$TUNED_MALLOC" >&2
-GLIBC_TUNABLES="$TUNED_MALLOC" "$peer" "${flags[@]}" >"$out/libtorch_tuned.jsonl"
+IFS=, read -r -a thread_counts <<<"$threads"
+for n in "${thread_counts[@]}"; do
+  flags=(--model all --threads "$n" --runs "$runs" --seed "$seed")
+  echo "tensorcut bench ${flags[*]}" >&2
+  # The tensorcut binary may be rebuilt while it runs: one retry.
+  "$tensorcut" bench --json "${flags[@]}" >"$out/tensorcut_$n.jsonl" ||
+    "$tensorcut" bench --json "${flags[@]}" >"$out/tensorcut_$n.jsonl"
+  echo "libtorch_bench ${flags[*]} (OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-auto})" >&2
+  "$peer" "${flags[@]}" >"$out/libtorch_stock_$n.jsonl"
+  echo "libtorch_bench ${flags[*]} with GLIBC_TUNABLES=$TUNED_MALLOC" >&2
+  GLIBC_TUNABLES="$TUNED_MALLOC" "$peer" "${flags[@]}" >"$out/libtorch_tuned_$n.jsonl"
+done
 
-python3 - "$out" "$threads" "$runs" <<'EOF'
+python3 - "$out" "$runs" "${thread_counts[@]}" <<'EOF'
 import json, sys
 
-out, threads, runs = sys.argv[1:]
+out, runs, thread_counts = sys.argv[1], sys.argv[2], sys.argv[3:]
 def load(name):
     with open(f"{out}/{name}.jsonl") as f:
         return {r["model"]: r for r in map(json.loads, f)}
-tc, stock, tuned = load("tensorcut"), load("libtorch_stock"), load("libtorch_tuned")
 
-print(f"median ms of {runs} runs on {threads} thread(s); x: libtorch's better time over "
-      "tensorcut's compiled time (>1: tensorcut is faster)")
-print(f"{'':12} {'training step':^42} | {'inference':^42}")
-header = f"{'tensorcut':>10} {'lt stock':>10} {'lt tuned':>10} {'x':>9}"
-print(f"{'model':12} {header} | {header}")
-for model, t in tc.items():
-    cells = []
-    for tc_key, lt_key in (("compiled_step_ms", "step_ms"), ("compiled_inference_ms", "inference_ms")):
-        a, b, c = t[tc_key], stock[model][lt_key], tuned[model][lt_key]
-        cells.append(f"{a:10.3f} {b:10.3f} {c:10.3f} {min(b, c) / a:8.2f}x")
-    print(f"{model:12} {cells[0]} | {cells[1]}")
+print(f"median ms of {runs} runs; lt: libtorch f32, the better of stock and tuned malloc; "
+      "x: lt over tensorcut f32, xb: lt over tensorcut bf16 mixed precision "
+      "(>1: tensorcut is faster; -: no bf16 instructions)")
+header = f"{'f32':>9} {'bf16':>9} {'lt':>9} {'x':>7} {'xb':>7}"
+print(f"{'':3} {'':12} {'training step':^45} | {'inference':^45}")
+print(f"{'thr':3} {'model':12} {header} | {header}")
+for n in thread_counts:
+    tc = load(f"tensorcut_{n}")
+    stock, tuned = load(f"libtorch_stock_{n}"), load(f"libtorch_tuned_{n}")
+    for model, t in tc.items():
+        cells = []
+        for kind, lt_key in (("step", "step_ms"), ("inference", "inference_ms")):
+            f32 = t[f"compiled_{kind}_ms"]
+            lt = min(stock[model][lt_key], tuned[model][lt_key])
+            if t.get("bf16"):
+                bf16 = t[f"bf16_{kind}_ms"]
+                b, xb = f"{bf16:9.3f}", f"{lt / bf16:6.2f}x"
+            else:
+                b, xb = f"{'-':>9}", f"{'-':>7}"
+            cells.append(f"{f32:9.3f} {b} {lt:9.3f} {lt / f32:6.2f}x {xb}")
+        print(f"{n:>3} {model:12} {cells[0]} | {cells[1]}")
 EOF

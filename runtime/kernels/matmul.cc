@@ -260,8 +260,70 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
   if (post_ops_apart) AddPostOpPrimitives(post, y_md, plan);
 }
 
+// `op`'s last two dims as a rank-2 operand of `rows` rows.
+Operand Matrices(const Operand& op, int64_t rows) {
+  const int64_t r = op.shape.size();
+  return Operand{op.t, {rows, op.shape[r - 1]}, {op.strides[r - 2], op.strides[r - 1]}};
+}
+
+// Whether `op`'s batch dims and rows are one run of rows, evenly strided.
+bool RowsFlatten(const Operand& op) {
+  for (int64_t d = 0; d + 2 < static_cast<int64_t>(op.shape.size()); ++d) {
+    if (op.strides[d] != op.strides[d + 1] * op.shape[d + 1]) return false;
+  }
+  return true;
+}
+
+// Whether `op`, aligned to y's rank, is one value per row of y along its
+// batch and row dims (all of them size 1: a row vector every row reads).
+bool OneRow(const Operand& op) {
+  return std::all_of(op.shape.begin(), op.shape.end() - 1, [](int64_t size) { return size == 1; });
+}
+
+// A product over a batch whose b every batch element shares (a linear layer
+// over [batch, tokens, features]) as one product of batch x m rows, where
+// a's and y's rows and each post-op operand's allow: oneDNN 2.6 runs the
+// batched form on its older gemm, 2-3x slower than its brgemm kernels on
+// the same rows (1024x256x256 in bf16 on AMX: 0.40 ms against 0.15).
+struct Collapsed {
+  Operand a, b, y;
+  std::optional<Operand> bias;
+  absl::InlinedVector<Operand, 4> operands;
+};
+
+std::optional<Collapsed> CollapseSharedB(const Operand& a, const Operand& b, const Operand* bias,
+                                         const Operand& y, const PostOps& post) {
+  const int64_t r = y.shape.size();
+  const bool b_shared =
+      std::all_of(b.shape.begin(), b.shape.end() - 2, [](int64_t size) { return size == 1; });
+  if (r <= 2 || !b_shared || !RowsFlatten(a) || !RowsFlatten(y)) return std::nullopt;
+  for (int64_t d = 0; d < r - 2; ++d) {
+    if (a.shape[d] != y.shape[d]) return std::nullopt;  // a broadcast along the batch
+  }
+  const int64_t rows = y.t.numel() / y.shape[r - 1];
+  Collapsed c{Matrices(a, rows), Matrices(b, b.shape[r - 2]), Matrices(y, rows), std::nullopt, {}};
+  if (bias != nullptr) {
+    if (!OneRow(*bias)) return std::nullopt;
+    c.bias = Matrices(*bias, 1);
+  }
+  for (const Operand& o : post.operands) {
+    if (OneRow(o)) {
+      c.operands.push_back(Matrices(o, 1));
+    } else if (o.shape == y.shape && RowsFlatten(o)) {
+      c.operands.push_back(Matrices(o, rows));
+    } else {
+      return std::nullopt;
+    }
+  }
+  return c;
+}
+
 void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
                   const PostOps& post) {
+  if (const std::optional<Collapsed> c = CollapseSharedB(a, b, bias, y, post)) {
+    OneDnnMatmul(c->a, c->b, c->bias ? &*c->bias : nullptr, c->y, {post.ops, c->operands});
+    return;
+  }
   PrimitiveKey key(PrimitiveKey::kMatmul);
   for (const Operand* op : {&a, &b, &y, bias}) {
     if (op == nullptr) break;
@@ -345,20 +407,6 @@ Operand ScratchLike(const Operand& op, bool transposed) {
   Operand scratch{t, op.shape, absl::InlinedVector<int64_t, 6>(dense.begin(), dense.end())};
   if (transposed) std::swap(scratch.strides[r - 2], scratch.strides[r - 1]);
   return scratch;
-}
-
-// `op`'s last two dims as a rank-2 operand of `rows` rows.
-Operand Matrices(const Operand& op, int64_t rows) {
-  const int64_t r = op.shape.size();
-  return Operand{op.t, {rows, op.shape[r - 1]}, {op.strides[r - 2], op.strides[r - 1]}};
-}
-
-// Whether `op`'s batch dims and rows are one run of rows, evenly strided.
-bool RowsFlatten(const Operand& op) {
-  for (int64_t d = 0; d + 2 < static_cast<int64_t>(op.shape.size()); ++d) {
-    if (op.strides[d] != op.strides[d + 1] * op.shape[d + 1]) return false;
-  }
-  return true;
 }
 
 // Runs the product on OpenBLAS and returns true where the process's

@@ -21,8 +21,9 @@
 namespace tc::codegen {
 namespace {
 
+// The pass on every product, however small (the goldens' are).
 std::pair<std::string, bool> Autocast(const std::string& text) {
-  return testing::RunOnText(text, {AutocastBf16()});
+  return testing::RunOnText(text, {AutocastBf16(/*min_flops=*/0)});
 }
 
 TEST_CASE("autocast runs f32 products on bf16 operands, each operand cast once") {
@@ -47,6 +48,34 @@ TEST_CASE("autocast runs f32 products on bf16 operands, each operand cast once")
         "  %y_bf16: bf16[8,32] = cast(%y) {dtype=bf16}\n"
         "  %t: f32[8,4] = matmul(%y_bf16, %v_bf16) {out_dtype=f32}\n"
         "  return (%z, %t)\n}\n");
+}
+
+TEST_CASE("a permuted or expanded operand is the same view of its value's cast") {
+  // %gt goes with its product; %kt is also returned, so it stays.
+  const auto [text, changed] = Autocast(
+      "graph(%g: f32[8,32], %x: f32[8,16], %k: f32[2,4,3], %v: f32[1,3,4]) {\n"
+      "  %gt: f32[32,8] = permute(%g) {dims=[1,0]}\n"
+      "  %dw: f32[32,16] = matmul(%gt, %x)\n"
+      "  %kt: f32[2,3,4] = permute(%k) {dims=[0,2,1]}\n"
+      "  %ve: f32[2,3,4] = expand(%v) {shape=[2,3,4]}\n"
+      "  %s: f32[2,3,3] = matmul(%kt, %k)\n"
+      "  %t: f32[2,4,4] = matmul(%k, %ve)\n"
+      "  return (%dw, %s, %t, %kt)\n}\n");
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%g: f32[8,32], %x: f32[8,16], %k: f32[2,4,3], %v: f32[1,3,4]) {\n"
+        "  %g_bf16: bf16[8,32] = cast(%g) {dtype=bf16}\n"
+        "  %gt_bf16: bf16[32,8] = permute(%g_bf16) {dims=[1,0]}\n"
+        "  %x_bf16: bf16[8,16] = cast(%x) {dtype=bf16}\n"
+        "  %dw: f32[32,16] = matmul(%gt_bf16, %x_bf16) {out_dtype=f32}\n"
+        "  %kt: f32[2,3,4] = permute(%k) {dims=[0,2,1]}\n"
+        "  %k_bf16: bf16[2,4,3] = cast(%k) {dtype=bf16}\n"
+        "  %kt_bf16: bf16[2,3,4] = permute(%k_bf16) {dims=[0,2,1]}\n"
+        "  %s: f32[2,3,3] = matmul(%kt_bf16, %k_bf16) {out_dtype=f32}\n"
+        "  %v_bf16: bf16[1,3,4] = cast(%v) {dtype=bf16}\n"
+        "  %ve_bf16: bf16[2,3,4] = expand(%v_bf16) {shape=[2,3,4]}\n"
+        "  %t: f32[2,4,4] = matmul(%k_bf16, %ve_bf16) {out_dtype=f32}\n"
+        "  return (%dw, %s, %t, %kt)\n}\n");
 }
 
 TEST_CASE("autocast casts a convolution's operands and its backward ops' too") {
@@ -90,6 +119,17 @@ TEST_CASE("autocast leaves f64 products, mixed ones and every other op") {
   CHECK(text == in);
 }
 
+TEST_CASE("products under the FLOP threshold stay f32") {
+  // 2 * 8 * 16 * 32 = 8192 FLOPs: under the default, over 8192.
+  const std::string in =
+      "graph(%x: f32[8,16], %w: f32[16,32]) {\n"
+      "  %y: f32[8,32] = matmul(%x, %w)\n"
+      "  return (%y)\n}\n";
+  CHECK(!testing::RunOnText(in, {AutocastBf16()}).second);
+  CHECK(testing::RunOnText(in, {AutocastBf16(8192)}).second);
+  CHECK(!testing::RunOnText(in, {AutocastBf16(8193)}).second);
+}
+
 TEST_CASE("a product's out_dtype is f32 of bf16 operands, or theirs") {
   const std::string head = "graph(%a: f32[2,2], %h: bf16[2,2]) {\n";
   CHECK(Parse(head + "  %p: f32[2,2] = matmul(%a, %a) {out_dtype=f32}\n  return (%p)\n}\n").ok());
@@ -115,7 +155,8 @@ TEST_CASE("bf16 values run only in casts and products") {
     REQUIRE(!exe.ok());
     CHECK_THAT(std::string(exe.status().message()),
                Catch::Contains(
-                   "add has no bf16 kernel (bf16 runs in cast, matmul, linear and convolutions)"));
+                   "add has no bf16 kernel (bf16 runs in cast, permute, expand, matmul, linear "
+                   "and convolutions)"));
   }
 }
 
@@ -216,11 +257,12 @@ TEST_CASE("bf16 convolutions accumulate in f32, forward and backward") {
 // A two-layer perceptron with a residual, as a tracer would record it.
 Graph Perceptron() {
   return testing::ParseOk(
-      "graph(%x: f32[16,64], %w1: f32[128,64], %b1: f32[128], %w2: f32[64,128], %b2: f32[64]) {\n"
-      "  %h: f32[16,128] = linear(%x, %w1, %b1)\n"
-      "  %g: f32[16,128] = gelu(%h) {approximate=\"tanh\"}\n"
-      "  %y: f32[16,64] = linear(%g, %w2, %b2)\n"
-      "  %z: f32[16,64] = add(%y, %x)\n"
+      "graph(%x: f32[64,128], %w1: f32[256,128], %b1: f32[256], %w2: f32[128,256], "
+      "%b2: f32[128]) {\n"
+      "  %h: f32[64,256] = linear(%x, %w1, %b1)\n"
+      "  %g: f32[64,256] = gelu(%h) {approximate=\"tanh\"}\n"
+      "  %y: f32[64,128] = linear(%g, %w2, %b2)\n"
+      "  %z: f32[64,128] = add(%y, %x)\n"
       "  %s: f32[] = sum(%z) {dims=[], keepdim=false}\n"
       "  return (%z, %s)\n}\n");
 }
@@ -237,8 +279,13 @@ TEST_CASE("a bf16 program matches f32 to bf16's precision, or is f32 without bf1
   const std::vector<Tensor> want = f32(args).value(), got = bf16(args).value();
   REQUIRE(got[0].dtype() == DType::kF32);
   if (CpuHasBf16()) {
-    // Operands rounded to 8 significant bits: about 2^-9 relative error each.
-    CHECK(testing::CompareTensors(got[0], want[0], 2e-2, 2e-2).empty());
+    // Operands rounded to 8 significant bits, about 2^-9 relative error
+    // each: over two layers the results are within 2% of the outputs' scale
+    // (their RMS), elementwise.
+    const double rms = std::sqrt(mean(mul(want[0], want[0])).item<float>());
+    const std::string gap = testing::CompareTensors(got[0], want[0], 2e-2, 2e-2 * rms);
+    INFO(gap);
+    CHECK(gap.empty());
     CHECK(!testing::CompareTensors(got[0], want[0], 1e-6, 1e-6).empty());  // bf16 did run
   } else {
     CHECK(testing::CompareTensors(got[0], want[0], 0, 0).empty());
