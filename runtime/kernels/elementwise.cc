@@ -1,6 +1,8 @@
 // Eager kernels of the elementwise family: one templated loop over broadcast,
 // strided operands (strided.h) per arity, instantiated per op with its functor
 // from elementwise_math.h.
+#include <optional>
+
 #include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
@@ -8,6 +10,7 @@
 #include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
+#include "runtime/threads.h"
 
 namespace tc::kernels {
 namespace {
@@ -119,6 +122,8 @@ bool ReorderBf16(const Tensor& x, const Tensor& out) {
     const dnnl::memory from = p.External(0, PlainDesc(x)), to = p.External(1, PlainDesc(out));
     p.Add(dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
   });
+  std::optional<SingleThreaded> one_thread;
+  if (x.bytes() + out.bytes() < kParallelCopyBytes) one_thread.emplace();
   plan.Run({x.raw_data(), out.raw_data()});
   return true;
 }
