@@ -7,7 +7,8 @@
 // (`find_package(tensorcut CONFIG REQUIRED)`, target `tensorcut::tensorcut`).
 // It brings in tensors and eager ops, the nn API (modules, layers, losses,
 // optimizers, schedulers, data loading, checkpoints, the reference models),
-// the IR, the partitioners, the compilers, the staged pipeline and TrainStep.
+// the IR, the partitioners, the compilers (and bf16 mixed precision), the
+// staged pipeline and TrainStep.
 // The headers it includes may also be included one by one, but their paths
 // differ by route: installed, "tensorcut/nn/layers.h"; from Bazel, rooted at
 // the source tree, "nn/layers.h". Code that builds both ways includes this
@@ -18,6 +19,7 @@
 #include "autodiff/engine.h"
 #include "autodiff/gradcheck.h"
 #include "base/version.h"
+#include "codegen/autocast.h"
 #include "codegen/executable.h"
 #include "graph/ir.h"
 #include "graph/parser.h"
@@ -46,6 +48,7 @@
 #include "pipeline/compiled_function.h"
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
+#include "runtime/bf16.h"
 #include "runtime/build_info.h"
 #include "runtime/error.h"
 #include "runtime/ops.h"

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/kernels/gemm_cache.h"
 #include "runtime/kernels/gemm_choice.h"
 #include "runtime/kernels/openblas.h"
 
@@ -15,11 +17,15 @@ namespace {
 
 std::atomic<GemmChoice> choice{GemmChoice::kAuto};
 
-// The shapes kAuto has timed, and their winners. One table for the process, so
-// that every thread and every call of a shape multiplies alike.
+// The shapes kAuto has a verdict for, timed or read from the cache file, and
+// their winners. One table for the process, so that every thread and every
+// call of a shape multiplies alike.
 struct TimedShapes {
   absl::Mutex mutex;
+  bool cache_read ABSL_GUARDED_BY(mutex) = false;
+  std::optional<kernels::GemmCacheFile> cache ABSL_GUARDED_BY(mutex);
   absl::flat_hash_map<kernels::GemmShape, kernels::GemmImpl> winners ABSL_GUARDED_BY(mutex);
+  GemmShapesTimed counts ABSL_GUARDED_BY(mutex);
 };
 
 TimedShapes& Timed() {
@@ -83,12 +89,7 @@ std::string OpenBlasConfig() {
 GemmShapesTimed GetGemmShapesTimed() {
   TimedShapes& timed = Timed();
   absl::MutexLock lock(&timed.mutex);
-  GemmShapesTimed counts;
-  counts.shapes = timed.winners.size();
-  for (const auto& [shape, winner] : timed.winners) {
-    counts.openblas += winner == kernels::GemmImpl::kOpenBlas;
-  }
-  return counts;
+  return timed.counts;
 }
 
 namespace kernels {
@@ -107,8 +108,21 @@ GemmImpl ChooseGemm(const GemmShape& shape, absl::FunctionRef<double(GemmImpl)> 
   // Held while timing: a second thread meeting the shape waits for the
   // verdict instead of timing it alongside (and against) the first.
   absl::MutexLock lock(&timed.mutex);
+  if (!timed.cache_read) {
+    timed.cache_read = true;
+    timed.cache = GemmCacheFile::ForThisMachine();
+    if (timed.cache) {
+      timed.winners = timed.cache->Read();
+      timed.counts.read = timed.winners.size();
+    }
+  }
   auto [it, inserted] = timed.winners.try_emplace(shape, GemmImpl::kOneDnn);
-  if (inserted) it->second = TimeBoth(seconds);
+  if (inserted) {
+    it->second = TimeBoth(seconds);
+    ++timed.counts.shapes;
+    timed.counts.openblas += it->second == GemmImpl::kOpenBlas;
+    if (timed.cache) timed.cache->Append(shape, it->second);
+  }
   return it->second;
 }
 

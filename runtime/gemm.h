@@ -7,7 +7,8 @@
 // Under kAuto, the default, the first product of each shape in the process
 // (sizes, which operands are transposed, bias, thread count) is timed on both,
 // on scratch operands, and every product of that shape afterwards runs on the
-// faster. OpenBLAS is chosen only when it wins by kOpenBlasMargin, so that
+// faster; the verdicts are kept on disk for the next process
+// (runtime/kernels/gemm_cache.h). OpenBLAS is chosen only when it wins by kOpenBlasMargin, so that
 // shapes on which the two are even keep oneDNN's results from run to run.
 // Products below kMinTimedMacs multiply-adds, and products that carry
 // post-ops (fused by oneDNN as it writes them), always run on oneDNN.
@@ -43,11 +44,14 @@ absl::string_view GemmChoiceName(GemmChoice choice);
 // MAX_THREADS=64", or empty where it is not installed.
 std::string OpenBlasConfig();
 
-// The shapes kAuto has timed so far in this process, and how many of them it
-// gave to OpenBLAS.
+// The shapes kAuto has timed so far in this process, how many of them it
+// gave to OpenBLAS, and how many verdicts it read from the cache file
+// instead (runtime/kernels/gemm_cache.h: earlier processes' timings on this
+// machine, kept in $TENSORCUT_CACHE_DIR or ~/.cache/tensorcut).
 struct GemmShapesTimed {
   int64_t shapes = 0;
   int64_t openblas = 0;
+  int64_t read = 0;
 };
 GemmShapesTimed GetGemmShapesTimed();
 

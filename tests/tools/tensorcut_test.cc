@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -610,6 +612,39 @@ TEST_CASE("--precision bf16 trains with bf16 products, and a bad name is refused
   REQUIRE(r.code == 2);
   REQUIRE(r.err == "tensorcut train: --precision: expected f32 or bf16, got \"f16\"\n");
   REQUIRE(r.out.empty());
+}
+
+// The one gemm-*.txt file in `folder`, or "" when there is none or several.
+std::string GemmCacheIn(const std::string& folder) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, "gemm-") && absl::EndsWith(name, ".txt")) {
+      files.push_back(entry.path().string());
+    }
+  }
+  return files.size() == 1 ? files[0] : "";
+}
+
+TEST_CASE("gemm verdicts are kept on disk: the next process times no shape again") {
+  const std::string folder = TempPath("gemm_cache");
+  setenv("TENSORCUT_CACHE_DIR", folder.c_str(), 1);
+  REQUIRE(Tensorcut("train --model transformer --steps 1").code == 0);
+  const std::string path = GemmCacheIn(folder);
+  REQUIRE(!path.empty());
+  const std::string verdicts = ReadFile(path);
+  const std::vector<std::string> lines = absl::StrSplit(verdicts, '\n', absl::SkipEmpty());
+  REQUIRE(lines.size() >= 2);  // the identity, then at least one shape
+  CHECK(absl::StartsWith(lines[0], "tensorcut gemm verdicts: "));
+  REQUIRE(Tensorcut("train --model transformer --steps 1").code == 0);
+  CHECK(ReadFile(path) == verdicts);
+  // A damaged file: what does not parse is timed again and appended.
+  std::ofstream(path) << lines[0] << "\n1 2 garbage\n";
+  REQUIRE(Tensorcut("train --model transformer --steps 1").code == 0);
+  const std::vector<std::string> again = absl::StrSplit(ReadFile(path), '\n', absl::SkipEmpty());
+  CHECK(again.size() == lines.size() + 1);
+  unsetenv("TENSORCUT_CACHE_DIR");
 }
 
 }  // namespace
