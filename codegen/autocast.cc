@@ -27,24 +27,11 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
 namespace codegen {
 namespace {
 
-// The ops the pass casts: products of matrices and convolutions.
-bool IsProduct(OpKind op) {
-  switch (op) {
-    case OpKind::kMatmul:
-    case OpKind::kLinear:
-    case OpKind::kConv2d:
-    case OpKind::kConv2dBackwardData:
-    case OpKind::kConv2dBackwardWeight:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A product of f32 operands, not yet mixed, of at least `min_flops`.
 bool IsF32Product(const Node& node, double min_flops) {
-  if (!IsProduct(node.op())) return false;
-  if (node.attrs().Has("out_dtype")) return false;
+  // The products are the ops that may be mixed: matmul, linear and the
+  // convolutions (their out_dtype, graph/ops/infer_util.h).
+  if (!node.def().DeclaresAttr("out_dtype") || node.attrs().Has("out_dtype")) return false;
   std::vector<TensorType> in, out;
   for (const Value* v : node.inputs()) {
     if (v->type().dtype != DType::kF32) return false;

@@ -17,22 +17,11 @@ bool TouchesBf16(const Node& node) {
          std::any_of(node.results().begin(), node.results().end(), bf16);
 }
 
-// The ops with bf16 kernels: casts, the views that never copy, and the
-// products of mixed precision (codegen/autocast.h).
+// Whether `op` has a bf16 kernel: casts, the views that never copy, and the
+// products of mixed precision (the ops with an out_dtype, codegen/autocast.h).
 bool RunsOnBf16(OpKind op) {
-  switch (op) {
-    case OpKind::kCast:
-    case OpKind::kPermute:
-    case OpKind::kExpand:
-    case OpKind::kMatmul:
-    case OpKind::kLinear:
-    case OpKind::kConv2d:
-    case OpKind::kConv2dBackwardData:
-    case OpKind::kConv2dBackwardWeight:
-      return true;
-    default:
-      return false;
-  }
+  return op == OpKind::kCast || op == OpKind::kPermute || op == OpKind::kExpand ||
+         GetOpDef(op).DeclaresAttr("out_dtype");
 }
 
 absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {

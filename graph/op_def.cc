@@ -135,6 +135,11 @@ absl::StatusOr<OpKind> OpKindFromName(absl::string_view name) {
 
 absl::Span<const OpKind> AllOps() { return Table().kinds; }
 
+bool OpDef::DeclaresAttr(absl::string_view name) const {
+  return std::any_of(attrs.begin(), attrs.end(),
+                     [&](const AttrSpec& spec) { return spec.name == name; });
+}
+
 absl::StatusOr<std::vector<TensorType>> InferTypes(OpKind kind, absl::Span<const TensorType> inputs,
                                                    const Attrs& attrs) {
   const OpDef& def = GetOpDef(kind);

@@ -98,6 +98,8 @@ struct OpDef {
   EpilogueSpec epilogue = {};
 
   bool Has(OpTrait t) const { return (traits & t) != 0; }
+  // Whether the op declares an attribute `name` (optional ones included).
+  bool DeclaresAttr(absl::string_view name) const;
   // Whether the op's kernel applies `chain`, in order, to a first result of
   // `dtype` (an empty chain is always taken).
   bool TakesEpilogue(DType dtype, absl::Span<const OpKind> chain) const;
