@@ -12,9 +12,12 @@
 //   %b_bf16: bf16[32] = cast(%b) {dtype=bf16}
 //   %y: f32[8,32] = linear(%x_bf16, %w_bf16, %b_bf16) {out_dtype=f32}
 //
-// A value several products read is cast once, just before the first. A
-// backward's products are cast the same way: the pass runs on each compiled
-// graph after partitioning, so the partition saves f32 values.
+// A value several products read is cast once, just before the first. For
+// training the pass runs on the joint graph, before partitioning
+// (IrOptions::precision), so the backward's products are cast too and the
+// partition may save a bf16 operand instead of its f32 value; a compiler
+// made by WithPrecision runs it on each graph it compiles (an inference
+// graph; a joint graph's halves have no f32 products of that size left).
 //
 //   codegen::Compiler bf16 = codegen::WithPrecision(codegen::fusing(), Precision::kBF16);
 #ifndef TENSORCUT_CODEGEN_AUTOCAST_H_

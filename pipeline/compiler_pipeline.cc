@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
 #include "graph/pass.h"
+#include "runtime/bf16.h"
 
 namespace tc {
 namespace {
@@ -80,6 +81,9 @@ absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options
   }
   joint_options.num_buffer_update_outputs = static_cast<int>(model_->mutated_buffers.size());
   TC_ASSIGN_OR_RETURN(JointGraph joint, BuildJointGraph(forward, joint_options));
+  if (options.precision == Precision::kBF16 && CpuHasBf16()) {
+    TC_RETURN_IF_ERROR(RunPasses(joint.graph, {codegen::AutocastBf16()}).status());
+  }
   LabelMutatedBuffers(*model_, joint.outputs);
   joint_ = std::make_shared<JointGraph>(std::move(joint));
   return absl::OkStatus();
@@ -205,7 +209,7 @@ struct Compiled {
 };
 
 absl::StatusOr<Function> CompileStages(CompilerPipeline& pipeline, const CompileOptions& options) {
-  const IrOptions ir{options.decompositions};
+  const IrOptions ir{.decompositions = options.decompositions, .precision = options.precision};
   const codegen::Compiler compiler = codegen::WithPrecision(options.compiler, options.precision);
   if (!options.training) {
     TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));

@@ -49,6 +49,12 @@ struct IrOptions {
   // Training only: also compute gradients of user inputs that do not require
   // grad (by default only inputs with requires_grad() get one).
   bool grad_for_all_inputs = false;
+  // Training only: kBF16 runs the autocast pass (codegen/autocast.h) on the
+  // joint graph, before partitioning, so that the partition sees the casts:
+  // it can save a product's bf16 operand (half the bytes) rather than the
+  // backward casting its f32 value again. f32 where the CPU has no bf16
+  // instructions.
+  Precision precision = Precision::kF32;
 };
 
 // The forward graph of inference, with what each input and output stands for.

@@ -73,8 +73,8 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
     return absl::InvalidArgumentError(
         absl::StrCat("TrainStep: the loss must be f32 or f64, got ", DTypeName(loss_dtype)));
   }
-  TC_RETURN_IF_ERROR(
-      pipeline.generate_ir_for_training({.decompositions = options_.decompositions}));
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(
+      {.decompositions = options_.decompositions, .precision = options_.precision}));
   TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
   const partition::PartitionFn partition_fn =
       options_.partition_fn ? options_.partition_fn

@@ -65,7 +65,7 @@ absl::Status Run() {
   // The staged pipeline, each stage on its own line.
   const Clock::time_point compile_start = Clock::now();
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, CompilerPipeline::Create(*model, inputs));
-  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training());
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training({.precision = precision}));
   const JointGraph& joint = **pipeline.joint_graph();
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
                       pipeline.partition(partition::MinCutPartition, joint));

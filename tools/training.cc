@@ -298,11 +298,12 @@ absl::Status CheckMetadata(const nn::Metadata& metadata, const char* key,
 
 absl::StatusOr<CompilerPipeline> JointPipeline(nn::Module& module, const TensorTree& inputs,
                                                const DecompositionTable* decompositions,
-                                               const CaptureOptions& capture) {
+                                               const CaptureOptions& capture, Precision precision) {
   absl::StatusOr<CompilerPipeline> pipeline = CompilerPipeline::Create(module, inputs, capture);
   if (!pipeline.ok()) return pipeline.status();
   IrOptions options;
   options.decompositions = decompositions;
+  options.precision = precision;
   TC_RETURN_IF_ERROR(pipeline->generate_ir_for_training(options));
   return pipeline;
 }
@@ -478,7 +479,8 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   CaptureOptions capture;
   if (data_->partial_batch() > 0) capture.dynamic_dims = {{"arg", {0}}};
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
-                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr, capture));
+                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr, capture,
+                                    options_.precision));
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
   TC_ASSIGN_OR_RETURN(

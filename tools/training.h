@@ -51,11 +51,12 @@ namespace tc {
 // default decompositions: where every partition strategy starts, and what
 // the partition reports describe. Training passes nullptr: the kernels of
 // linear, softmax and the normalisations run faster than their decompositions.
-// `capture` may make dims symbolic (training with a partial last batch).
+// `capture` may make dims symbolic (training with a partial last batch);
+// `precision` kBF16 places the casts of mixed precision in the joint graph.
 absl::StatusOr<CompilerPipeline> JointPipeline(
     nn::Module& module, const TensorTree& inputs,
     const DecompositionTable* decompositions = &DefaultDecompositions(),
-    const CaptureOptions& capture = {});
+    const CaptureOptions& capture = {}, Precision precision = Precision::kF32);
 
 // The partition strategies of the subcommands that hold a model's pipeline
 // (partition, compare, graph): PartitionerByName's, then "peak_budget"
