@@ -44,7 +44,11 @@ if [[ ! -x "$peer" || bench/peers/libtorch_bench.cc -nt "$peer" ]]; then
     -ltorch -ltorch_cpu -lc10
 fi
 # Always: a no-op when up to date, and a stale binary would measure old code.
-bazel build -c opt --config=opt //tools:tensorcut
+# Its output is shown only when the build fails.
+if ! bazel build -c opt --config=opt //tools:tensorcut >"$out/build.log" 2>&1; then
+  cat "$out/build.log" >&2
+  exit 1
+fi
 
 # Debian's OpenBLAS 0.3.21 does not recognise recent CPUs and falls back to
 # its SSE3 ("Prescott") kernels, 2-3x slower than the AVX-512 ones; name the
