@@ -59,8 +59,7 @@ class Casts {
   explicit Casts(Graph& graph) : graph_(graph) {}
 
   absl::StatusOr<Value*> Bf16(Value* v, const Node* before) {
-    Value*& cast = bf16_of_[v];
-    if (cast != nullptr) return cast;
+    if (auto it = bf16_of_.find(v); it != bf16_of_.end()) return it->second;
     Value* made;
     if (IsReorderingView(v)) {
       const Node* view = v->producer();
@@ -69,7 +68,7 @@ class Casts {
     } else {
       TC_ASSIGN_OR_RETURN(made, Add(OpKind::kCast, v, {{"dtype", DType::kBF16}}, v, before));
     }
-    bf16_of_[v] = made;  // `cast` may dangle: the map grew
+    bf16_of_[v] = made;
     return made;
   }
 
@@ -125,17 +124,20 @@ Pass AutocastBf16(double min_flops) {
   return {"autocast-bf16", [min_flops](Graph& graph) { return Run(graph, min_flops); }};
 }
 
+bool RunsInBf16(Precision precision) {
+  if (precision == Precision::kF32) return false;
+  if (CpuHasBf16()) return true;
+  static absl::once_flag once;
+  absl::call_once(once, [] {
+    std::fprintf(stderr,
+                 "tensorcut: bf16 precision: this CPU has no bf16 instructions (AVX512-BF16 or "
+                 "AMX), running f32\n");
+  });
+  return false;
+}
+
 Compiler WithPrecision(Compiler inner, Precision precision) {
-  if (precision == Precision::kF32) return inner;
-  if (!CpuHasBf16()) {
-    static absl::once_flag once;
-    absl::call_once(once, [] {
-      std::fprintf(stderr,
-                   "tensorcut: bf16 precision: this CPU has no bf16 instructions (AVX512-BF16 or "
-                   "AMX), running f32\n");
-    });
-    return inner;
-  }
+  if (!RunsInBf16(precision)) return inner;
   return [inner = std::move(inner)](const Graph& graph,
                                     const CompileOptions& options) -> absl::StatusOr<Executable> {
     Graph mixed = graph.Clone();

@@ -15,9 +15,9 @@
 // A value several products read is cast once, just before the first. For
 // training the pass runs on the joint graph, before partitioning
 // (IrOptions::precision), so the backward's products are cast too and the
-// partition may save a bf16 operand instead of its f32 value; a compiler
-// made by WithPrecision runs it on each graph it compiles (an inference
-// graph; a joint graph's halves have no f32 products of that size left).
+// partition may save a bf16 operand instead of its f32 value, and the halves
+// are compiled as they come; a compiler made by WithPrecision runs it on
+// each graph it compiles (an inference graph).
 //
 //   codegen::Compiler bf16 = codegen::WithPrecision(codegen::fusing(), Precision::kBF16);
 #ifndef TENSORCUT_CODEGEN_AUTOCAST_H_
@@ -48,9 +48,13 @@ inline constexpr double kAutocastMinFlops = 1 << 20;
 // "autocast-bf16": casts the products of at least `min_flops`.
 Pass AutocastBf16(double min_flops = kAutocastMinFlops);
 
-// `inner` that runs the autocast pass first under kBF16 (kF32: `inner`
-// itself). On a CPU without bf16 instructions (tc::CpuHasBf16) it says so
-// on stderr, once per process, and is `inner`: products run f32.
+// Whether `precision` runs in bf16 here: kBF16 on a CPU with bf16
+// instructions (tc::CpuHasBf16). kBF16 on a CPU without them is false, and
+// says so on stderr, once per process: products run f32.
+bool RunsInBf16(Precision precision);
+
+// `inner` that runs the autocast pass first where RunsInBf16(precision), else
+// `inner` itself.
 Compiler WithPrecision(Compiler inner, Precision precision);
 
 }  // namespace codegen

@@ -7,7 +7,6 @@
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
 #include "graph/pass.h"
-#include "runtime/bf16.h"
 
 namespace tc {
 namespace {
@@ -81,7 +80,7 @@ absl::Status CompilerPipeline::generate_ir_for_training(const IrOptions& options
   }
   joint_options.num_buffer_update_outputs = static_cast<int>(model_->mutated_buffers.size());
   TC_ASSIGN_OR_RETURN(JointGraph joint, BuildJointGraph(forward, joint_options));
-  if (options.precision == Precision::kBF16 && CpuHasBf16()) {
+  if (codegen::RunsInBf16(options.precision)) {
     TC_RETURN_IF_ERROR(RunPasses(joint.graph, {codegen::AutocastBf16()}).status());
   }
   LabelMutatedBuffers(*model_, joint.outputs);
@@ -210,17 +209,18 @@ struct Compiled {
 
 absl::StatusOr<Function> CompileStages(CompilerPipeline& pipeline, const CompileOptions& options) {
   const IrOptions ir{.decompositions = options.decompositions, .precision = options.precision};
-  const codegen::Compiler compiler = codegen::WithPrecision(options.compiler, options.precision);
   if (!options.training) {
     TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));
-    TC_ASSIGN_OR_RETURN(codegen::Executable fw,
-                        pipeline.inference_compile(compiler, (*pipeline.inference_graph())->graph));
+    TC_ASSIGN_OR_RETURN(
+        codegen::Executable fw,
+        pipeline.inference_compile(codegen::WithPrecision(options.compiler, options.precision),
+                                   (*pipeline.inference_graph())->graph));
     return pipeline.make_inference_function(fw);
   }
   TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(ir));
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part,
                       pipeline.partition(options.partition_fn, **pipeline.joint_graph()));
-  return pipeline.compile_training(compiler, part);
+  return pipeline.compile_training(options.compiler, part);
 }
 
 absl::StatusOr<Compiled> CompileFor(nn::Module& model, const TensorTree& example_inputs,

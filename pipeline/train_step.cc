@@ -80,9 +80,8 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
       options_.partition_fn ? options_.partition_fn
                             : partition::PartitionFn(partition::MinCutPartition);
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
-  const codegen::Compiler compiler = codegen::WithPrecision(options_.compiler, options_.precision);
-  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(compiler, part));
-  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(compiler, part, fw));
+  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options_.compiler, part));
+  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options_.compiler, part, fw));
   // Backward arguments: the saved values (set at each run), then one tangent
   // per floating forward output: 1 for the loss, 0 for buffer updates.
   const JointLayout& layout = joint->layout;

@@ -8,8 +8,9 @@
 // (sizes, which operands are transposed, bias, thread count) is timed on both,
 // on scratch operands, and every product of that shape afterwards runs on the
 // faster; the verdicts are kept on disk for the next process
-// (runtime/kernels/gemm_cache.h). OpenBLAS is chosen only when it wins by kOpenBlasMargin, so that
-// shapes on which the two are even keep oneDNN's results from run to run.
+// (runtime/kernels/gemm_cache.h). OpenBLAS is chosen only when it wins by
+// kOpenBlasMargin, so that shapes on which the two are even keep oneDNN's
+// results from run to run.
 // Products below kMinTimedMacs multiply-adds, and products that carry
 // post-ops (fused by oneDNN as it writes them), always run on oneDNN.
 //

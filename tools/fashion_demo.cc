@@ -71,9 +71,7 @@ absl::Status Run() {
                       pipeline.partition(partition::MinCutPartition, joint));
   TC_ASSIGN_OR_RETURN(partition::PartitionResult save_all,
                       pipeline.partition(partition::DefaultPartition, joint));
-  TC_ASSIGN_OR_RETURN(
-      Function step_fn,
-      pipeline.compile_training(codegen::WithPrecision(codegen::fusing(), precision), part));
+  TC_ASSIGN_OR_RETURN(Function step_fn, pipeline.compile_training(codegen::fusing(), part));
   const int64_t saved_bytes = SavedBytes(part), default_bytes = SavedBytes(save_all);
   std::printf(
       "compiled in %.0f ms: joint graph %d nodes -> forward %d + backward %d; "

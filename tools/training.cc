@@ -483,9 +483,7 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
                                     options_.precision));
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
-  TC_ASSIGN_OR_RETURN(
-      step_fn_, pipeline_->compile_training(
-                    codegen::WithPrecision(codegen::fusing(), options_.precision), partition_));
+  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->compile_training(codegen::fusing(), partition_));
   compile_seconds_ = Seconds(start);
   return absl::OkStatus();
 }

@@ -1,10 +1,8 @@
 #include "runtime/kernels/gemm_cache.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -60,15 +58,6 @@ std::string Folder() {
   return "";
 }
 
-// Creates `folder` and its parents where missing; false when one cannot be.
-bool MakeFolders(const std::string& folder) {
-  for (size_t at = folder.find('/', 1);; at = folder.find('/', at + 1)) {
-    const std::string prefix = folder.substr(0, at);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
-    if (at == std::string::npos) return true;
-  }
-}
-
 std::optional<GemmImpl> ParseWinner(absl::string_view name) {
   if (name == "onednn") return GemmImpl::kOneDnn;
   if (name == "openblas") return GemmImpl::kOpenBlas;
@@ -116,7 +105,9 @@ absl::flat_hash_map<GemmShape, GemmImpl> GemmCacheFile::Read() const {
 }
 
 bool GemmCacheFile::Append(const GemmShape& s, GemmImpl winner) const {
-  if (!MakeFolders(folder_)) return false;
+  std::error_code error;
+  std::filesystem::create_directories(folder_, error);
+  if (error) return false;
   // "a": every write lands at the end, so processes appending at once
   // interleave whole lines.
   std::FILE* f = std::fopen(path_.c_str(), "a");

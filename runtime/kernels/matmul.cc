@@ -320,10 +320,6 @@ std::optional<Collapsed> CollapseSharedB(const Operand& a, const Operand& b, con
 
 void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
                   const PostOps& post) {
-  if (const std::optional<Collapsed> c = CollapseSharedB(a, b, bias, y, post)) {
-    OneDnnMatmul(c->a, c->b, c->bias ? &*c->bias : nullptr, c->y, {post.ops, c->operands});
-    return;
-  }
   PrimitiveKey key(PrimitiveKey::kMatmul);
   for (const Operand* op : {&a, &b, &y, bias}) {
     if (op == nullptr) break;
@@ -411,37 +407,21 @@ Operand ScratchLike(const Operand& op, bool transposed) {
 
 // Runs the product on OpenBLAS and returns true where the process's
 // GemmChoice gives this shape to it (timing both the first time under auto).
-bool MatmulOnOpenBlas(const Operand& a_in, const Operand& b_in, const Operand* bias_in,
-                      const Operand& y_in) {
+bool MatmulOnOpenBlas(const Operand& a, const Operand& b, const Operand* bias, const Operand& y) {
   const OpenBlas* blas = OpenBlas::Get();
   if (blas == nullptr) return false;
-  const int64_t r = y_in.shape.size();
-  int64_t batch = 1;
-  for (int64_t d = 0; d < r - 2; ++d) batch *= y_in.shape[d];
-  // A batch over one shared b (a linear layer over [batch, tokens, features])
-  // is one product of batch x m rows, where a's and y's rows allow.
-  const bool b_shared =
-      std::all_of(b_in.shape.begin(), b_in.shape.end() - 2, [](int64_t size) { return size == 1; });
-  const bool one_product =
-      batch > 1 && b_shared && RowsFlatten(a_in) && RowsFlatten(y_in) && a_in.strides[r - 1] == 1;
-  const int64_t m = y_in.shape[r - 2] * (one_product ? batch : 1);
-  const Operand a = one_product ? Matrices(a_in, m) : a_in;
-  const Operand b = one_product ? Matrices(b_in, b_in.shape[r - 2]) : b_in;
-  const Operand y = one_product ? Matrices(y_in, m) : y_in;
-  std::optional<Operand> bias;
-  if (bias_in != nullptr) bias = one_product ? Matrices(*bias_in, 1) : *bias_in;
   const std::optional<BlasLayout> la = BlasLayoutOf(a), lb = BlasLayoutOf(b), ly = BlasLayoutOf(y);
   if (!la || !lb || !ly || ly->transposed) return false;
-  const int64_t rank = y.shape.size();
-  const GemmShape shape{one_product ? 1 : batch, m,
-                        y.shape[rank - 1],       a.shape[rank - 1],
-                        la->transposed,          lb->transposed,
-                        bias.has_value(),        NumThreads()};
+  const int64_t r = y.shape.size();
+  int64_t batch = 1;
+  for (int64_t d = 0; d < r - 2; ++d) batch *= y.shape[d];
+  const GemmShape shape{batch,          y.shape[r - 2], y.shape[r - 1],  a.shape[r - 1],
+                        la->transposed, lb->transposed, bias != nullptr, NumThreads()};
   const GemmImpl impl = ChooseGemm(shape, [&](GemmImpl candidate) {
     const Operand sa = ScratchLike(a, la->transposed), sb = ScratchLike(b, lb->transposed);
     const Operand sy = ScratchLike(y, false);
     const std::optional<Operand> sbias =
-        bias ? std::optional<Operand>(ScratchLike(*bias, false)) : std::nullopt;
+        bias != nullptr ? std::optional<Operand>(ScratchLike(*bias, false)) : std::nullopt;
     const auto start = std::chrono::steady_clock::now();
     if (candidate == GemmImpl::kOpenBlas) {
       OpenBlasMatmul(*blas, sa, *BlasLayoutOf(sa), sb, *BlasLayoutOf(sb), sbias ? &*sbias : nullptr,
@@ -452,8 +432,22 @@ bool MatmulOnOpenBlas(const Operand& a_in, const Operand& b_in, const Operand* b
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
   if (impl != GemmImpl::kOpenBlas) return false;
-  OpenBlasMatmul(*blas, a, *la, b, *lb, bias ? &*bias : nullptr, y);
+  OpenBlasMatmul(*blas, a, *la, b, *lb, bias, y);
   return true;
+}
+
+// A product on the gemm libraries (f32, or bf16 operands): oneDNN, or
+// OpenBLAS where runtime/gemm.h gives it the shape (f32 without post-ops).
+// A batch over one shared b runs as one product of its rows on either.
+void LibraryMatmul(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
+                   const PostOps& post) {
+  if (const std::optional<Collapsed> c = CollapseSharedB(a, b, bias, y, post)) {
+    LibraryMatmul(c->a, c->b, c->bias ? &*c->bias : nullptr, c->y, {post.ops, c->operands});
+    return;
+  }
+  // Post-ops are fused by oneDNN as it writes y.
+  const bool openblas_may = a.t.dtype() == DType::kF32 && post.ops.empty();
+  if (!openblas_may || !MatmulOnOpenBlas(a, b, bias, y)) OneDnnMatmul(a, b, bias, y, post);
 }
 
 template <typename T>
@@ -516,7 +510,7 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
     return;
   }
   if (a.t.dtype() == DType::kBF16) {  // mixed precision: oneDNN's bf16 kernels
-    OneDnnMatmul(a, b, bias, y, post);
+    LibraryMatmul(a, b, bias, y, post);
     return;
   }
   VisitFloatDType(y.t.dtype(), [&](auto zero) {
@@ -526,8 +520,7 @@ void Matmul(const Operand& a, const Operand& b, const Operand* bias, const Opera
         post.ops.empty()) {
       TinyMatmul<T>(a, b, bias, y);
     } else if constexpr (std::is_same_v<T, float>) {
-      // Post-ops are fused by oneDNN as it writes y.
-      if (!post.ops.empty() || !MatmulOnOpenBlas(a, b, bias, y)) OneDnnMatmul(a, b, bias, y, post);
+      LibraryMatmul(a, b, bias, y, post);
     } else {
       EigenMatmul<T>(a, b, bias, y);
     }
