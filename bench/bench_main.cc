@@ -17,17 +17,20 @@ ABSL_FLAG(int, runs, 30, "timed runs per measurement; the median is reported");
 ABSL_FLAG(int, threads, 0, "OpenMP threads for oneDNN and the kernels; 0: OpenMP's default");
 ABSL_FLAG(bool, json, false, "print one JSON object per model instead of the table");
 ABSL_FLAG(bool, decompose, false, "apply the default decompositions before compiling");
+ABSL_FLAG(bool, freeze, true,
+          "compiled inference reads its weights once, when compiled (codegen/freeze.h)");
 ABSL_FLAG(std::string, compiler, "fusing",
           "the function and inference columns' compiler: fusing or interpreter");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "bench --model NAME [--runs N] [--threads T] [--json] [--decompose] [--compiler "
-      "fusing|interpreter]");
+      "bench --model NAME [--runs N] [--threads T] [--json] [--decompose] [--nofreeze] "
+      "[--compiler fusing|interpreter]");
   absl::ParseCommandLine(argc, argv);
   tc::bench::BenchOptions options;
   options.runs = absl::GetFlag(FLAGS_runs);
   options.threads = absl::GetFlag(FLAGS_threads);
+  options.freeze = absl::GetFlag(FLAGS_freeze);
   if (absl::GetFlag(FLAGS_decompose)) options.decompositions = &tc::DefaultDecompositions();
   const std::string compiler = absl::GetFlag(FLAGS_compiler);
   if (compiler == "interpreter") {

@@ -97,8 +97,9 @@ absl::StatusOr<Timing> TimeTraining(const BenchOptions& options,
   return TimeCalls(options.warmup, options.runs, [&] { return TapeStep(spec, forward, sgd); });
 }
 
-// The inference step (eval mode, no autograd): compiled with `compiler`, or
-// eager when it is null.
+// The inference step (eval mode, no autograd): compiled with `compiler`
+// (weights frozen where options.freeze: codegen/freeze.h), or eager when it
+// is null.
 absl::StatusOr<Timing> TimeInference(const BenchOptions& options, const codegen::Compiler* compiler,
                                      Precision precision = Precision::kF32) {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(options.model, options.seed));
@@ -112,7 +113,8 @@ absl::StatusOr<Timing> TimeInference(const BenchOptions& options, const codegen:
                                          {.training = false,
                                           .decompositions = options.decompositions,
                                           .compiler = *compiler,
-                                          .precision = precision}));
+                                          .precision = precision,
+                                          .freeze = options.freeze}));
   }
   return TimeCalls(options.warmup, options.runs, [&] { return forward(spec.inputs).status(); });
 }

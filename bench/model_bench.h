@@ -47,6 +47,7 @@ struct BenchOptions {
   // Applied before compiling (both compiled columns); nullptr: none.
   const DecompositionTable* decompositions = nullptr;
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
+  bool freeze = true;                   // compiled inference with its weights frozen
   int64_t matmul_size = 512;            // the reference matmul is size x size x size
 };
 
@@ -64,7 +65,7 @@ struct ModelBenchResult {
   Timing function_step;  // tc::compile's function; loss, backward and SGD on the eager tape
   Timing interpreter_step, eager_step;
   Timing compile;  // tc::TrainStep::Create: capture, joint graph, partition, both programs
-  Timing compiled_inference, eager_inference;  // module in eval mode
+  Timing compiled_inference, eager_inference;  // module in eval mode; compiled: see `freeze`
   Timing matmul;                               // the reference matmul
   // The compiled step and inference in bf16 mixed precision
   // (codegen/autocast.h); measured only where `bf16`: on a CPU with bf16

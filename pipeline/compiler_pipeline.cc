@@ -3,6 +3,7 @@
 #include <mutex>
 #include <shared_mutex>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
@@ -160,6 +161,25 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
   return CompiledBackward{std::move(run)};
 }
 
+std::vector<Tensor> CompilerPipeline::inference_constants() const {
+  using Kind = InputDescriptor::Kind;
+  const auto named = [](const nn::NamedTensors& list, const std::string& name) {
+    for (const auto& [n, t] : list) {
+      if (n == name) return t;
+    }
+    return Tensor();
+  };
+  std::vector<Tensor> constants;
+  for (const InputDescriptor& d : model_->program.inputs) {
+    const bool updated = absl::c_linear_search(model_->mutated_buffers, d.name);
+    constants.push_back(d.kind == Kind::kParameter            ? named(model_->parameters, d.name)
+                        : d.kind == Kind::kBuffer && !updated ? named(model_->buffers, d.name)
+                        : d.kind == Kind::kConstant ? model_->program.constants[d.constant_index]
+                                                    : Tensor());
+  }
+  return constants;
+}
+
 absl::StatusOr<codegen::Executable> CompilerPipeline::inference_compile(
     const codegen::Compiler& compiler, const Graph& graph) const {
   if (inference_ == nullptr) return MustCallFirst("inference_compile", "generate_ir_for_inference");
@@ -211,11 +231,19 @@ absl::StatusOr<Function> CompileStages(CompilerPipeline& pipeline, const Compile
   const IrOptions ir{.decompositions = options.decompositions, .precision = options.precision};
   if (!options.training) {
     TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference(ir));
-    TC_ASSIGN_OR_RETURN(
-        codegen::Executable fw,
-        pipeline.inference_compile(codegen::WithPrecision(options.compiler, options.precision),
-                                   (*pipeline.inference_graph())->graph));
+    // Casts first, so that a frozen weight's bf16 cast is made once.
+    const codegen::Compiler compiler = codegen::WithPrecision(
+        options.freeze ? codegen::Frozen(options.compiler, pipeline.inference_constants())
+                       : options.compiler,
+        options.precision);
+    TC_ASSIGN_OR_RETURN(codegen::Executable fw,
+                        pipeline.inference_compile(compiler, (*pipeline.inference_graph())->graph));
     return pipeline.make_inference_function(fw);
+  }
+  if (options.freeze) {
+    return absl::InvalidArgumentError(
+        "compile: freeze is for inference (training = false): a training step changes the "
+        "weights it would freeze");
   }
   TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(ir));
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part,

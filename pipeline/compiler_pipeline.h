@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "autodiff/joint_graph.h"
 #include "codegen/autocast.h"
+#include "codegen/freeze.h"
 #include "codegen/fusing_compiler.h"
 #include "codegen/interpreter.h"
 #include "graph/decompositions.h"
@@ -109,6 +110,11 @@ class CompilerPipeline {
     return model_->mutated_buffer_tensors;
   }
   nn::NamedTensors named_parameters() const { return model_->module->named_parameters(); }
+  // Per placeholder of the capture, what a frozen inference program
+  // (codegen/freeze.h) may read once: the parameters, the buffers the
+  // forward does not update and the lifted constants; undefined for the
+  // user and random inputs.
+  std::vector<Tensor> inference_constants() const;
   absl::StatusOr<const JointGraph*> joint_graph() const;
   absl::StatusOr<const InferenceGraph*> inference_graph() const;
 
@@ -150,6 +156,12 @@ struct CompileOptions {
   codegen::Compiler compiler = codegen::fusing();
   // kBF16: products on bf16 operands, accumulated in f32 (codegen/autocast.h).
   Precision precision = Precision::kF32;
+  // Inference only: the parameters and the buffers the forward does not
+  // update are read when compiled, and matmul and convolution weights are
+  // packed once for oneDNN (codegen/freeze.h). The function keeps its own
+  // copy of them, which every size it compiles for reads: later changes to
+  // the module's weights are not seen (call compile again after them).
+  bool freeze = false;
   DynamicDims dynamic_dims;
   bool automatic_dynamic = true;
   int plan_cache_size = 8;

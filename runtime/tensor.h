@@ -28,6 +28,11 @@ namespace tc {
 // false. Freed buffers of 64 KiB and more are kept (up to 256 MiB in all) for
 // the next Storage of the same size: a training step allocates the same
 // sizes every time.
+//
+// A frozen storage is one whose bytes never change again: a frozen
+// inference program's weights (codegen/freeze.h). Kernels may keep work
+// derived from a frozen operand across calls (oneDNN's reordered weights);
+// whoever freezes a storage promises that nothing writes it afterwards.
 class Storage {
  public:
   explicit Storage(int64_t bytes, bool zeroed = true);
@@ -37,10 +42,13 @@ class Storage {
 
   void* data() const { return data_; }
   int64_t bytes() const { return bytes_; }
+  void Freeze() { frozen_ = true; }
+  bool frozen() const { return frozen_; }
 
  private:
   void* data_ = nullptr;
   int64_t bytes_ = 0;
+  bool frozen_ = false;
 };
 
 // Frees the buffers kept for reuse and returns their bytes: before measuring
@@ -88,6 +96,8 @@ class Tensor {
   // Dense NHWC strides on a rank-4 [N, C, H, W] (graph/shape.h's IsChannelsLast).
   bool is_channels_last() const;
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  // Whether its storage is frozen (see Storage).
+  bool is_frozen() const { return impl_->storage != nullptr && impl_->storage->frozen(); }
   TensorImpl* impl() const { return impl_.get(); }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
   // How many handles share this tensor (1: this one alone).

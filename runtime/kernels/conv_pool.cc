@@ -215,9 +215,13 @@ void BuildConvPlan(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor
       Engine());
   switch (pass) {
     case ConvPass::kForward: {
+      // Frozen weights are reordered once (runtime/kernels/primitive_cache.h).
+      const memory::desc w_layout = fwd.weights_desc();
+      const memory weights = !w.is_frozen()   ? Input(plan, fwd, DNNL_ARG_WEIGHTS, 1, wd)
+                             : w_layout == wd ? plan.External(1, wd)
+                                              : plan.Packed(1, wd, w_layout);
       std::vector<std::pair<int, memory>> args = {
-          {DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 0, xd)},
-          {DNNL_ARG_WEIGHTS, Input(plan, fwd, DNNL_ARG_WEIGHTS, 1, wd)}};
+          {DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 0, xd)}, {DNNL_ARG_WEIGHTS, weights}};
       if (bias.defined()) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bd));
       AddWritingTo(plan, fwd, dnnl::convolution_forward(fwd), std::move(args), DNNL_ARG_DST, 2, yd);
       break;
@@ -251,9 +255,11 @@ void Conv(ConvPass pass, const Tensor& x, const Tensor& w, const Tensor& y, cons
     PrimitiveKey key(PrimitiveKey::kConvolution);
     key.Add(static_cast<int64_t>(pass)).Add(x).Add(w).Add(y).Add(bias.defined());
     key.Add(p.stride).Add(p.padding).Add(p.dilation).Add(p.groups);
-    CachedPlan(key, [&](OneDnnPlan& plan) {
-      BuildConvPlan(pass, x, w, y, bias, p, plan);
-    }).Run({x.raw_data(), w.raw_data(), y.raw_data(), bias.defined() ? bias.raw_data() : nullptr});
+    const bool pack_w = pass == ConvPass::kForward && w.is_frozen();
+    key.Add(pack_w);
+    CachedPlan(key, [&](OneDnnPlan& plan) { BuildConvPlan(pass, x, w, y, bias, p, plan); })
+        .Run({x.raw_data(), w.raw_data(), y.raw_data(), bias.defined() ? bias.raw_data() : nullptr},
+             pack_w ? w : Tensor());
     return;
   }
   ZeroDense(pass == ConvPass::kForward ? y : pass == ConvPass::kBackwardData ? x : w);

@@ -204,16 +204,20 @@ bool ReorderKMajorSrc(const Operand& a) {
 // are the primitive's attributes, or primitives of their own after it where
 // its implementation cannot take them.
 void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, const Operand& y,
-                     const PostOps& post, OneDnnPlan& plan) {
+                     const PostOps& post, bool pack_b, OneDnnPlan& plan) {
   const dnnl::memory::desc a_md = Desc(a), b_md = Desc(b), y_md = Desc(y);
+  // A packed b is in the layout the primitive picks for it.
+  const dnnl::memory::desc b_wanted =
+      pack_b ? dnnl::memory::desc(b_md.dims(), b_md.data_type(), dnnl::memory::format_tag::any)
+             : b_md;
   // The matmul's src: a itself, or a row-major copy the plan reorders it into.
   const dnnl::memory::desc a_dense_md =
       ReorderKMajorSrc(a) ? PlainDesc(a.t.dtype(), a.shape, ContiguousStrides(a.shape)) : a_md;
   dnnl::memory::desc bias_md;
   if (bias != nullptr) bias_md = Desc(*bias);
   const dnnl::matmul::desc desc = bias != nullptr
-                                      ? dnnl::matmul::desc(a_dense_md, b_md, bias_md, y_md)
-                                      : dnnl::matmul::desc(a_dense_md, b_md, y_md);
+                                      ? dnnl::matmul::desc(a_dense_md, b_wanted, bias_md, y_md)
+                                      : dnnl::matmul::desc(a_dense_md, b_wanted, y_md);
   dnnl::post_ops ops;
   for (size_t i = 0, next_operand = 0; i < post.ops.size(); ++i) {
     if (post.ops[i].binary()) {
@@ -243,9 +247,11 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
     plan.Add(dnnl::reorder(src, dense), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dense}});
     src = dense;
   }
-  std::vector<std::pair<int, dnnl::memory>> args = {{DNNL_ARG_SRC, src},
-                                                    {DNNL_ARG_WEIGHTS, plan.External(1, b_md)},
-                                                    {DNNL_ARG_DST, plan.External(2, y_md)}};
+  const dnnl::memory::desc b_layout = pd->weights_desc();
+  const dnnl::memory weights =
+      b_layout == b_md ? plan.External(1, b_md) : plan.Packed(1, b_md, b_layout);
+  std::vector<std::pair<int, dnnl::memory>> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, plan.External(2, y_md)}};
   if (bias != nullptr) args.emplace_back(DNNL_ARG_BIAS, plan.External(3, bias_md));
   if (!post_ops_apart) {
     for (int i = 0, next_operand = 0; i < static_cast<int>(post.ops.size()); ++i) {
@@ -326,14 +332,17 @@ void OneDnnMatmul(const Operand& a, const Operand& b, const Operand* bias, const
     key.Add(static_cast<int64_t>(op->t.dtype())).Add(op->shape).Add(op->strides);
   }
   post.AddTo(key);
+  // A frozen weight matrix is packed once (runtime/kernels/primitive_cache.h).
+  const bool pack_b = b.t.is_frozen() && b.shape.size() == 2;
+  key.Add(pack_b);
   OneDnnPlan& plan =
-      CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, post, p); });
+      CachedPlan(key, [&](OneDnnPlan& p) { BuildMatmulPlan(a, b, bias, y, post, pack_b, p); });
   if (plan.empty()) {
     const int64_t rank = y.shape.size();
     OneDnnMatmul(Align(Dense(a.View()), rank), Align(Dense(b.View()), rank), bias, y, post);
     return;
   }
-  plan.Run(PlanPointers(&a, &b, y, bias, post));
+  plan.Run(PlanPointers(&a, &b, y, bias, post), pack_b ? b.t : Tensor());
 }
 
 // Applies `post` to y in place, on primitives of their own.
@@ -446,7 +455,8 @@ void LibraryMatmul(const Operand& a, const Operand& b, const Operand* bias, cons
     return;
   }
   // Post-ops are fused by oneDNN as it writes y.
-  const bool openblas_may = a.t.dtype() == DType::kF32 && post.ops.empty();
+  // A frozen b stays on oneDNN, which packs it.
+  const bool openblas_may = a.t.dtype() == DType::kF32 && post.ops.empty() && !b.t.is_frozen();
   if (!openblas_may || !MatmulOnOpenBlas(a, b, bias, y)) OneDnnMatmul(a, b, bias, y, post);
 }
 

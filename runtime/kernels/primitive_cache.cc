@@ -12,6 +12,7 @@ namespace tc::kernels {
 namespace {
 
 std::atomic<int64_t> plans_built{0};
+std::atomic<int64_t> packs{0};
 std::atomic<int> executes_running{0};
 
 }  // namespace
@@ -57,11 +58,27 @@ void OneDnnPlan::Add(const dnnl::primitive& primitive,
   steps_.push_back(std::move(step));
 }
 
-void OneDnnPlan::Run(absl::Span<void* const> pointers) {
+dnnl::memory OneDnnPlan::Packed(int slot, const dnnl::memory::desc& plain,
+                                const dnnl::memory::desc& packed) {
+  const dnnl::memory from = External(slot, plain), to = Internal(packed);
+  pack_ = Pack{dnnl::reorder(from, to), from, to, Tensor()};
+  return to;
+}
+
+void OneDnnPlan::Run(absl::Span<void* const> pointers, const Tensor& packed) {
   for (auto& [slot, memory] : external_) memory.set_data_handle(pointers[slot]);
   std::optional<SingleThreaded> one_thread;
   if (external_bytes_ < kTinyOpBytes) one_thread.emplace();
   ++executes_running;
+  // The tensor held since the last pack keeps its address its own: the same
+  // address is the same frozen bytes.
+  if (pack_ && !(pack_->source.defined() && pack_->source.raw_data() == packed.raw_data())) {
+    const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, pack_->from.get()},
+                                    {DNNL_ARG_TO, pack_->to.get()}};
+    dnnl_primitive_execute(pack_->reorder.get(), Stream().get(), 2, args);
+    pack_->source = packed;
+    ++packs;
+  }
   for (const Step& step : steps_) {
     dnnl_primitive_execute(step.primitive.get(), Stream().get(), static_cast<int>(step.args.size()),
                            step.args.data());
@@ -89,6 +106,8 @@ OneDnnPlan& CachedPlan(const PrimitiveKey& key, absl::FunctionRef<void(OneDnnPla
 }
 
 int64_t OneDnnPlansBuilt() { return plans_built.load(); }
+
+int64_t OneDnnPacks() { return packs.load(); }
 
 bool InOneDnnExecute() { return executes_running.load(std::memory_order_relaxed) > 0; }
 

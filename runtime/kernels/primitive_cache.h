@@ -16,12 +16,19 @@
 //   plan.Run({a.raw_data(), b.raw_data(), y.raw_data()});
 //
 // Plans are per thread, so concurrent eager calls never share memories.
+//
+// A frozen operand (runtime/tensor.h: a frozen inference program's weight)
+// may be packed: reordered once into the layout the primitive prefers
+// (format_tag::any) and kept in the plan, which holds the tensor it packed so
+// that its storage, and so its address, stays its own. A run that binds
+// another tensor there packs again.
 #ifndef TENSORCUT_RUNTIME_KERNELS_PRIMITIVE_CACHE_H_
 #define TENSORCUT_RUNTIME_KERNELS_PRIMITIVE_CACHE_H_
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -85,9 +92,14 @@ class OneDnnPlan {
   // A memory the plan owns, reused by every run.
   dnnl::memory Internal(const dnnl::memory::desc& desc);
   void Add(const dnnl::primitive& primitive, std::vector<std::pair<int, dnnl::memory>> args);
+  // A memory of layout `packed` holding the frozen tensor of external
+  // `slot` (layout `plain`) reordered, by the run that first binds it. At
+  // most one per plan.
+  dnnl::memory Packed(int slot, const dnnl::memory::desc& plain, const dnnl::memory::desc& packed);
 
-  // Binds the external memories to `pointers` and executes every primitive.
-  void Run(absl::Span<void* const> pointers);
+  // Binds the external memories to `pointers` and executes every primitive;
+  // `packed`: the tensor at the packed slot's pointer, when the plan has one.
+  void Run(absl::Span<void* const> pointers, const Tensor& packed = Tensor());
   // A plan its builder left empty: the call is not one oneDNN serves well.
   bool empty() const { return steps_.empty(); }
 
@@ -96,6 +108,12 @@ class OneDnnPlan {
     dnnl::primitive primitive;
     std::vector<dnnl_exec_arg_t> args;  // handles of memories kept alive below
   };
+  struct Pack {
+    dnnl::primitive reorder;
+    dnnl::memory from, to;
+    Tensor source;  // the tensor last packed, held
+  };
+  std::optional<Pack> pack_;
   std::vector<std::pair<int, dnnl::memory>> external_;
   int64_t external_bytes_ = 0;
   std::vector<dnnl::memory> memories_;
@@ -109,6 +127,8 @@ OneDnnPlan& CachedPlan(const PrimitiveKey& key, absl::FunctionRef<void(OneDnnPla
 // Plans built so far in the process: a compiled step that builds none after its
 // first call creates no oneDNN primitive.
 int64_t OneDnnPlansBuilt();
+// Frozen operands packed so far in the process (see above).
+int64_t OneDnnPacks();
 
 // True while some thread is inside a oneDNN execute call, so that an
 // allocation counter in a single-threaded caller can tell oneDNN's own

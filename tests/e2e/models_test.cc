@@ -4,6 +4,7 @@
 // and the joint graph's text for the linear model.
 #include "nn/models/models.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -96,6 +97,40 @@ TEST_CASE("tc::compile runs the stages with defaults, for training and inference
     const std::vector<Tensor> want = Flatten(expected).first;
     for (size_t i = 0; i < got.size(); ++i) REQUIRE_TENSORS_CLOSE(got[i], want[i], 1e-6, 1e-6);
   }
+}
+
+TEST_CASE("frozen inference matches eager, reads the weights once, and is for inference only") {
+  for (const std::string name : {"mlp", "cnn", "transformer"}) {
+    for (const bool eval : {false, true}) {  // a training-mode cnn updates its BatchNorm stats
+      INFO(name << (eval ? " eval" : " train"));
+      Pair p = MakePair(name, DType::kF32, 8);
+      if (eval) {
+        p.compiled.module->eval();
+        p.eager.module->eval();
+      }
+      Function fn =
+          compile(*p.compiled.module, p.compiled.inputs, {.training = false, .freeze = true})
+              .value();
+      const std::vector<Tensor> want = Flatten((*p.eager.module)(p.eager.inputs)).first;
+      const std::vector<Tensor> got = Flatten(fn(p.compiled.inputs).value()).first;
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE_TENSORS_CLOSE(got[i], want[i], 2e-4, 2e-4);
+      testing::RequireSameState(*p.compiled.module, *p.eager.module, 2e-4, /*grads=*/false);
+      // The module's weights changed after compiling: the frozen program
+      // still computes with the ones it read.
+      for (auto& [param_name, t] : p.compiled.module->named_parameters()) {
+        std::fill_n(t.data<float>(), t.numel(), 0.0f);
+      }
+      const std::vector<Tensor> again = Flatten(fn(p.compiled.inputs).value()).first;
+      for (size_t i = 0; i < again.size(); ++i) {
+        REQUIRE_TENSORS_CLOSE(again[i], want[i], 2e-4, 2e-4);
+      }
+    }
+  }
+  Pair p = MakePair("mlp", DType::kF32, 4);
+  CHECK(compile(*p.compiled.module, p.compiled.inputs, {.freeze = true}).status().message() ==
+        "compile: freeze is for inference (training = false): a training step changes the "
+        "weights it would freeze");
 }
 
 TEST_CASE("calls that do not match the capture return a status naming the path") {

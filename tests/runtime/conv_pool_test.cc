@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "catch2/catch.hpp"
 #include "runtime/dispatch.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/ops.h"
 #include "tests/test_util.h"
 
@@ -294,6 +295,27 @@ TEST_CASE("conv2d matches direct loops") {
       }
     }
   }
+}
+
+TEST_CASE("a frozen convolution weight is packed once, and a new one again") {
+  Conv2dOptions o;
+  o.padding = {1, 1};
+  const Tensor x = Random({2, 8, 10, 10}, DType::kF32, 3);
+  Tensor w = Random({16, 8, 3, 3}, DType::kF32, 4);
+  w.storage()->Freeze();
+  const Tensor expected = RefConv(x.to(DType::kF64), w.to(DType::kF64), o);
+  const int64_t before = kernels::OneDnnPacks();
+  REQUIRE_TENSORS_CLOSE(conv2d(x, w, o), expected, Tol(DType::kF32), Tol(DType::kF32));
+  // One reorder, where oneDNN prefers a blocked layout for these weights.
+  const int64_t packs = kernels::OneDnnPacks() - before;
+  CHECK(packs <= 1);
+  REQUIRE_TENSORS_CLOSE(conv2d(x, w, o), expected, Tol(DType::kF32), Tol(DType::kF32));
+  CHECK(kernels::OneDnnPacks() - before == packs);
+  Tensor v = Random({16, 8, 3, 3}, DType::kF32, 5);
+  v.storage()->Freeze();
+  REQUIRE_TENSORS_CLOSE(conv2d(x, v, o), RefConv(x.to(DType::kF64), v.to(DType::kF64), o),
+                        Tol(DType::kF32), Tol(DType::kF32));
+  CHECK(kernels::OneDnnPacks() - before == 2 * packs);
 }
 
 TEST_CASE("conv2d_backward_data matches direct loops and is the adjoint of conv2d") {

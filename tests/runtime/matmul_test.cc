@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "runtime/gemm.h"
+#include "runtime/kernels/primitive_cache.h"
 #include "runtime/ops.h"
 #include "tests/test_util.h"
 
@@ -208,6 +209,34 @@ TEST_CASE("auto times each new product shape once and keeps the verdict") {
   // Below kMinTimedMacs a product is not timed.
   matmul(testing::Random({8, 8}, DType::kF32, 33), testing::Random({8, 8}, DType::kF32, 34));
   CHECK(GetGemmShapesTimed().shapes == after.shapes);
+}
+
+TEST_CASE("a frozen weight matrix is packed once, and a new one again") {
+  const Tensor a = testing::Random({24, 64}, DType::kF32, 41);
+  Tensor b = testing::Random({64, 48}, DType::kF32, 42);
+  b.storage()->Freeze();
+  const Tensor expected = ReferenceMatmul(a, b);
+  const int64_t before = kernels::OneDnnPacks();
+  CheckClose(matmul(a, b), expected);
+  // One reorder, where oneDNN prefers another layout for this shape.
+  const int64_t packs = kernels::OneDnnPacks() - before;
+  CHECK(packs <= 1);
+  CheckClose(matmul(a, b), expected);
+  CHECK(kernels::OneDnnPacks() - before == packs);
+  // Another frozen matrix of the same shape is packed anew.
+  Tensor c = testing::Random({64, 48}, DType::kF32, 43);
+  c.storage()->Freeze();
+  CheckClose(matmul(a, c), ReferenceMatmul(a, c));
+  CHECK(kernels::OneDnnPacks() - before == 2 * packs);
+  // linear's weight is read transposed: packed as well.
+  Tensor w = testing::Random({48, 64}, DType::kF32, 44);
+  w.storage()->Freeze();
+  const Tensor bias = testing::Random({48}, DType::kF32, 45);
+  CheckClose(linear(a, w, bias), ReferenceLinear(a, w, bias));
+  const int64_t with_linear = kernels::OneDnnPacks();
+  CHECK(with_linear - before - 2 * packs <= 1);
+  CheckClose(linear(a, w, bias), ReferenceLinear(a, w, bias));
+  CHECK(kernels::OneDnnPacks() == with_linear);
 }
 
 TEST_CASE("gemm choices parse by name, and a bad name says what is expected") {
