@@ -19,6 +19,7 @@
 #include "runtime/kernels/primitive_cache.h"
 #include "runtime/kernels/registry.h"
 #include "runtime/kernels/strided.h"
+#include "runtime/threads.h"
 
 namespace tc::kernels {
 namespace {
@@ -100,13 +101,21 @@ bool ReduceDenseRows(dnnl::algorithm alg, const Tensor& x, const Reduction& r, c
   const int64_t m = out.numel(), k = r.count;
   const float* xp = static_cast<const float*>(x.raw_data());
   float* op = out.data<float>();
-  std::copy_n(xp, m, op);
-  for (int64_t i = 1; i < k; ++i) {
-    const float* row = xp + i * m;
-    for (int64_t j = 0; j < m; ++j) op[j] += row[j];
-  }
-  if (alg == dnnl::algorithm::reduction_mean) {
-    for (int64_t j = 0; j < m; ++j) op[j] /= static_cast<float>(k);
+  const bool mean = alg == dnnl::algorithm::reduction_mean;
+  // Threads take column ranges: each column adds its rows in the same order
+  // whatever the thread count, so the bits do not depend on it.
+  const int64_t chunks = x.numel() < kParallelElements ? 1 : std::min<int64_t>(NumThreads(), m);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = m * c / chunks, end = m * (c + 1) / chunks;
+    std::copy(xp + begin, xp + end, op + begin);
+    for (int64_t i = 1; i < k; ++i) {
+      const float* row = xp + i * m;
+      for (int64_t j = begin; j < end; ++j) op[j] += row[j];
+    }
+    if (mean) {
+      for (int64_t j = begin; j < end; ++j) op[j] /= static_cast<float>(k);
+    }
   }
   return true;
 }

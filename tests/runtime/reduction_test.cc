@@ -195,6 +195,17 @@ TEST_CASE("sum") {
       }
     }
   }
+  SECTION("sums and means over leading dims split across threads, with the same bits") {
+    // Large enough to split (runtime/threads.h); 300 columns in two uneven ranges.
+    const Tensor x = testing::Random({512, 300}, DType::kF32, 8);
+    for (OpKind op : {OpKind::kSum, OpKind::kMean}) {
+      const auto run = [&] { return Run(op, x, ReduceAttrs({0}, false)); };
+      const Tensor one = testing::OnThreads(1, run), two = testing::OnThreads(2, run);
+      REQUIRE_TENSORS_CLOSE(two, one, 0, 0);
+      REQUIRE_TENSORS_CLOSE(one, RefReduce(x, {0}, false, op == OpKind::kSum ? RefSum : RefMean),
+                            1e-5, 1e-5);
+    }
+  }
   SECTION("errors") {
     const Tensor x = zeros({2, 3});
     CHECK(ErrorOf(OpKind::kSum, x, ReduceAttrs({1, -1}, false)) == "sum: dims [1,-1] repeat a dim");
