@@ -192,8 +192,18 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
   for (int i = 0; i < num_saved; ++i) backward_args_[i] = Tensor();
   if (!s.ok()) return s;
+  param_grads_.clear();
   for (size_t k = 0; k < grad_params_.size(); ++k) {
-    if (grad_params_[k].defined()) grad_params_[k].set_grad(backward_outputs_[k]);
+    if (!grad_params_[k].defined()) continue;
+    grad_params_[k].set_grad(backward_outputs_[k]);
+    param_grads_.push_back(backward_outputs_[k]);
+  }
+  if (options_.reduce_gradients) s = options_.reduce_gradients(param_grads_, batch);
+  param_grads_.clear();
+  if (!s.ok()) {  // no update: the step failed
+    optimizer_->zero_grad();
+    for (Tensor& g : backward_outputs_) g = Tensor();
+    return s;
   }
   if (options_.clip_grad_value.has_value()) {
     nn::clip_grad_value_(clipped_params_, *options_.clip_grad_value);

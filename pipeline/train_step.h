@@ -27,6 +27,7 @@
 #define TENSORCUT_PIPELINE_TRAIN_STEP_H_
 
 #include <atomic>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -66,6 +67,12 @@ struct TrainStepOptions {
   std::optional<double> clip_grad_value;
   std::optional<double> clip_grad_norm;  // max_norm
   double clip_norm_type = 2.0;
+  // Called after each backward with the parameters' gradients, in the order
+  // the backward writes them, and the run's batch, before clipping and the
+  // update; it may change the gradients in place. dist/data_parallel.h's
+  // averages them over the processes of a data-parallel job.
+  std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
+      reduce_gradients;
 };
 
 class TrainStep {
@@ -122,6 +129,7 @@ class TrainStep {
   std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
   std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined
   std::vector<Tensor> clipped_params_;   // the defined ones, which clipping reads
+  std::vector<Tensor> param_grads_;      // their gradients, for reduce_gradients
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   int num_forward_outputs_ = 0;  // the loss, then the mutated buffers
   std::vector<Tensor> forward_args_, forward_outputs_;

@@ -18,6 +18,8 @@ packages=(
   nlohmann-json3-dev   # JSON 3.11 (header-only): checkpoint headers, reports
   libbenchmark-dev     # Google Benchmark, for bench/
   coinor-libcbc-dev    # CBC 2.10, the mixed-integer solver of the milp partitioner
+  libopenmpi-dev       # OpenMPI 4.1, data-parallel training across processes (dist/),
+  openmpi-bin          # and its mpirun
   clang                # the fuzz targets (tools/fuzz.sh): clang 14,
   libclang-rt-14-dev   # its libFuzzer and sanitizer runtimes,
   libomp-14-dev        # and its OpenMP runtime

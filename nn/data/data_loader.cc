@@ -130,6 +130,17 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
     Fail(absl::StrCat("an epoch of ", n, " examples has no ",
                       options_.drop_last ? "full batch" : "batch", " of ", options_.batch_size));
   }
+  if (options_.ranks < 1 || options_.rank < 0 || options_.rank >= options_.ranks) {
+    Fail(absl::StrCat("rank ", options_.rank, " of ", options_.ranks,
+                      ": expected 0 <= rank < ranks"));
+  }
+  const int64_t last = options_.drop_last || n % options_.batch_size == 0 ? options_.batch_size
+                                                                          : n % options_.batch_size;
+  if (std::min(last, options_.batch_size) < options_.ranks) {
+    Fail(absl::StrCat("a batch of ", last, " examples cannot be shared by ", options_.ranks,
+                      " ranks, one example each at least",
+                      last < options_.batch_size ? " (the epoch's last; drop_last drops it)" : ""));
+  }
   if (options_.prefetch) {
     want_ = true;  // before the thread exists
     worker_ = std::thread([this] { Prefetch(); });
@@ -223,8 +234,11 @@ absl::StatusOr<std::vector<Tensor>> DataLoader::Make(Position at) const {
 
 absl::StatusOr<std::vector<Tensor>> DataLoader::MakeOrThrow(Position at) const {
   const std::shared_ptr<const std::vector<int64_t>> order = OrderOf(at.epoch);
-  const int64_t first = at.batch * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, dataset_->size() - first);
+  // This rank's share of the global batch: its part of the batch's rows.
+  const int64_t global_first = at.batch * options_.batch_size;
+  const int64_t global_count = std::min(options_.batch_size, dataset_->size() - global_first);
+  const int64_t first = global_first + global_count * options_.rank / options_.ranks;
+  const int64_t count = global_first + global_count * (options_.rank + 1) / options_.ranks - first;
   std::vector<Tensor> fields;
   for (const TensorType& type : dataset_->field_types()) {
     Shape shape = type.shape;
@@ -235,8 +249,10 @@ absl::StatusOr<std::vector<Tensor>> DataLoader::MakeOrThrow(Position at) const {
       absl::MakeConstSpan(order->data() + first, static_cast<size_t>(count)), fields);
   if (!s.ok()) return s;
   if (!options_.transforms.empty()) {
+    // Each rank's share draws its own numbers (with one rank, the batch's).
+    const int64_t batches = at.epoch * batches_per_epoch_ + at.batch;
     Generator gen(RandomBits(options_.seed + 1,
-                             static_cast<uint64_t>(at.epoch * batches_per_epoch_ + at.batch)));
+                             static_cast<uint64_t>(batches * options_.ranks + options_.rank)));
     Tensor& images = fields[options_.transform_field];
     for (const auto& transform : options_.transforms) {
       absl::StatusOr<Tensor> done = transform->Apply(images, gen);

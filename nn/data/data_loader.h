@@ -99,12 +99,19 @@ struct DataLoaderOptions {
   // batches before this one)): a batch is transformed alike on every run.
   std::vector<std::shared_ptr<const Transform>> transforms = {};
   size_t transform_field = 0;
+  // Data parallelism (dist/data_parallel.h): batches are the job's global
+  // batches, and this process takes share `rank` of `ranks` of each, a
+  // contiguous part of its rows (sizes differ by one at most). The position
+  // is the global one, so that a checkpoint resumes at any number of ranks.
+  int rank = 0;
+  int ranks = 1;
 };
 
 class DataLoader {
  public:
-  // Throws tc::Error for batch_size < 1, or an empty epoch (no examples, or
-  // fewer than a batch with drop_last).
+  // Throws tc::Error for batch_size < 1, an empty epoch (no examples, or
+  // fewer than a batch with drop_last), a rank outside [0, ranks), or a
+  // batch of fewer examples than ranks.
   DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;

@@ -247,7 +247,8 @@ void BuildMatmulPlan(const Operand& a, const Operand& b, const Operand* bias, co
     plan.Add(dnnl::reorder(src, dense), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dense}});
     src = dense;
   }
-  const dnnl::memory::desc b_layout = pd->weights_desc();
+  // Asked only of a packed b: an unpacked b is in its own layout.
+  const dnnl::memory::desc b_layout = pack_b ? pd->weights_desc() : b_md;
   const dnnl::memory weights =
       b_layout == b_md ? plan.External(1, b_md) : plan.Packed(1, b_md, b_layout);
   std::vector<std::pair<int, dnnl::memory>> args = {

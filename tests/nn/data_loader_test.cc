@@ -95,6 +95,42 @@ TEST_CASE("a loader resumed at a saved position continues as an uninterrupted on
   }
 }
 
+TEST_CASE("ranks take contiguous shares of each global batch, together the whole batch") {
+  // 23 examples in batches of 7: 7, 7, 7 and a last batch of 2.
+  for (const bool shuffle : {false, true}) {
+    INFO("shuffle " << shuffle);
+    DataLoader whole(Numbers(23), {.batch_size = 7, .shuffle = shuffle, .seed = 5});
+    const auto want = Labels(whole, 8);  // two epochs
+    DataLoader share0(Numbers(23),
+                      {.batch_size = 7, .shuffle = shuffle, .seed = 5, .rank = 0, .ranks = 2});
+    DataLoader share1(Numbers(23),
+                      {.batch_size = 7, .shuffle = shuffle, .seed = 5, .rank = 1, .ranks = 2});
+    CHECK(share0.batches_per_epoch() == 4);
+    const auto got0 = Labels(share0, 8), got1 = Labels(share1, 8);
+    for (size_t b = 0; b < want.size(); ++b) {
+      INFO("batch " << b);
+      const size_t half = want[b].size() / 2;  // rank 0 takes the smaller share
+      CHECK(got0[b] == std::vector<int64_t>(want[b].begin(), want[b].begin() + half));
+      CHECK(got1[b] == std::vector<int64_t>(want[b].begin() + half, want[b].end()));
+    }
+    // The position is the global batch's.
+    CHECK(share1.position() == whole.position());
+  }
+}
+
+TEST_CASE("a share of a batch has one example at least") {
+  CHECK_THROWS_WITH(DataLoader(Numbers(10), {.batch_size = 4, .rank = 2, .ranks = 2}),
+                    "DataLoader: rank 2 of 2: expected 0 <= rank < ranks");
+  CHECK_THROWS_WITH(DataLoader(Numbers(10), {.batch_size = 2, .ranks = 3}),
+                    "DataLoader: a batch of 2 examples cannot be shared by 3 ranks, one example "
+                    "each at least");
+  CHECK_THROWS_WITH(DataLoader(Numbers(9), {.batch_size = 4, .ranks = 2}),
+                    "DataLoader: a batch of 1 examples cannot be shared by 2 ranks, one example "
+                    "each at least (the epoch's last; drop_last drops it)");
+  CHECK(DataLoader(Numbers(9), {.batch_size = 4, .drop_last = true, .ranks = 2})
+            .batches_per_epoch() == 2);
+}
+
 TEST_CASE("the position goes into checkpoint tensors and back") {
   DataLoader loader(Numbers(30), {.batch_size = 4, .shuffle = true, .seed = 9});
   Labels(loader, 10);

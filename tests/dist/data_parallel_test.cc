@@ -1,0 +1,159 @@
+// Run by tests/dist/mpirun_test.sh under `mpirun -np 2` (each rank runs
+// every case, in the same order, so their collectives meet): broadcast and
+// weighted all-reduce across ranks, in buckets and through strides; ranks
+// that pass different tensors; and data-parallel training of mlp and
+// transformer in f64, which must give, after five SGD steps, the parameters
+// one process gets on the whole global batch.
+#include "dist/data_parallel.h"
+
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "dist/process_group.h"
+#include "nn/models/models.h"
+#include "nn/optim.h"
+#include "pipeline/train_step.h"
+#include "runtime/ops.h"
+#include "tests/test_util.h"
+
+namespace tc::dist {
+namespace {
+
+// Small buckets, so that a model's gradients span many of them.
+ProcessGroup& Group() {
+  static ProcessGroup* group =
+      ProcessGroup::World({.timeout = absl::Seconds(60), .bucket_bytes = 4096}).value();
+  return *group;
+}
+
+// Values that differ from rank to rank: r * 100 + i at flat position i.
+Tensor RankValues(const Shape& shape, DType dtype, int rank) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  return add(arange(0, static_cast<double>(numel), 1, DType::kF64).reshape(shape),
+             scalar(100.0 * rank, DType::kF64))
+      .to(dtype);
+}
+
+TEST_CASE("the job has two ranks") {
+  REQUIRE(Group().size() == 2);
+  CHECK(Group().Describe() == "rank " + std::to_string(Group().rank()) + " of 2");
+}
+
+TEST_CASE("broadcast gives every rank the root's tensors, through strides") {
+  const int rank = Group().rank();
+  for (int root : {0, 1}) {
+    INFO("root " << root);
+    Tensor dense = RankValues({3, 5}, DType::kF32, rank);
+    Tensor wide = RankValues({4, 6}, DType::kF64, rank);
+    Tensor strided = wide.slice(1, 1, 5).transpose(0, 1);  // a view, not dense
+    Tensor ints = RankValues({7}, DType::kI64, rank);
+    REQUIRE(Group().Broadcast({dense, strided, ints}, root).ok());
+    REQUIRE_TENSORS_CLOSE(dense, RankValues({3, 5}, DType::kF32, root), 0, 0);
+    REQUIRE_TENSORS_CLOSE(
+        strided, RankValues({4, 6}, DType::kF64, root).slice(1, 1, 5).transpose(0, 1), 0, 0);
+    REQUIRE_TENSORS_CLOSE(ints, RankValues({7}, DType::kI64, root), 0, 0);
+    // The view's neighbours in its storage are untouched.
+    CHECK(wide.slice(1, 0, 1).to_vector<double>() ==
+          RankValues({4, 6}, DType::kF64, rank).slice(1, 0, 1).to_vector<double>());
+  }
+  CHECK(Group().Broadcast({}, 2).message() == "broadcast: root 2 is not a rank of 2");
+}
+
+TEST_CASE("all-reduce sums each rank's tensors times its weight, over several buckets") {
+  const int rank = Group().rank();
+  // 3000 f32 and 600 f64 elements: several 4 KiB buckets, a new one per dtype.
+  const auto values = [](int r) {
+    return std::vector<Tensor>{RankValues({1000}, DType::kF32, r),
+                               RankValues({2000}, DType::kF32, r),
+                               RankValues({20, 30}, DType::kF64, r).transpose(0, 1)};
+  };
+  const std::vector<Tensor> r0 = values(0), r1 = values(1);
+  for (int call = 0; call < 2; ++call) {  // the second reuses the buckets
+    const std::vector<Tensor> tensors = values(rank);
+    REQUIRE(Group().AllReduceSum(tensors, rank == 0 ? 0.25 : 0.75).ok());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor want = add(mul(r0[i].to(DType::kF64), scalar(0.25, DType::kF64)),
+                              mul(r1[i].to(DType::kF64), scalar(0.75, DType::kF64)));
+      REQUIRE_TENSORS_CLOSE(tensors[i], want, 1e-6, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("ranks that pass different tensors get an error, each of them") {
+  const int rank = Group().rank();
+  std::vector<Tensor> tensors = {zeros({rank == 0 ? 3 : 4})};
+  const absl::Status s = Group().AllReduceSum(tensors);
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(s.message() == "all-reduce: the ranks passed different tensors; rank " +
+                           std::to_string(rank) + " of 2 passed f32[" +
+                           std::to_string(rank == 0 ? 3 : 4) + "]");
+  CHECK(Group().AllReduceSum({zeros({2}, DType::kBool)}).message() ==
+        "collectives take f32, f64 or i64 tensors, got bool");
+  // The group still works.
+  Tensor one = full({1}, 1.0);
+  REQUIRE(Group().AllReduceSum({one}).ok());
+  CHECK(one.item<float>() == 2.0f);
+}
+
+// A model's example (inputs, targets) cut to rows [first, first + count),
+// dense, in f64 where floating.
+struct Example {
+  TensorTree inputs, targets;
+  std::vector<Tensor> leaves;  // a TrainStep's batch
+};
+Example Rows(const nn::ModelSpec& spec, int64_t first, int64_t count) {
+  const auto cut = [&](const Tensor& t) {
+    const Tensor rows = t.slice(0, first, first + count).contiguous();
+    return IsFloating(rows.dtype()) ? rows.to(DType::kF64) : rows;
+  };
+  Example e{spec.inputs.Map(cut), spec.targets.Map(cut), {}};
+  e.leaves = Flatten(e.inputs).first;
+  for (const Tensor& t : Flatten(e.targets).first) e.leaves.push_back(t);
+  return e;
+}
+
+TEST_CASE("two ranks on halves of a global batch train as one process on all of it") {
+  const int rank = Group().rank();
+  for (const std::string name : {"mlp", "transformer"}) {
+    INFO(name);
+    constexpr int64_t kBatch = 6;
+    // The reference: one process, the whole batch, in this rank.
+    nn::ModelSpec whole = nn::MakeModel(name, 11).value();
+    whole.module->to(DType::kF64);
+    const Example batch = Rows(whole, 0, kBatch);
+    // A rank's model starts elsewhere on rank 1: the broadcast must bring it to rank 0's.
+    nn::ModelSpec mine = nn::MakeModel(name, 11 + rank).value();
+    mine.module->to(DType::kF64);
+    REQUIRE(BroadcastModule(Group(), *mine.module).ok());
+    // Rank 0 takes 2 rows, rank 1 the other 4: the average weighs them so.
+    const int64_t first = rank == 0 ? 0 : 2, count = rank == 0 ? 2 : 4;
+    const Example share = Rows(whole, first, count);
+
+    nn::SGD sgd_whole(whole.module->named_parameters(), 0.05, 0.9);
+    nn::SGD sgd_mine(mine.module->named_parameters(), 0.05, 0.9);
+    auto step_whole =
+        TrainStep::Create(*whole.module, whole.loss, batch.inputs, batch.targets, sgd_whole)
+            .value();
+    TrainStepOptions options;
+    options.reduce_gradients = AverageGradients(Group());
+    auto step_mine =
+        TrainStep::Create(*mine.module, mine.loss, share.inputs, share.targets, sgd_mine, options)
+            .value();
+    for (int s = 0; s < 5; ++s) {
+      REQUIRE(step_whole->Run(batch.leaves).ok());
+      REQUIRE(step_mine->Run(share.leaves).ok());
+    }
+    const nn::NamedTensors want = whole.module->named_parameters();
+    const nn::NamedTensors got = mine.module->named_parameters();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO(got[i].first);
+      REQUIRE_TENSORS_CLOSE(got[i].second, want[i].second, 1e-11, 1e-12);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tc::dist
