@@ -192,6 +192,10 @@ absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& opt
   return *world;
 }
 
+void ProcessGroup::Leave() {
+  if (size_ > 1) any_group_broken = true;
+}
+
 std::string ProcessGroup::Describe() const { return absl::StrCat("rank ", rank_, " of ", size_); }
 
 absl::Status ProcessGroup::CheckAgreement(absl::string_view collective,

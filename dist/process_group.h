@@ -61,6 +61,11 @@ class ProcessGroup {
   // agreement as Broadcast.
   absl::Status AllReduceSum(absl::Span<const Tensor> tensors, double weight = 1.0);
 
+  // Says this rank will join no more collectives (it failed and is about
+  // to exit): at exit the job is then aborted rather than finalized, so that
+  // the other ranks end at once instead of at their timeout.
+  void Leave();
+
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
 

@@ -16,8 +16,10 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dist/process_group.h"
 #include "nn/checkpoint.h"
 #include "partition/report.h"
+#include "runtime/threads.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
@@ -70,8 +72,9 @@ class StopOnSignals {
 // Training done so far in epochs: 2.50 is halfway through the third.
 double Epochs(const Trainer& t) { return static_cast<double>(t.step()) / t.steps_per_epoch(); }
 
-absl::Status Run() {
+absl::Status Run(dist::ProcessGroup& group) {
   TrainOptions options;
+  if (group.size() > 1) options.group = &group;
   options.model = absl::GetFlag(FLAGS_model);
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
   options.data_dir = absl::GetFlag(FLAGS_data);
@@ -99,7 +102,9 @@ absl::Status Run() {
         absl::StrCat("--save-every must be 0 or more steps, got ", save_every));
   }
   // Checked before anything is trained: a run must not be lost at its end.
-  if (absl::Status s = nn::CheckWritable(checkpoint); !s.ok()) {
+  // Rank 0 writes the checkpoints.
+  if (absl::Status s = group.rank() == 0 ? nn::CheckWritable(checkpoint) : absl::OkStatus();
+      !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
   }
   StopOnSignals stop_on_signals;
@@ -129,6 +134,11 @@ absl::Status Run() {
       1e3 * t.compile_seconds(), options.partition.c_str(), t.joint().graph.num_nodes(),
       report.fw_nodes, report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
   std::printf("%s", PrecisionLine(options.precision).c_str());
+  if (group.size() > 1) {
+    std::printf("data parallel: %d ranks, each %lld examples of a batch of %lld and %d thread%s\n",
+                group.size(), static_cast<long long>(t.batch() / group.size()),
+                static_cast<long long>(t.batch()), NumThreads(), NumThreads() == 1 ? "" : "s");
+  }
   if (!options.resume.empty()) {
     std::printf("resumed from %s at step %lld (epoch %.2f)\n", options.resume.c_str(),
                 static_cast<long long>(t.step()), Epochs(t));
@@ -184,6 +194,21 @@ absl::Status Run() {
 
 }  // namespace
 
-int TrainCommand() { return ExitCode("train", Run()); }
+// Under mpirun, one rank of a data-parallel job: rank 0 prints the
+// progress and writes the checkpoints; each rank runs one intra-op thread
+// unless --threads says otherwise. A rank's error names it, and ends the job.
+int TrainCommand() {
+  absl::StatusOr<dist::ProcessGroup*> group = dist::ProcessGroup::World();
+  if (!group.ok()) return ExitCode("train", group.status());
+  if ((*group)->size() == 1) return ExitCode("train", Run(**group));
+  if (!FlagGiven("threads")) SetNumThreads(1);
+  if ((*group)->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) {
+    return ExitCode("train", absl::InternalError("cannot silence stdout on ranks other than 0"));
+  }
+  const absl::Status s = Run(**group);
+  if (s.ok()) return 0;
+  (*group)->Leave();
+  return ExitCode(absl::StrCat("train (", (*group)->Describe(), ")"), s);
+}
 
 }  // namespace tc

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
+#include "dist/data_parallel.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
 #include "nn/data/csv.h"
@@ -59,11 +60,14 @@ std::shared_ptr<const nn::ArrayDataset> FeaturesAndLabels(nn::Array features, do
 class LoaderData : public TrainingData {
  public:
   LoaderData(std::string name, std::shared_ptr<const nn::Dataset> data, Shape input_shape,
-             uint64_t seed, bool drop_last)
+             uint64_t seed, bool drop_last, int rank, int ranks)
       : name_(std::move(name)),
-        loader_(
-            data,
-            {.batch_size = input_shape[0], .shuffle = true, .seed = seed, .drop_last = drop_last}),
+        loader_(data, {.batch_size = input_shape[0],
+                       .shuffle = true,
+                       .seed = seed,
+                       .drop_last = drop_last,
+                       .rank = rank,
+                       .ranks = ranks}),
         input_shape_(std::move(input_shape)),
         partial_(drop_last ? 0 : data->size() % input_shape_[0]) {}
 
@@ -90,17 +94,26 @@ class LoaderData : public TrainingData {
 };
 
 // kSyntheticBatches batches like the example: floating tensors drawn once
-// from Generator(RandomBits(seed, i)) for batch i, the others kept.
+// from Generator(RandomBits(seed, i)) for batch i, the others kept. Share
+// `rank` of `ranks` keeps its part of each tensor's rows (dim 0, the
+// batch's), as a DataLoader's share does.
 class SyntheticData : public TrainingData {
  public:
-  SyntheticData(const TensorTree& inputs, const TensorTree& targets, uint64_t seed) {
+  SyntheticData(const TensorTree& inputs, const TensorTree& targets, uint64_t seed, int rank,
+                int ranks) {
     for (int64_t i = 0; i < kSyntheticBatches; ++i) {
       Generator gen(RandomBits(seed, static_cast<uint64_t>(i)));
       auto draw = [&](const Tensor& t) {
         return IsFloating(t.dtype()) ? randn(t.shape(), t.dtype(), &gen) : t;
       };
+      auto share = [&](const Tensor& t) {
+        if (t.dim() == 0) return t;
+        const int64_t rows = t.size(0);
+        return t.slice(0, rows * rank / ranks, rows * (rank + 1) / ranks).contiguous();
+      };
       TensorTree in = inputs.Map(draw);  // inputs first: the draw order of each batch
-      batches_.push_back({std::move(in), targets.Map(draw)});
+      TensorTree out = targets.Map(draw);
+      batches_.push_back({in.Map(share), out.Map(share)});
     }
   }
 
@@ -409,6 +422,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
                                        options.resume));
     }
   }
+  if (t->ranks() > 1) {
+    // Every rank from rank 0's weights, also when resumed (each rank reads
+    // the same checkpoint; the broadcast makes sure).
+    TC_RETURN_IF_ERROR(dist::BroadcastModule(*options.group, *t->spec_.module));
+    t->average_gradients_ = dist::AverageGradients(*options.group);
+  }
   TC_RETURN_IF_ERROR(t->Compile(partition_fn));
 
   manual_seed(options.seed);
@@ -435,7 +454,8 @@ absl::Status Trainer::CheckResumable(const nn::Metadata& metadata) const {
 
 absl::Status Trainer::MakeData() {
   if (train_set_ == nullptr && !TakesFashionMnist(spec_)) {
-    data_ = std::make_unique<SyntheticData>(spec_.inputs, spec_.targets, options_.seed);
+    data_ = std::make_unique<SyntheticData>(spec_.inputs, spec_.targets, options_.seed, rank(),
+                                            ranks());
     spec_.inputs.ForEachLeaf([&](const Tensor& x) {
       if (batch_ == 0 && !x.shape().empty()) batch_ = x.size(0);
     });
@@ -464,7 +484,8 @@ absl::Status Trainer::MakeData() {
   }
   Shape shape = spec_.inputs.leaf().shape();
   shape[0] = options_.batch;
-  data_ = std::make_unique<LoaderData>(name, train_set_, shape, options_.seed, options_.drop_last);
+  data_ = std::make_unique<LoaderData>(name, train_set_, shape, options_.seed, options_.drop_last,
+                                       rank(), ranks());
   batch_ = options_.batch;
   return absl::OkStatus();
 }
@@ -511,24 +532,46 @@ absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(step_, inputs, targets));
   TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
-  return CatchErrors([&] {
-    const Tensor loss = spec_.loss(out, targets);
-    optimizer_->zero_grad();
-    loss.backward();
-    optimizer_->step();
-    ++step_;
-    StepStats stats{loss.to(DType::kF64).item<double>(), NAN, 0};
-    inputs.ForEachLeaf([&](const Tensor& x) {
-      if (stats.examples == 0 && !x.shape().empty()) stats.examples = x.size(0);
-    });
-    if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
-      stats.accuracy = Accuracy(out.leaf().detach(), targets.leaf());
+  TC_ASSIGN_OR_RETURN(
+      StepStats stats, CatchErrors([&] {
+        const Tensor loss = spec_.loss(out, targets);
+        optimizer_->zero_grad();
+        loss.backward();
+        StepStats stats{loss.to(DType::kF64).item<double>(), NAN, 0};
+        inputs.ForEachLeaf([&](const Tensor& x) {
+          if (stats.examples == 0 && !x.shape().empty()) {
+            stats.examples = x.size(0);
+          }
+        });
+        if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
+          stats.accuracy = Accuracy(out.leaf().detach(), targets.leaf());
+        }
+        return stats;
+      }));
+  if (average_gradients_) {
+    std::vector<Tensor> grads;
+    for (const Tensor& p : spec_.module->parameters()) {
+      if (p.grad().defined()) grads.push_back(p.grad());
     }
-    return stats;
-  });
+    TC_RETURN_IF_ERROR(average_gradients_(grads, Flatten(inputs).first));
+    // The whole batch's loss and accuracy: each rank's, weighted by its rows.
+    const double rows = static_cast<double>(stats.examples);
+    const Tensor totals =
+        from_vector<double>({stats.loss * rows, stats.accuracy * rows, rows}, {3});
+    TC_RETURN_IF_ERROR(options_.group->AllReduceSum({totals}));
+    const std::vector<double> sums = totals.to_vector<double>();
+    stats = {sums[0] / sums[2], sums[1] / sums[2], static_cast<int64_t>(sums[2])};
+  }
+  TC_RETURN_IF_ERROR(CatchErrors([&] {
+                       optimizer_->step();
+                       return 0;
+                     }).status());
+  ++step_;
+  return stats;
 }
 
 absl::Status Trainer::Save(const std::string& path) const {
+  if (rank() != 0) return absl::OkStatus();
   nn::NamedTensors tensors = spec_.module->state_dict();
   for (auto& entry : optimizer_->state()) tensors.push_back(std::move(entry));
   const nn::Metadata metadata = {
@@ -554,7 +597,7 @@ int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
 constexpr int64_t kTestBatch = 250;
 
 absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
-  if (synthetic()) return std::optional<double>();
+  if (synthetic() || rank() != 0) return std::optional<double>();
   if (test_set_ == nullptr && data_->name() == "fashion-mnist") {
     TC_ASSIGN_OR_RETURN(nn::ImageArrays test, nn::LoadFashionMnistArrays(options_.data_dir, false));
     test_set_ = FeaturesAndLabels(std::move(test.images), 255, std::move(test.labels));

@@ -28,12 +28,14 @@
 #define TENSORCUT_TOOLS_TRAINING_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dist/process_group.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
 #include "nn/data/data_loader.h"
@@ -106,8 +108,14 @@ struct TrainOptions {
   // kBF16: the step's and the test pass's products in bf16 mixed precision
   // (codegen/autocast.h).
   Precision precision = Precision::kF32;
+  // Data parallelism (dist/): every rank of the group starts from rank 0's
+  // parameters, takes its share of each global batch of `batch` (the same
+  // training at any number of ranks), and averages the gradients with the
+  // others before each update. nullptr: this process alone.
+  dist::ProcessGroup* group = nullptr;
 };
 
+// Over the step's whole batch: with a group, every rank's share.
 struct StepStats {
   double loss = 0;
   double accuracy = 0;   // NaN unless the model classifies (i64 class-label targets)
@@ -128,7 +136,8 @@ class Trainer {
 
   // Atomically (nn::SaveTensors) writes the parameters, buffers, optimizer
   // state and, as metadata, the position: model, optimizer, step, epoch,
-  // seed, batch, data and the default generator's offset.
+  // seed, batch, data and the default generator's offset. With a group,
+  // rank 0 writes and the others return at once.
   absl::Status Save(const std::string& path) const;
 
   int64_t step() const { return step_; }              // steps done, from the start of training
@@ -139,12 +148,15 @@ class Trainer {
   // The size of each epoch's last batch: batch() unless it is partial.
   int64_t last_batch() const;
   bool synthetic() const;
+  // This process's rank in options.group and their number (0 and 1 without one).
+  int rank() const { return options_.group != nullptr ? options_.group->rank() : 0; }
+  int ranks() const { return options_.group != nullptr ? options_.group->size() : 1; }
   // "Fashion-MNIST", "data.csv (4 features, 3 classes)", or the synthetic batches.
   const std::string& data_description() const { return data_description_; }
   // The accuracy on the data's test set (Fashion-MNIST's 10,000 images, or
   // the user data's test split), through a compiled inference function in
   // eval mode (BatchNorm on its running statistics); nullopt for synthetic
-  // data and data without a test split. The module is back in training mode
+  // data, data without a test split, and on ranks other than 0. The module is back in training mode
   // after.
   absl::StatusOr<std::optional<double>> TestAccuracy();
   double compile_seconds() const { return compile_seconds_; }
@@ -177,6 +189,9 @@ class Trainer {
   partition::PartitionResult partition_;
   Function step_fn_;
   std::unique_ptr<nn::Optimizer> optimizer_;
+  // With a group: the gradients' average over the ranks (dist/data_parallel.h).
+  std::function<absl::Status(absl::Span<const Tensor>, absl::Span<const Tensor>)>
+      average_gradients_;
   double compile_seconds_ = 0;
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };

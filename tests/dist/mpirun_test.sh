@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The MPI tests: data_parallel_test under `mpirun -np 2`, and two jobs in
+# The MPI tests: data_parallel_test under `mpirun -np 2`; two jobs in
 # which a rank fails, which must end non-zero, with a message, well before
-# the other rank's sleep would (20 s).
-#   tests/dist/mpirun_test.sh DATA_PARALLEL_TEST FAILING_RANK
+# the other rank's sleep would (20 s); and `tensorcut train` on two ranks,
+# which must train as one process does on the same global batches, resume
+# its own checkpoint bit for bit, and leave one that one process resumes.
+#   tests/dist/mpirun_test.sh DATA_PARALLEL_TEST FAILING_RANK TENSORCUT COMPARE_CHECKPOINTS
 set -uo pipefail
-data_parallel_test="$1" failing_rank="$2"
+# Absolute: the training runs work in the temporary folder.
+data_parallel_test="$(realpath "$1")" failing_rank="$(realpath "$2")"
+tensorcut="$(realpath "$3")" compare="$(realpath "$4")"
 
 # mpirun as root needs both (CI runs as root); its session files go to the
 # test's own temporary folder; one intra-op thread per rank.
@@ -34,6 +38,32 @@ for mode in exit stall; do
   esac
   grep -Eq "$pattern" "$TMPDIR/$mode.log" || fail "failing_rank $mode: no message matching: $pattern"
 done
+
+# SGD, so that the runs differ only in how the gradients are summed.
+cd "$TMPDIR"
+train=(train --steps 12 --optimizer sgd --lr 0.05)
+for model in "mlp --batch 64" "transformer"; do
+  read -r -a flags <<<"$model"
+  name="${flags[0]}"
+  "$tensorcut" "${train[@]}" --model "${flags[@]}" --checkpoint "one_$name.safetensors" >/dev/null ||
+    fail "$name: one process"
+  "${mpirun[@]}" "$tensorcut" "${train[@]}" --model "${flags[@]}" --checkpoint "two_$name.safetensors" \
+    >"two_$name.log" 2>&1 || { cat "two_$name.log"; fail "$name: two ranks"; }
+  grep -q "data parallel: 2 ranks" "two_$name.log" || fail "$name: no data-parallel line"
+  [ "$(grep -c "^tensorcut train: $name" "two_$name.log")" -eq 1 ] ||
+    fail "$name: other ranks than 0 printed progress"
+  "$compare" "two_$name.safetensors" "one_$name.safetensors" 1e-5 ||
+    fail "$name: two ranks against one process"
+done
+# Interrupted at step 6 and resumed, on two ranks and on one.
+"${mpirun[@]}" "$tensorcut" "${train[@]}" --model mlp --batch 64 --steps 6 \
+  --checkpoint half.safetensors >/dev/null 2>&1 || fail "mlp: two ranks, 6 steps"
+"${mpirun[@]}" "$tensorcut" "${train[@]}" --model mlp --batch 64 --resume half.safetensors \
+  --checkpoint resumed_two.safetensors >/dev/null 2>&1 || fail "mlp: two ranks resumed"
+"$compare" resumed_two.safetensors two_mlp.safetensors 0 || fail "mlp: resumed on two ranks"
+"$tensorcut" "${train[@]}" --model mlp --batch 64 --resume half.safetensors \
+  --checkpoint resumed_one.safetensors >/dev/null || fail "mlp: one process resumed"
+"$compare" resumed_one.safetensors two_mlp.safetensors 1e-5 || fail "mlp: resumed on one process"
 
 [ "$failures" -eq 0 ] && echo "mpirun_test: passed"
 exit "$failures"
