@@ -10,6 +10,7 @@ const vjp_internal::VjpTable& Table() {
     vjp_internal::RegisterReductionVjps(*t);
     vjp_internal::RegisterLayoutVjps(*t);
     vjp_internal::RegisterNnVjps(*t);
+    vjp_internal::RegisterCollectiveVjps(*t);
     return t;
   }();
   return *table;

@@ -44,6 +44,7 @@ void RegisterElementwiseVjps(VjpTable& table);
 void RegisterReductionVjps(VjpTable& table);
 void RegisterLayoutVjps(VjpTable& table);
 void RegisterNnVjps(VjpTable& table);
+void RegisterCollectiveVjps(VjpTable& table);
 }  // namespace vjp_internal
 
 }  // namespace tc

@@ -29,7 +29,36 @@ class FunctionExecutable : public Executable::Impl {
   int num_outputs_;
 };
 
+// `inner` with trailing arguments that stay bound.
+class BoundExecutable : public Executable::Impl {
+ public:
+  BoundExecutable(Executable inner, std::vector<Tensor> bound)
+      : inner_(std::move(inner)), bound_(std::move(bound)) {}
+
+  absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const override {
+    // Reused from call to call: a steady-state call allocates nothing here.
+    thread_local std::vector<Tensor> all;
+    all.assign(args.begin(), args.end());
+    all.insert(all.end(), bound_.begin(), bound_.end());
+    const absl::Status s = inner_.Run(all, outputs);
+    all.clear();
+    return s;
+  }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  DimOrder output_order(int i) const override { return inner_.output_order(i); }
+  PlannedMemory planned_memory() const override { return inner_.planned_memory(); }
+  PlanCacheStats plan_cache() const override { return inner_.plan_cache(); }
+
+ private:
+  Executable inner_;
+  std::vector<Tensor> bound_;
+};
+
 }  // namespace
+
+Executable WithTrailingArguments(Executable inner, std::vector<Tensor> bound) {
+  return Executable(std::make_shared<const BoundExecutable>(std::move(inner), std::move(bound)));
+}
 
 Executable::Executable(Fn fn, int num_outputs)
     : impl_(std::make_shared<FunctionExecutable>(std::move(fn), num_outputs)) {}

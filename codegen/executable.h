@@ -106,6 +106,11 @@ class Executable {
   std::shared_ptr<const Impl> impl_;
 };
 
+// `inner` with its last placeholders bound to `bound`: it takes the others'
+// arguments and appends these. The caller may write the bound tensors between
+// calls (a data-parallel backward's gradient weight, codegen/insert_all_reduce.h).
+Executable WithTrailingArguments(Executable inner, std::vector<Tensor> bound);
+
 // A compiler turns a graph into an executable, or says why it cannot. Any
 // function of (graph, options) or of the graph alone is one:
 //

@@ -276,6 +276,12 @@ absl::Status Program::Lower(const CompileOptions& options) {
       for (const Value* r : node->results()) step.result_types.push_back(r->type());
       if (def.Has(kTraitCreation) && !def.Has(kTraitRandom) && !returned_nodes.contains(node)) {
         step.kind = StepKind::kConstant;
+      } else if (node->op() == OpKind::kAllReduceWait &&
+                 origin[root[step.inputs[0]]] == Origin::kPlanned) {
+        // The wait completes its bucket where the start wrote it: its
+        // result is that memory, and the bucket's readers keep it alive.
+        step.into = GetIntoKernel(node->op());
+        root[step.results[0]] = root[step.inputs[0]];
       } else if (GetIntoKernel(node->op()) != nullptr) {
         step.kind = StepKind::kInto;
         step.into = GetIntoKernel(node->op());

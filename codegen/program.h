@@ -30,7 +30,9 @@
 // overlap share memory, and a fused pass writes a result over an operand that
 // dies there (codegen/memory_plan.h). Graph outputs, and values the outputs
 // are views of, get buffers of their own outside the arena; the values saved
-// for a backward (`saved_outputs_from` on) share one.
+// for a backward (`saved_outputs_from` on) share one. A collective's wait
+// (all_reduce_wait) completes its bucket in place: its result is the memory
+// the start packed, so that gradients read out of it as views cost no copy.
 //
 // Outputs. A run hands out handles to the output buffers. The next run writes
 // into them only if the caller let go of every handle and view of one; a

@@ -16,15 +16,34 @@
 // batch's rows, so a partial batch split unevenly still gives the gradient
 // of the mean loss over the whole batch. BatchNorm's running statistics
 // stay per rank.
+//
+// AverageGradients averages after the backward. BackwardAllReduce puts the
+// average into the compiled backward instead, as DDP's reducer overlaps it:
+// the insert-all-reduce pass (codegen/insert_all_reduce.h) sums the
+// parameters' gradients in buckets, each started as soon as its last
+// gradient is written, while the rest of the backward runs.
+//
+//   partition::PartitionResult part = pipeline.partition(fn, joint).value();
+//   dist::BackwardAllReduce reduce =
+//       dist::BackwardAllReduce::Insert(*group, joint, part).value();
+//   CompiledForward fw = pipeline.fw_compile(codegen::fusing(), part).value();
+//   CompiledBackward bw = pipeline.bw_compile(codegen::fusing(), part, fw).value();
+//   bw.run = reduce.Bind(bw.run);
+//   Function step = pipeline.make_autograd_function(fw, bw, part).value();
+//   // each step: reduce.SetBatch(batch), then step(inputs) and the loss's backward()
 #ifndef TENSORCUT_DIST_DATA_PARALLEL_H_
 #define TENSORCUT_DIST_DATA_PARALLEL_H_
 
 #include <functional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "autodiff/joint_graph.h"
+#include "codegen/executable.h"
 #include "dist/process_group.h"
 #include "nn/module.h"
+#include "partition/partition.h"
 #include "runtime/tensor.h"
 
 namespace tc::dist {
@@ -37,6 +56,30 @@ absl::Status BroadcastModule(ProcessGroup& group, nn::Module& module, int root =
 // first tensor). `group` must outlive it.
 std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
 AverageGradients(ProcessGroup& group);
+
+class BackwardAllReduce {
+ public:
+  // Runs the insert-all-reduce pass over `part.backward`'s gradients of
+  // `joint`'s parameters, in the group's bucket sizes. The backward then
+  // takes one more argument, last: the gradients' weight, which Bind binds.
+  static absl::StatusOr<BackwardAllReduce> Insert(ProcessGroup& group, const JointGraph& joint,
+                                                  partition::PartitionResult& part);
+  // The backward compiled from the part, taking the arguments it took
+  // before the pass: the weight is bound.
+  codegen::Executable Bind(codegen::Executable backward) const;
+  // Before each backward: the weight becomes this rank's share of the
+  // global batch, its rows (dim 0 of batch[0]) over every rank's (one small
+  // all-reduce).
+  absl::Status SetBatch(absl::Span<const Tensor> batch);
+  // The buckets the backward sums, for reports: their number and bytes.
+  int buckets() const { return buckets_; }
+
+ private:
+  ProcessGroup* group_ = nullptr;
+  Tensor weight_;  // f64[]
+  Tensor rows_;    // i64[1], summed over the ranks
+  int buckets_ = 0;
+};
 
 }  // namespace tc::dist
 

@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "runtime/kernels/strided.h"
@@ -124,6 +126,14 @@ class ProcessGroup::Buckets {
   std::vector<Bucket> buckets_;
 };
 
+// The compiled all-reduces started and not yet waited for, by their
+// bucket's memory, and the bucket types every rank agreed on.
+class ProcessGroup::InFlight {
+ public:
+  absl::flat_hash_map<const void*, MPI_Request> requests;
+  absl::flat_hash_set<std::string> agreed;
+};
+
 namespace {
 
 // dense *= weight, in its dtype.
@@ -167,14 +177,21 @@ absl::Status WaitAll(std::vector<MPI_Request>& requests, absl::string_view colle
 }  // namespace
 
 ProcessGroup::ProcessGroup(int rank, int size, ProcessGroupOptions options)
-    : rank_(rank), size_(size), options_(options), buckets_(std::make_unique<Buckets>()) {}
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      buckets_(std::make_unique<Buckets>()),
+      in_flight_(std::make_unique<InFlight>()) {}
 
 ProcessGroup::~ProcessGroup() = default;
 
 absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& options) {
   static absl::StatusOr<ProcessGroup*>* const world = [&]() -> absl::StatusOr<ProcessGroup*>* {
-    if (!LaunchedAsRank())
-      return new absl::StatusOr<ProcessGroup*>(new ProcessGroup(0, 1, options));
+    if (!LaunchedAsRank()) {
+      auto* group = new ProcessGroup(0, 1, options);
+      RegisterCollectiveGroup(kName, group);
+      return new absl::StatusOr<ProcessGroup*>(group);
+    }
     int provided = 0;
     if (const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         code != MPI_SUCCESS) {
@@ -187,7 +204,9 @@ absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& opt
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    return new absl::StatusOr<ProcessGroup*>(new ProcessGroup(rank, size, options));
+    auto* group = new ProcessGroup(rank, size, options);
+    RegisterCollectiveGroup(kName, group);
+    return new absl::StatusOr<ProcessGroup*>(group);
   }();
   return *world;
 }
@@ -286,6 +305,63 @@ absl::Status ProcessGroup::Collective(absl::string_view name, absl::Span<const T
   }
   for (const Buckets::Bucket& bucket : buckets) Buckets::Pack(tensors, bucket, /*out=*/true);
   return absl::OkStatus();
+}
+
+absl::Status ProcessGroup::StartAllReduce(const Tensor& bucket) {
+  ++stats_.all_reduces;
+  stats_.bytes += bucket.bytes();
+  if (size_ == 1) return absl::OkStatus();
+  TC_RETURN_IF_ERROR(broken_);
+  TC_ASSIGN_OR_RETURN(const MPI_Datatype type, MpiType(bucket.dtype()));
+  if (bucket.numel() > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a bucket of ", bucket.numel(), " elements; at most 2^31 - 1 per collective"));
+  }
+  const std::string signature = bucket.type().ToString();
+  if (in_flight_->agreed.insert(signature).second) {
+    if (absl::Status s = CheckAgreement("all-reduce", signature); !s.ok()) {
+      in_flight_->agreed.erase(signature);
+      if (absl::IsDeadlineExceeded(s)) {
+        broken_ = s;
+        any_group_broken = true;
+      }
+      return s;
+    }
+  }
+  MPI_Request request;
+  if (const int code =
+          MPI_Iallreduce(MPI_IN_PLACE, bucket.raw_data(), static_cast<int>(bucket.numel()), type,
+                         MPI_SUM, MPI_COMM_WORLD, &request);
+      code != MPI_SUCCESS) {
+    return MpiError("all-reduce", code);
+  }
+  in_flight_->requests[bucket.raw_data()] = request;
+  // OpenMPI moves a non-blocking collective on inside MPI calls only: a
+  // test here lets the buckets started earlier make progress.
+  int done = 0;
+  MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  if (done) in_flight_->requests[bucket.raw_data()] = MPI_REQUEST_NULL;
+  return absl::OkStatus();
+}
+
+absl::Status ProcessGroup::WaitAllReduce(const Tensor& bucket) {
+  if (size_ == 1) return absl::OkStatus();
+  auto it = in_flight_->requests.find(bucket.raw_data());
+  if (it == in_flight_->requests.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no all-reduce was started on this bucket (", bucket.type().ToString(), ")"));
+  }
+  thread_local std::vector<MPI_Request> request(1);
+  request[0] = it->second;
+  in_flight_->requests.erase(it);
+  const absl::Time start = absl::Now();
+  absl::Status s = WaitAll(request, "all-reduce", *this);
+  stats_.waited += absl::Now() - start;
+  if (!s.ok()) {
+    broken_ = s;
+    any_group_broken = true;
+  }
+  return s;
 }
 
 }  // namespace tc::dist

@@ -15,6 +15,11 @@
 // Not under mpirun, World is the group of this one process and collectives
 // copy nothing. The first call to World initialises MPI (funneled: only
 // the thread that called it may use the group) and MPI is finalised at exit.
+//
+// World is also the collective group "world" of compiled graphs
+// (runtime/collectives.h): a backward's all_reduce_start starts one bucket's
+// MPI_Iallreduce, and its all_reduce_wait waits for it, under the same
+// timeout.
 #ifndef TENSORCUT_DIST_PROCESS_GROUP_H_
 #define TENSORCUT_DIST_PROCESS_GROUP_H_
 
@@ -28,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "runtime/collectives.h"
 #include "runtime/tensor.h"
 
 namespace tc::dist {
@@ -38,10 +44,24 @@ struct ProcessGroupOptions {
   // All-reduce packs tensors into buckets of about this many bytes (as DDP's
   // bucket_cap_mb), one non-blocking all-reduce each.
   int64_t bucket_bytes = 25 << 20;
+  // A compiled backward's first bucket (codegen/insert_all_reduce.h) closes
+  // sooner, so that its sum starts early (DDP's first bucket is 1 MB too).
+  int64_t first_bucket_bytes = 1 << 20;
 };
 
-class ProcessGroup {
+// What the group's compiled all-reduces did since the last ResetStats.
+struct CollectiveStats {
+  int64_t all_reduces = 0;  // buckets started
+  int64_t bytes = 0;        // their bytes
+  // Spent in their waits: the communication a backward did not hide.
+  absl::Duration waited;
+};
+
+class ProcessGroup : public CollectiveGroup {
  public:
+  // The name graphs' collectives give the group (ops' `group` attribute).
+  static constexpr absl::string_view kName = "world";
+
   // The job's ranks: MPI_COMM_WORLD. The options apply from the first call;
   // later calls return the same group.
   static absl::StatusOr<ProcessGroup*> World(const ProcessGroupOptions& options = {});
@@ -61,6 +81,14 @@ class ProcessGroup {
   // agreement as Broadcast.
   absl::Status AllReduceSum(absl::Span<const Tensor> tensors, double weight = 1.0);
 
+  // The collective group of compiled graphs: one bucket's sum over the
+  // ranks, started, then waited for (every rank must start the same
+  // buckets, checked the first time each size is seen).
+  absl::Status StartAllReduce(const Tensor& bucket) override;
+  absl::Status WaitAllReduce(const Tensor& bucket) override;
+  const CollectiveStats& stats() const { return stats_; }
+  void ResetStats() { stats_ = {}; }
+
   // Says this rank will join no more collectives (it failed and is about
   // to exit): at exit the job is then aborted rather than finalized, so that
   // the other ranks end at once instead of at their timeout.
@@ -71,8 +99,9 @@ class ProcessGroup {
 
  private:
   class Buckets;
+  class InFlight;
   ProcessGroup(int rank, int size, ProcessGroupOptions options);
-  ~ProcessGroup();
+  ~ProcessGroup() override;
   // Fails on every rank unless every rank passed the same `signature`.
   absl::Status CheckAgreement(absl::string_view collective, const std::string& signature);
   // Broadcast from `root`, or (root < 0) the weighted all-reduce.
@@ -81,8 +110,10 @@ class ProcessGroup {
 
   int rank_ = 0, size_ = 1;
   ProcessGroupOptions options_;
-  std::unique_ptr<Buckets> buckets_;  // reused from call to call
-  absl::Status broken_;               // a collective's timeout, returned from then on
+  std::unique_ptr<Buckets> buckets_;     // reused from call to call
+  std::unique_ptr<InFlight> in_flight_;  // the compiled all-reduces started
+  absl::Status broken_;                  // a collective's timeout, returned from then on
+  CollectiveStats stats_;
 };
 
 }  // namespace tc::dist

@@ -32,7 +32,15 @@ inline constexpr int kNumOps = 0
 #undef TC_OP
     ;
 
-enum class OpFamily : uint8_t { kElementwise, kCreation, kReduction, kLayout, kNn, kLowered };
+enum class OpFamily : uint8_t {
+  kElementwise,
+  kCreation,
+  kReduction,
+  kLayout,
+  kNn,
+  kLowered,
+  kCollective,
+};
 
 // What later stages may assume about an op. A bitmask.
 enum OpTrait : uint32_t {
@@ -49,6 +57,9 @@ enum OpTrait : uint32_t {
   kTraitRegion = 1 << 9,             // holds a body graph (Node::body); results are its outputs
   kTraitChannelsLastResult = 1 << 10,  // its out-variant writes result 0 channels-last when asked
   kTraitCommutative = 1 << 11,         // a binary op whose operands may be swapped
+  // Talks to the other processes of a group: runs exactly once per call, in
+  // graph order, and is never merged, folded, moved or recomputed.
+  kTraitCollective = 1 << 12,
 };
 
 // Static cost of one call, from the op table's cost functions.

@@ -69,6 +69,7 @@ Tensor BatchNorm::Normalize4d(const Tensor& x) {
   if (!is_training() && tracking) {
     return batch_norm_inference(x, w, b, running_mean_, running_var_, eps_);
   }
+  if (is_training() && !sync_group_.empty()) return SyncNormalize4d(x, w, b);
   NormResult r = batch_norm(x, w, b, eps_);
   if (!is_training() || !tracking) return r.y;
   const int64_t n = *DimDivide(x.numel(), x.size(1));
@@ -101,11 +102,46 @@ Tensor BatchNorm::Normalize4d(const Tensor& x) {
   return r.y;
 }
 
+Tensor BatchNorm::SyncNormalize4d(const Tensor& x, const Tensor& w, const Tensor& b) {
+  // Two passes, as batch_norm's, each a sum over the group's ranks: per
+  // channel the values and their count, for the mean; then the squares of
+  // the centred values, for the (biased) variance.
+  const std::vector<int64_t> dims = {0, 2, 3}, channels = {1, num_features_, 1, 1};
+  const Tensor count = reshape(size_scalar(*DimDivide(x.numel(), x.size(1)), x.dtype()), {1});
+  const TensorList totals = all_reduce_sum({sum(x, dims), count}, sync_group_);
+  const Tensor& n = totals[1];
+  const Tensor mean = totals[0] / n;
+  const Tensor centered = x - reshape(mean, channels);
+  const Tensor var = all_reduce_sum({sum(centered * centered, dims)}, sync_group_)[0] / n;
+  const Tensor y = centered * reshape(rsqrt(var + eps_) * w, channels) + reshape(b, channels);
+  if (!running_mean_.defined()) return y;
+  // As Normalize4d updates them, with the global batch's count.
+  NoGradGuard no_grad;
+  const Tensor batches = num_batches_tracked_ + 1.0;
+  const Tensor f =
+      momentum_.has_value() ? scalar(*momentum_, x.dtype()) : 1.0 / cast(batches, x.dtype());
+  AssignInPlace(running_mean_, running_mean_ * (1.0 - f) + mean * f);
+  AssignInPlace(running_var_, running_var_ * (1.0 - f) + var * (n / (n - 1.0)) * f);
+  AssignInPlace(num_batches_tracked_, batches);
+  return y;
+}
+
 std::string BatchNorm::extra_repr() const {
   return absl::StrCat(num_features_, ", eps=", PyFloat(eps_),
                       ", momentum=", momentum_.has_value() ? PyFloat(*momentum_) : "None",
                       ", affine=", PyBool(weight_.defined()),
                       ", track_running_stats=", PyBool(running_mean_.defined()));
+}
+
+int ConvertSyncBatchNorm(Module& module, const std::string& group) {
+  int converted = 0;
+  for (const auto& [name, m] : module.named_modules()) {
+    if (auto* bn = dynamic_cast<BatchNorm*>(m); bn != nullptr) {
+      bn->set_sync_group(group);
+      ++converted;
+    }
+  }
+  return converted;
 }
 
 // ---- LayerNorm

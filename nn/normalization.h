@@ -27,11 +27,26 @@ namespace tc::nn {
 // the cumulative average, momentum = 1 / num_batches_tracked after the
 // count. Eval normalises by the running statistics (by the batch's when not
 // tracking).
+//
+// Data-parallel training (dist/data_parallel.h) normalises each rank's batch
+// by its own statistics, as PyTorch's DDP does. With a sync group
+// (set_sync_group, or ConvertSyncBatchNorm over a whole model) training
+// normalises by the statistics of every rank's batch together, as
+// torch.nn.SyncBatchNorm: the per-channel sums and counts, then the sums of
+// squared deviations from the global mean, are summed over the group
+// (all_reduce_sum, in the forward graph; the backward sums their gradients
+// the same way), so that ranks with equal shares of a global batch train as
+// one process on all of it.
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& x) override;
   using Module::forward;
   std::string extra_repr() const override;
+  // The process group (runtime/collectives.h) whose ranks' batches training
+  // normalises together: "world" for an MPI job's; "" (the default): this
+  // rank's batch alone.
+  void set_sync_group(std::string group) { sync_group_ = std::move(group); }
+  const std::string& sync_group() const { return sync_group_; }
 
   const Tensor& weight() const { return weight_; }  // undefined without affine
   const Tensor& bias() const { return bias_; }
@@ -45,14 +60,22 @@ class BatchNorm : public Module {
 
  private:
   Tensor Normalize4d(const Tensor& x);
+  // Training with a sync group: by the group's statistics.
+  Tensor SyncNormalize4d(const Tensor& x, const Tensor& w, const Tensor& b);
 
   std::string layer_;
   std::vector<int64_t> ranks_;  // the input ranks the layer takes
   int64_t num_features_;
   double eps_;
   std::optional<double> momentum_;
+  std::string sync_group_;
   Tensor weight_, bias_, running_mean_, running_var_, num_batches_tracked_;
 };
+
+// Gives every BatchNorm in `module` (itself included) the sync group
+// `group`, as torch.nn.SyncBatchNorm.convert_sync_batchnorm; returns how
+// many it changed.
+int ConvertSyncBatchNorm(Module& module, const std::string& group);
 
 // Over [N, C] or [N, C, L].
 class BatchNorm1d : public BatchNorm {

@@ -52,7 +52,7 @@ std::vector<const Node*> NeededNodes(const std::vector<Node*>& nodes,
 
 bool MayRecompute(const Node& node) {
   const OpDef& def = node.def();
-  if (def.Has(kTraitExpensive)) return false;
+  if (def.Has(kTraitExpensive) || def.Has(kTraitCollective)) return false;
   if (def.Has(kTraitElementwise) || def.Has(kTraitView) || def.Has(kTraitCreation)) return true;
   if (node.op() == OpKind::kBatchNorm || node.op() == OpKind::kLayerNorm) return true;
   if (def.family == OpFamily::kReduction) {
@@ -62,7 +62,9 @@ bool MayRecompute(const Node& node) {
   return false;
 }
 
-bool IsRecomputable(const Node& node) { return !node.def().Has(kTraitExpensive); }
+bool IsRecomputable(const Node& node) {
+  return !node.def().Has(kTraitExpensive) && !node.def().Has(kTraitCollective);
+}
 
 absl::StatusOr<SaveOrRecompute> MakeSaveOrRecompute(const Graph& joint, const JointLayout& layout) {
   TC_RETURN_IF_ERROR(CheckJointLayout(joint, layout));

@@ -48,12 +48,13 @@ inline constexpr int64_t kMaxRecomputedReductionRatio = 4;
 // recomputed mask is the same mask), views, creation ops, batch and
 // layer normalisation, and reductions (softmax included) that shrink their
 // input at most kMaxRecomputedReductionRatio times. Never matmul, linear,
-// convolution (kTraitExpensive), pooling, embedding, concat or pad.
+// convolution (kTraitExpensive), pooling, embedding, concat or pad, and
+// never a collective (kTraitCollective: it talks to other processes).
 bool MayRecompute(const Node& node);
 
 // Whether recomputing `node` in the backward is correct and not expensive:
 // every op but kTraitExpensive ones (matmul, linear, convolution and their
-// backwards). Every op is a pure function of its operands and attributes
+// backwards) and collectives. Every other op is a pure function of its operands and attributes
 // (dropout's mask too), so this is MayRecompute without its cost heuristics:
 // pooling, embedding, concat, pad and any reduction may be recomputed.
 bool IsRecomputable(const Node& node);

@@ -327,4 +327,26 @@ Tensor dropout(const Tensor& x, double p, Generator* gen) {
   return dropout(x, p, state.seed, state.offset);
 }
 
+Tensor all_reduce_start(absl::Span<const Tensor> tensors, const Tensor& weight,
+                        const std::string& group) {
+  std::vector<Tensor> operands(tensors.begin(), tensors.end());
+  operands.push_back(weight);
+  return Call1(OpKind::kAllReduceStart, operands, {{"group", group}});
+}
+Tensor all_reduce_wait(const Tensor& bucket, const std::string& group) {
+  return Call1(OpKind::kAllReduceWait, {bucket}, {{"group", group}});
+}
+TensorList all_reduce_sum(absl::Span<const Tensor> tensors, const std::string& group) {
+  const Tensor summed =
+      all_reduce_wait(all_reduce_start(tensors, scalar(1.0, DType::kF64), group), group);
+  TensorList out;
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    const int64_t n = t.numel();
+    out.push_back(reshape(slice(summed, 0, offset, offset + n), t.shape()));
+    offset += n;
+  }
+  return out;
+}
+
 }  // namespace tc

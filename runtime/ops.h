@@ -170,6 +170,16 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // from the captured graph's random inputs: DrawRandomState).
 Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);
 
+// Collectives over the process group named `group` (runtime/collectives.h;
+// "self": this process alone). all_reduce_start packs `tensors` (one dtype,
+// f32 or f64) times `weight` (an f64 scalar) into a bucket and starts its sum
+// over the group's processes; all_reduce_wait(bucket) returns it summed.
+Tensor all_reduce_start(absl::Span<const Tensor> tensors, const Tensor& weight,
+                        const std::string& group);
+Tensor all_reduce_wait(const Tensor& bucket, const std::string& group);
+// Both at once: each of `tensors` summed over the group, in one bucket.
+TensorList all_reduce_sum(absl::Span<const Tensor> tensors, const std::string& group);
+
 }  // namespace tc
 
 #endif  // TENSORCUT_RUNTIME_OPS_H_

@@ -21,6 +21,9 @@ ABSL_FLAG(std::string, checkpoint, "",
 ABSL_FLAG(int, batch, 100,
           "images per training step on Fashion-MNIST (synthetic data keeps the model's example "
           "batch)");
+ABSL_FLAG(bool, sync_batchnorm, false,
+          "train under mpirun: BatchNorm normalises by every rank's batch together "
+          "(SyncBatchNorm); false: by each rank's own, as DDP does");
 ABSL_FLAG(bool, drop_last, false,
           "train: skip each epoch's last batch when it is smaller than --batch (by default it "
           "trains, through the same compiled step)");
@@ -29,6 +32,9 @@ ABSL_FLAG(int, save_every, 0,
           "step only)");
 ABSL_FLAG(bool, dynamic_batch, false,
           "graph: dim 0 of every model input a symbol (s0), as any batch size compiles");
+ABSL_FLAG(bool, data_parallel, false,
+          "graph --stage backward: with the gradients' all-reduce over the ranks in buckets, as "
+          "mpirun ... tensorcut train compiles it");
 ABSL_FLAG(double, lr, 2e-3, "learning rate");
 
 ABSL_FLAG(std::string, model, "mlp",

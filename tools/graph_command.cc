@@ -1,12 +1,15 @@
 // `tensorcut graph`: a reference model's graph at one stage of the pipeline
-// (captured, joint, or the forward or backward half of a partition) as IR
-// text, optionally as Graphviz DOT.
+// (captured, joint, or the forward or backward half of a partition, the
+// backward with its data-parallel all-reduce when asked) as IR text,
+// optionally as Graphviz DOT.
 #include <cstdio>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "dist/data_parallel.h"
+#include "dist/process_group.h"
 #include "graph/decompositions.h"
 #include "graph/dot.h"
 #include "graph/pass.h"
@@ -65,6 +68,11 @@ absl::Status Run() {
     TC_ASSIGN_OR_RETURN(pipeline, CompilerPipeline::Create(*spec.module, spec.inputs, dynamic));
   }
   const bool decompose = absl::GetFlag(FLAGS_decompose);
+  const bool data_parallel = absl::GetFlag(FLAGS_data_parallel);
+  if (data_parallel && stage != "backward") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_parallel shows the backward's all-reduce: it takes --stage backward, not ", stage));
+  }
 
   std::string text;
   Graph graph;
@@ -91,6 +99,10 @@ absl::Status Run() {
           PipelinePartitioner(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget), pipeline,
                               absl::GetFlag(FLAGS_milp_seconds)));
       TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
+      if (data_parallel) {
+        TC_ASSIGN_OR_RETURN(dist::ProcessGroup * group, dist::ProcessGroup::World());
+        TC_RETURN_IF_ERROR(dist::BackwardAllReduce::Insert(*group, joint, part).status());
+      }
       graph = std::move(stage == "forward" ? part.forward : part.backward);
       text = ToString(graph);
       // The backward's inputs: the saved values, then the tangents.

@@ -56,7 +56,8 @@ constexpr Subcommand kSubcommands[] = {
      "runs threads gemm"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
-     "model epochs steps batch drop_last lr optimizer partition budget checkpoint save_every "
+     "model epochs steps batch drop_last sync_batchnorm lr optimizer partition budget checkpoint "
+     "save_every "
      "resume seed data label_column features labels test_data threads gemm precision"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget milp_seconds json dot seed"},
@@ -65,7 +66,8 @@ constexpr Subcommand kSubcommands[] = {
      "sweep beside the milp optimum, on one model, a list or all",
      CompareCommand, "model steps budget milp_seconds sweep csv json plot seed threads gemm"},
     {"graph", "print a model's graph at one stage (captured, joint, forward, backward)",
-     GraphCommand, "model stage decompose dynamic_batch strategy budget milp_seconds dot seed"},
+     GraphCommand,
+     "model stage decompose dynamic_batch data_parallel strategy budget milp_seconds dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
      BenchCommand, "model runs threads gemm json seed"},
 };

@@ -84,6 +84,7 @@ absl::Status Run(dist::ProcessGroup& group) {
   options.test_data = absl::GetFlag(FLAGS_test_data);
   options.batch = absl::GetFlag(FLAGS_batch);
   options.drop_last = absl::GetFlag(FLAGS_drop_last);
+  options.sync_batchnorm = absl::GetFlag(FLAGS_sync_batchnorm);
   options.epochs = absl::GetFlag(FLAGS_epochs);
   options.steps = absl::GetFlag(FLAGS_steps);
   options.optimizer = absl::GetFlag(FLAGS_optimizer);
@@ -135,9 +136,11 @@ absl::Status Run(dist::ProcessGroup& group) {
       report.fw_nodes, report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
   std::printf("%s", PrecisionLine(options.precision).c_str());
   if (group.size() > 1) {
-    std::printf("data parallel: %d ranks, each %lld examples of a batch of %lld and %d thread%s\n",
-                group.size(), static_cast<long long>(t.batch() / group.size()),
-                static_cast<long long>(t.batch()), NumThreads(), NumThreads() == 1 ? "" : "s");
+    std::printf(
+        "data parallel: %d ranks, each %lld examples of a batch of %lld and %d thread%s%s\n",
+        group.size(), static_cast<long long>(t.batch() / group.size()),
+        static_cast<long long>(t.batch()), NumThreads(), NumThreads() == 1 ? "" : "s",
+        options.sync_batchnorm ? "; BatchNorm over every rank's batch" : "");
   }
   if (!options.resume.empty()) {
     std::printf("resumed from %s at step %lld (epoch %.2f)\n", options.resume.c_str(),

@@ -426,7 +426,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     // Every rank from rank 0's weights, also when resumed (each rank reads
     // the same checkpoint; the broadcast makes sure).
     TC_RETURN_IF_ERROR(dist::BroadcastModule(*options.group, *t->spec_.module));
-    t->average_gradients_ = dist::AverageGradients(*options.group);
+    if (options.sync_batchnorm) {
+      nn::ConvertSyncBatchNorm(*t->spec_.module, std::string(dist::ProcessGroup::kName));
+    }
   }
   TC_RETURN_IF_ERROR(t->Compile(partition_fn));
 
@@ -504,7 +506,16 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
                                     options_.precision));
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
-  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->compile_training(codegen::fusing(), partition_));
+  if (ranks() > 1) {
+    TC_ASSIGN_OR_RETURN(dist::BackwardAllReduce reduce,
+                        dist::BackwardAllReduce::Insert(*options_.group, joint(), partition_));
+    all_reduce_ = std::make_unique<dist::BackwardAllReduce>(std::move(reduce));
+  }
+  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline_->fw_compile(codegen::fusing(), partition_));
+  TC_ASSIGN_OR_RETURN(CompiledBackward bw,
+                      pipeline_->bw_compile(codegen::fusing(), partition_, fw));
+  if (all_reduce_ != nullptr) bw.run = all_reduce_->Bind(std::move(bw.run));
+  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->make_autograd_function(fw, bw, partition_));
   compile_seconds_ = Seconds(start);
   return absl::OkStatus();
 }
@@ -531,6 +542,8 @@ absl::Status Trainer::Restore(const nn::Metadata& metadata) {
 absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(step_, inputs, targets));
+  // This rank's share of the batch weighs its gradients in the backward's sum.
+  if (all_reduce_ != nullptr) TC_RETURN_IF_ERROR(all_reduce_->SetBatch(Flatten(inputs).first));
   TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
   TC_ASSIGN_OR_RETURN(
       StepStats stats, CatchErrors([&] {
@@ -548,12 +561,7 @@ absl::StatusOr<StepStats> Trainer::Step() {
         }
         return stats;
       }));
-  if (average_gradients_) {
-    std::vector<Tensor> grads;
-    for (const Tensor& p : spec_.module->parameters()) {
-      if (p.grad().defined()) grads.push_back(p.grad());
-    }
-    TC_RETURN_IF_ERROR(average_gradients_(grads, Flatten(inputs).first));
+  if (ranks() > 1) {
     // The whole batch's loss and accuracy: each rank's, weighted by its rows.
     const double rows = static_cast<double>(stats.examples);
     const Tensor totals =

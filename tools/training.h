@@ -28,13 +28,13 @@
 #define TENSORCUT_TOOLS_TRAINING_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "dist/data_parallel.h"
 #include "dist/process_group.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
@@ -113,6 +113,9 @@ struct TrainOptions {
   // training at any number of ranks), and averages the gradients with the
   // others before each update. nullptr: this process alone.
   dist::ProcessGroup* group = nullptr;
+  // With a group: BatchNorm normalises by every rank's batch together
+  // (nn::ConvertSyncBatchNorm); false: by each rank's own.
+  bool sync_batchnorm = false;
 };
 
 // Over the step's whole batch: with a group, every rank's share.
@@ -189,9 +192,9 @@ class Trainer {
   partition::PartitionResult partition_;
   Function step_fn_;
   std::unique_ptr<nn::Optimizer> optimizer_;
-  // With a group: the gradients' average over the ranks (dist/data_parallel.h).
-  std::function<absl::Status(absl::Span<const Tensor>, absl::Span<const Tensor>)>
-      average_gradients_;
+  // With a group: the gradients' average over the ranks, in the compiled
+  // backward (dist/data_parallel.h).
+  std::unique_ptr<dist::BackwardAllReduce> all_reduce_;
   double compile_seconds_ = 0;
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };

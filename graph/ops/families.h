@@ -15,6 +15,7 @@ std::vector<OpDef> ReductionOpDefs();
 std::vector<OpDef> LayoutOpDefs();
 std::vector<OpDef> NnOpDefs();
 std::vector<OpDef> LoweredOpDefs();
+std::vector<OpDef> CollectiveOpDefs();
 
 }  // namespace tc::ops_internal
 

@@ -27,7 +27,7 @@ absl::StatusOr<bool> Run(Graph& g) {
   // In topological order, so a merge that makes later operands equal is seen
   // when the later node is reached.
   for (Node* node : g.nodes()) {
-    if (node->def().Has(kTraitRandom)) continue;
+    if (node->def().Has(kTraitRandom) || node->def().Has(kTraitCollective)) continue;
     auto [it, inserted] = seen.try_emplace(Key(*node), node);
     if (inserted) continue;
     for (int i = 0; i < node->num_results(); ++i) {

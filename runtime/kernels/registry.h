@@ -50,6 +50,7 @@ void RegisterMatmulKernels(KernelTable& table);  // called by RegisterLayoutKern
 void RegisterConvPoolKernels(KernelTable& table);
 void RegisterNormKernels(KernelTable& table);
 void RegisterEmbeddingDropoutKernels(KernelTable& table);  // called by RegisterNormKernels
+void RegisterCollectiveKernels(KernelTable& table);
 
 }  // namespace tc::kernels
 

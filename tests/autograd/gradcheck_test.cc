@@ -265,6 +265,17 @@ std::map<OpKind, std::vector<Case>> AllCases() {
       {"repeated indices",
        [](const TensorList& in) { return TensorList{embedding(in[0], in[1])}; },
        {In({5, 3}), from_vector<int64_t>({1, 4, 1, 0, 1, 2}, {2, 3})}}};
+  // Over "self", this process alone: the sum over its one rank.
+  c[OpKind::kAllReduceStart] = {
+      {"two tensors, one strided, weighted",
+       [](const TensorList& in) {
+         return TensorList{all_reduce_start({in[0], in[1]}, in[2], "self")};
+       },
+       {In({3, 4}), In({2, 5}, true), scalar(0.75, DType::kF64)}}};
+  c[OpKind::kAllReduceWait] = {
+      {"a bucket",
+       [](const TensorList& in) { return TensorList{all_reduce_wait(in[0], "self")}; },
+       {In({7})}}};
   c[OpKind::kDropout] = {
       {"p 0.3",
        [](const TensorList& in) { return TensorList{dropout(in[0], 0.3, in[1], in[2])}; },

@@ -601,6 +601,23 @@ std::vector<OpCase> DropoutCases(Make& m) {
   };
 }
 
+// Collectives over the "self" group, this process alone: a start packs its
+// operands times the weight; a wait returns its bucket.
+std::vector<OpCase> AllReduceStartCases(Make& m) {
+  const Attrs self{{"group", std::string("self")}};
+  const Tensor weight = scalar(0.75, DType::kF64);
+  return {
+      {"one tensor", {m.N({3, 5}), weight}, self},
+      {"three, one of them empty", {m.N({2, 3, 4}), m.N({0, 5}), m.N({7}), weight}, self},
+      {"weight 1", {m.N({4, 4}), scalar(1.0, DType::kF64)}, self},
+  };
+}
+
+std::vector<OpCase> AllReduceWaitCases(Make& m) {
+  const Attrs self{{"group", std::string("self")}};
+  return {{"a bucket", {m.N({17})}, self}, {"an empty bucket", {m.N({0})}, self}};
+}
+
 // Bodies of `fused` regions: elementwise graphs over the node's inputs.
 std::vector<OpCase> FusedCases(Make& m) {
   using Body = std::function<std::vector<Value*>(Graph&, const std::vector<Value*>&)>;
@@ -721,6 +738,8 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kEmbeddingBackward}, floats, EmbeddingBackwardCases);
     set({K::kDropout}, floats, DropoutCases);
     set({K::kFused}, floats, FusedCases);
+    set({K::kAllReduceStart}, floats, AllReduceStartCases);
+    set({K::kAllReduceWait}, floats, AllReduceWaitCases);
     auto expect = [&](OpKind op, std::vector<std::string> paths) { (*t)[op].paths = paths; };
     expect(K::kMatmul, {"matmul+relu*", "matmul+add*", "matmul+gelu+add*"});
     expect(K::kLinear, {"linear+relu*", "linear+add*", "linear+gelu+add*"});

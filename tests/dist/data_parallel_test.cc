@@ -2,18 +2,28 @@
 // every case, in the same order, so their collectives meet): broadcast and
 // weighted all-reduce across ranks, in buckets and through strides; ranks
 // that pass different tensors; and data-parallel training of mlp and
-// transformer in f64, which must give, after five SGD steps, the parameters
-// one process gets on the whole global batch.
+// transformer in f64, averaging after the backward (TrainStep) or inside
+// the compiled backward (BackwardAllReduce), which must give, after five
+// SGD steps, the parameters one process gets on the whole global batch.
 #include "dist/data_parallel.h"
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "codegen/fusing_compiler.h"
 #include "dist/process_group.h"
+#include "graph/printer.h"
 #include "nn/models/models.h"
+#include "nn/normalization.h"
 #include "nn/optim.h"
+#include "partition/min_cut.h"
+#include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
+#include "runtime/autograd_meta.h"
 #include "runtime/ops.h"
 #include "tests/test_util.h"
 
@@ -97,6 +107,12 @@ TEST_CASE("ranks that pass different tensors get an error, each of them") {
   CHECK(one.item<float>() == 2.0f);
 }
 
+TEST_CASE("a compiled wait on a bucket no start began is an error") {
+  const Tensor bucket = zeros({3});
+  CHECK(Group().WaitAllReduce(bucket).message() ==
+        "no all-reduce was started on this bucket (f32[3])");
+}
+
 // A model's example (inputs, targets) cut to rows [first, first + count),
 // dense, in f64 where floating.
 struct Example {
@@ -153,6 +169,96 @@ TEST_CASE("two ranks on halves of a global batch train as one process on all of 
       REQUIRE_TENSORS_CLOSE(got[i].second, want[i].second, 1e-11, 1e-12);
     }
   }
+}
+
+// Five SGD steps of `spec` on `batch` through the staged pipeline, as
+// `tensorcut train` runs them: the compiled forward and backward, the loss
+// eagerly; with `group`, the gradients summed in the compiled backward.
+// `before_step` runs before each.
+void TrainStaged(
+    const nn::ModelSpec& spec, const Example& batch, ProcessGroup* group,
+    const std::function<void()>& before_step = [] {}) {
+  CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, batch.inputs).value();
+  REQUIRE(pipeline.generate_ir_for_training().ok());
+  const JointGraph& joint = **pipeline.joint_graph();
+  partition::PartitionResult part = pipeline.partition(partition::MinCutPartition, joint).value();
+  std::optional<BackwardAllReduce> reduce;
+  if (group != nullptr) {
+    reduce = BackwardAllReduce::Insert(*group, joint, part).value();
+    CHECK(reduce->buckets() >= 1);
+    CHECK_THAT(ToString(part.backward), Catch::Contains("all_reduce_wait"));
+  }
+  const CompiledForward fw = pipeline.fw_compile(codegen::fusing(), part).value();
+  CompiledBackward bw = pipeline.bw_compile(codegen::fusing(), part, fw).value();
+  if (reduce) bw.run = reduce->Bind(bw.run);
+  const Function step = pipeline.make_autograd_function(fw, bw, part).value();
+  nn::SGD sgd(spec.module->named_parameters(), 0.05, 0.9);
+  for (int s = 0; s < 5; ++s) {
+    before_step();
+    if (reduce) REQUIRE(reduce->SetBatch(batch.leaves).ok());
+    const TensorTree out = step(batch.inputs).value();
+    sgd.zero_grad();
+    spec.loss(out, batch.targets).backward();
+    sgd.step();
+  }
+}
+
+void RequireSameTensors(const nn::NamedTensors& got, const nn::NamedTensors& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(got[i].first);
+    REQUIRE_TENSORS_CLOSE(got[i].second, want[i].second, 1e-11, 1e-12);
+  }
+}
+
+TEST_CASE("with the all-reduce in the compiled backward, two ranks train as one process") {
+  const int rank = Group().rank();
+  // cnn with SyncBatchNorm, on equal shares: its statistics are the whole batch's.
+  for (const std::string name : {"mlp", "transformer", "cnn"}) {
+    INFO(name);
+    const bool sync = name == "cnn";
+    nn::ModelSpec whole = nn::MakeModel(name, 11).value();
+    whole.module->to(DType::kF64);
+    nn::ModelSpec mine = nn::MakeModel(name, 11 + rank).value();
+    mine.module->to(DType::kF64);
+    if (sync) CHECK(nn::ConvertSyncBatchNorm(*mine.module, "world") > 0);
+    REQUIRE(BroadcastModule(Group(), *mine.module).ok());
+    TrainStaged(whole, Rows(whole, 0, 6), nullptr);
+    const int64_t first = sync ? 3 * rank : (rank == 0 ? 0 : 2);
+    const int64_t count = sync ? 3 : (rank == 0 ? 2 : 4);
+    TrainStaged(mine, Rows(whole, first, count), &Group());
+    RequireSameTensors(mine.module->named_parameters(), whole.module->named_parameters());
+    RequireSameTensors(mine.module->named_buffers(), whole.module->named_buffers());
+  }
+}
+
+TEST_CASE("with per-rank BatchNorm, each rank's running statistics are its own batch's") {
+  const int rank = Group().rank();
+  nn::ModelSpec mine = nn::MakeModel("cnn", 11).value();
+  mine.module->to(DType::kF64);
+  nn::ModelSpec alone = nn::MakeModel("cnn", 12).value();
+  alone.module->to(DType::kF64);
+  const Example share = Rows(mine, 3 * rank, 3);
+  // Before each step, the same model on this rank's share alone, eagerly:
+  // the statistics the step must leave.
+  nn::NamedTensors want;
+  TrainStaged(mine, share, &Group(), [&] {
+    for (auto [to, from] :
+         {std::pair{alone.module->named_parameters(), mine.module->named_parameters()},
+          std::pair{alone.module->named_buffers(), mine.module->named_buffers()}}) {
+      for (size_t i = 0; i < to.size(); ++i) nn::CopyValues(to[i].second, from[i].second);
+    }
+    NoGradGuard no_grad;
+    (*alone.module)(share.inputs);
+    want.clear();
+    for (const auto& [name, t] : alone.module->named_buffers()) want.emplace_back(name, t.clone());
+  });
+  RequireSameTensors(mine.module->named_buffers(), want);
+  // The two ranks' statistics differ: each took its own rows.
+  Tensor mean = mine.module->named_buffers()[0].second.clone();
+  const Tensor own = mean.clone();
+  REQUIRE(Group().AllReduceSum({mean}, 0.5).ok());
+  CHECK_FALSE(testing::CompareTensors(own, mean, 1e-6, 1e-9).empty());
 }
 
 }  // namespace

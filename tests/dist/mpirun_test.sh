@@ -2,7 +2,8 @@
 # The MPI tests: data_parallel_test under `mpirun -np 2`; two jobs in
 # which a rank fails, which must end non-zero, with a message, well before
 # the other rank's sleep would (20 s); and `tensorcut train` on two ranks,
-# which must train as one process does on the same global batches, resume
+# which must train as one process does on the same global batches (cnn with
+# its BatchNorm synchronised), resume
 # its own checkpoint bit for bit, and leave one that one process resumes.
 #   tests/dist/mpirun_test.sh DATA_PARALLEL_TEST FAILING_RANK TENSORCUT COMPARE_CHECKPOINTS
 set -uo pipefail
@@ -42,7 +43,9 @@ done
 # SGD, so that the runs differ only in how the gradients are summed.
 cd "$TMPDIR"
 train=(train --steps 12 --optimizer sgd --lr 0.05)
-for model in "mlp --batch 64" "transformer"; do
+# cnn's BatchNorm over both ranks' batches: then two ranks train as one (at
+# a rate where cnn's loss does not diverge, which would magnify rounding).
+for model in "mlp --batch 64" "transformer" "cnn --sync_batchnorm --lr 0.005"; do
   read -r -a flags <<<"$model"
   name="${flags[0]}"
   "$tensorcut" "${train[@]}" --model "${flags[@]}" --checkpoint "one_$name.safetensors" >/dev/null ||

@@ -4,6 +4,7 @@
 #include "nn/normalization.h"
 
 #include "catch2/catch.hpp"
+#include "nn/containers.h"
 #include "pipeline/compiler_pipeline.h"
 #include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
@@ -126,6 +127,49 @@ TEST_CASE("without affine or tracking, batch norm has no parameters or buffers")
   REQUIRE_TENSORS_CLOSE(bn(x), want, 1e-5, 1e-5);
   CheckLayer(Factory<nn::BatchNorm2d>(int64_t{3}, 1e-5, 0.1, false, false),
              RandomInput({4, 3, 2, 2}, 6));
+}
+
+TEST_CASE("a BatchNorm synced over one process normalises as a BatchNorm of its own") {
+  // "self" is this process alone: the sums over the group are its own.
+  auto plain = std::static_pointer_cast<nn::BatchNorm2d>(Factory<nn::BatchNorm2d>(int64_t{3})());
+  auto synced = std::static_pointer_cast<nn::BatchNorm2d>(Factory<nn::BatchNorm2d>(int64_t{3})());
+  synced->set_sync_group("self");
+  const Tensor x = Random({4, 3, 5, 5}, DType::kF64, 8).requires_grad_();
+  const Tensor r = Random({4, 3, 5, 5}, DType::kF64, 9);
+  for (int step = 0; step < 2; ++step) {
+    const Tensor y_plain = (*plain)(x), y_synced = (*synced)(x);
+    REQUIRE_TENSORS_CLOSE(y_synced, y_plain, 1e-10, 1e-12);
+    sum(y_plain * r).backward();
+    const Tensor gx_plain = x.grad();
+    x.set_grad(Tensor());
+    sum(y_synced * r).backward();
+    REQUIRE_TENSORS_CLOSE(x.grad(), gx_plain, 1e-9, 1e-12);
+    x.set_grad(Tensor());
+    REQUIRE_TENSORS_CLOSE(synced->weight().grad(), plain->weight().grad(), 1e-10, 1e-12);
+  }
+  REQUIRE_TENSORS_CLOSE(synced->running_mean(), plain->running_mean(), 1e-12, 1e-12);
+  REQUIRE_TENSORS_CLOSE(synced->running_var(), plain->running_var(), 1e-12, 1e-12);
+  CHECK(synced->num_batches_tracked().item<int64_t>() == 2);
+  // Gradients against finite differences, and compiled (the collectives in
+  // the forward and backward graphs) against eager.
+  CheckLayer(
+      [] {
+        auto m = Factory<nn::BatchNorm2d>(int64_t{3}, 1e-5, std::nullopt)();
+        nn::ConvertSyncBatchNorm(*m, "self");
+        return m;
+      },
+      RandomInput({4, 3, 2, 2}, 10));
+}
+
+TEST_CASE("ConvertSyncBatchNorm gives every BatchNorm of a model the group") {
+  nn::Sequential model;
+  model.push_back(std::make_shared<nn::BatchNorm2d>(2));
+  model.push_back(std::make_shared<nn::GroupNorm>(1, 2));
+  model.push_back(std::make_shared<nn::BatchNorm1d>(2));
+  CHECK(nn::ConvertSyncBatchNorm(model, "world") == 2);
+  for (const auto& [name, m] : model.named_modules()) {
+    if (auto* bn = dynamic_cast<nn::BatchNorm*>(m)) CHECK(bn->sync_group() == "world");
+  }
 }
 
 TEST_CASE("GroupNorm normalises each sample's group of channels together") {

@@ -195,9 +195,9 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.code == 1);
   REQUIRE(r.err ==
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
-          "--steps --batch --drop_last --lr --optimizer --partition --budget --checkpoint "
-          "--save_every --resume --seed --data --label_column --features --labels --test_data "
-          "--threads --gemm --precision)\n");
+          "--steps --batch --drop_last --sync_batchnorm --lr --optimizer --partition --budget "
+          "--checkpoint --save_every --resume --seed --data --label_column --features --labels "
+          "--test_data --threads --gemm --precision)\n");
   r = Tensorcut("partition --model linear --threads 2");
   REQUIRE(r.code == 1);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
@@ -550,6 +550,19 @@ TEST_CASE("graph prints each stage's IR as the library does") {
   REQUIRE(r.code == 0);
   REQUIRE(Contains(r.out, "%arg: f32[s0,784]"));
   REQUIRE(ToString(Parse(r.out).value()) == r.out);
+  // With the data-parallel all-reduce: linear's two gradients in one bucket.
+  r = Tensorcut("graph --model linear --stage backward --data-parallel");
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, "%grad_weight: f64[]) {\n"));
+  REQUIRE(
+      Contains(r.out, "= all_reduce_start(%3, %4, %grad_weight) {group=\"world\"}  # bucket 0"));
+  REQUIRE(Contains(r.out, "= all_reduce_wait(%5) {group=\"world\"}  # bucket 0"));
+  REQUIRE(ToString(Parse(r.out).value()) == r.out);
+  r = Tensorcut("graph --model linear --stage forward --data-parallel");
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err ==
+          "tensorcut graph: --data_parallel shows the backward's all-reduce: it takes --stage "
+          "backward, not forward\n");
 }
 
 TEST_CASE("bench --json prints one object with the step times and GFLOP/s") {
