@@ -192,6 +192,11 @@ absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& opt
       RegisterCollectiveGroup(kName, group);
       return new absl::StatusOr<ProcessGroup*>(group);
     }
+    // Buckets are megabytes: OpenMPI's non-blocking all-reduce then runs
+    // 2-2.5x faster as a ring (reduce-scatter, then all-gather; measured
+    // on two ranks of one machine) than with the algorithm it picks by
+    // default. A setting in the environment stays.
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
     int provided = 0;
     if (const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
         code != MPI_SUCCESS) {

@@ -19,7 +19,9 @@
 // World is also the collective group "world" of compiled graphs
 // (runtime/collectives.h): a backward's all_reduce_start starts one bucket's
 // MPI_Iallreduce, and its all_reduce_wait waits for it, under the same
-// timeout.
+// timeout. OpenMPI runs the non-blocking all-reduce as a ring (bandwidth-
+// optimal for buckets of megabytes) unless the environment sets
+// OMPI_MCA_coll_libnbc_iallreduce_algorithm.
 #ifndef TENSORCUT_DIST_PROCESS_GROUP_H_
 #define TENSORCUT_DIST_PROCESS_GROUP_H_
 
