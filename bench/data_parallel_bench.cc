@@ -27,6 +27,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/fusing_compiler.h"
@@ -66,6 +67,10 @@ TensorTree Rows(const TensorTree& tree, int64_t first, int64_t count) {
 
 absl::Status Run() {
   const int runs = absl::GetFlag(FLAGS_runs), warmup = absl::GetFlag(FLAGS_warmup);
+  if (runs < 1 || warmup < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--runs must be at least 1 and --warmup at least 0, got ", runs, " and ", warmup));
+  }
   SetNumThreads(absl::GetFlag(FLAGS_threads));
   TC_ASSIGN_OR_RETURN(
       dist::ProcessGroup * group,
@@ -97,7 +102,9 @@ absl::Status Run() {
   }
   std::vector<Tensor> buckets;  // one of each bucket's type, for the all-reduce alone
   for (const Node* node : part.backward.nodes()) {
-    if (node->op() != OpKind::kAllReduceStart) continue;
+    if (node->op() != OpKind::kAllReduceStart || !absl::StartsWith(node->source(), "bucket")) {
+      continue;  // a synchronised BatchNorm's, not a bucket
+    }
     const TensorType& t = node->result(0)->type();
     buckets.push_back(zeros(t.shape, t.dtype));
   }
@@ -112,14 +119,16 @@ absl::Status Run() {
   for (int i = 0; i < warmup + runs; ++i) {
     group->ResetStats();
     const Clock::time_point start = Clock::now();
-    if (reduce) TC_RETURN_IF_ERROR(reduce->SetBatch(leaves));
+    if (reduce) TC_RETURN_IF_ERROR(reduce->SetShare(share, batch));
     TC_ASSIGN_OR_RETURN(TensorTree out, train_step(inputs));
     sgd.zero_grad();
     spec.loss(out, targets).backward();
     double averaged_ms = 0;  // after the backward: all of it exposed
     if (after) {
       grads.clear();
-      for (const Tensor& p : spec.module->parameters()) grads.push_back(p.grad());
+      for (const Tensor& p : spec.module->parameters()) {
+        if (p.grad().defined()) grads.push_back(p.grad());
+      }
       const Clock::time_point average_start = Clock::now();
       TC_RETURN_IF_ERROR(average(grads, leaves));
       averaged_ms = Ms(Clock::now() - average_start);

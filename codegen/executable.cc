@@ -1,6 +1,8 @@
 #include "codegen/executable.h"
 
+#include <deque>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -36,11 +38,18 @@ class BoundExecutable : public Executable::Impl {
       : inner_(std::move(inner)), bound_(std::move(bound)) {}
 
   absl::Status Run(absl::Span<const Tensor> args, absl::Span<Tensor> outputs) const override {
-    // Reused from call to call: a steady-state call allocates nothing here.
-    thread_local std::vector<Tensor> all;
+    // Reused from call to call, so that a steady-state call allocates
+    // nothing here; one per depth, since the inner executable may be bound
+    // too (a deque: its elements stay where they are as it grows).
+    thread_local std::deque<std::vector<Tensor>> argument_lists;
+    thread_local size_t depth = 0;
+    if (argument_lists.size() <= depth) argument_lists.emplace_back();
+    std::vector<Tensor>& all = argument_lists[depth];
     all.assign(args.begin(), args.end());
     all.insert(all.end(), bound_.begin(), bound_.end());
+    ++depth;
     const absl::Status s = inner_.Run(all, outputs);
+    --depth;
     all.clear();
     return s;
   }

@@ -101,7 +101,7 @@ absl::StatusOr<ConstantSplit> SplitConstants(const Graph& graph, absl::Span<cons
   absl::flat_hash_set<const Node*> hoisted;
   for (const Node* node : graph.nodes()) {
     const OpDef& def = node->def();
-    if (def.Has(kTraitRandom) || node->body() != nullptr) continue;
+    if (def.Has(kTraitRandom) || def.Has(kTraitCollective) || node->body() != nullptr) continue;
     if (node->num_inputs() == 0) {
       for (const Value* r : node->results()) {
         if (!HasSymbolic(r->type().shape)) known.insert(r);

@@ -17,9 +17,9 @@
 //   %1: f32[2,8] = matmul(%x, %0)                rest(%w, %x, %frozen):
 //                                                              %1 = matmul(%x, %frozen)
 //
-// Random ops stay in the rest, and so do views that add elements (an expand
-// is free as a view, not once materialized) and nodes without operands
-// (constants, which compilers fold themselves).
+// Random ops and collectives stay in the rest, and so do views that add
+// elements (an expand is free as a view, not once materialized) and nodes
+// without operands (constants, which compilers fold themselves).
 //
 // A frozen executable copies the constants when Frozen is called: writes to
 // the caller's tensors afterwards are not seen (compile again after changing

@@ -276,8 +276,10 @@ absl::Status Program::Lower(const CompileOptions& options) {
       for (const Value* r : node->results()) step.result_types.push_back(r->type());
       if (def.Has(kTraitCreation) && !def.Has(kTraitRandom) && !returned_nodes.contains(node)) {
         step.kind = StepKind::kConstant;
-      } else if (node->op() == OpKind::kAllReduceWait &&
-                 origin[root[step.inputs[0]]] == Origin::kPlanned) {
+      } else if (node->op() == OpKind::kAllReduceWait && !node->input(0)->is_placeholder() &&
+                 node->input(0)->producer()->op() == OpKind::kAllReduceStart &&
+                 origin[step.inputs[0]] == Origin::kPlanned &&
+                 root[step.inputs[0]] == step.inputs[0]) {
         // The wait completes its bucket where the start wrote it: its
         // result is that memory, and the bucket's readers keep it alive.
         step.into = GetIntoKernel(node->op());

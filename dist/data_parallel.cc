@@ -1,7 +1,9 @@
 #include "dist/data_parallel.h"
 
+#include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "codegen/insert_all_reduce.h"
@@ -19,10 +21,11 @@ absl::Status BroadcastModule(ProcessGroup& group, nn::Module& module, int root) 
 
 namespace {
 
-// This rank's rows (dim 0 of batch[0]) over every rank's; `rows` is an
-// i64[1] the all-reduce sums in.
-absl::StatusOr<double> ShareOfBatch(ProcessGroup& group, const Tensor& rows,
-                                    absl::Span<const Tensor> batch, absl::string_view what) {
+// This rank's rows (dim 0 of batch[0]) and every rank's together; `rows`
+// is an i64[1] the all-reduce sums in.
+absl::StatusOr<std::pair<int64_t, int64_t>> RowsOfBatch(ProcessGroup& group, const Tensor& rows,
+                                                        absl::Span<const Tensor> batch,
+                                                        absl::string_view what) {
   if (batch.empty() || !batch[0].defined()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": a batch without tensors"));
   }
@@ -33,7 +36,7 @@ absl::StatusOr<double> ShareOfBatch(ProcessGroup& group, const Tensor& rows,
   if (total == 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": every rank's batch has 0 rows"));
   }
-  return static_cast<double>(own) / static_cast<double>(total);
+  return std::pair{own, total};
 }
 
 }  // namespace
@@ -45,8 +48,10 @@ std::function<absl::Status(absl::Span<const Tensor>, absl::Span<const Tensor>)> 
   const Tensor rows = Tensor::Uninitialized({1}, DType::kI64);
   return [&group, rows](absl::Span<const Tensor> gradients,
                         absl::Span<const Tensor> batch) -> absl::Status {
-    TC_ASSIGN_OR_RETURN(const double share, ShareOfBatch(group, rows, batch, "average gradients"));
-    return group.AllReduceSum(gradients, share);
+    TC_ASSIGN_OR_RETURN(const auto own_and_total,
+                        RowsOfBatch(group, rows, batch, "average gradients"));
+    const auto [own, total] = own_and_total;
+    return group.AllReduceSum(gradients, static_cast<double>(own) / static_cast<double>(total));
   };
 }
 
@@ -67,15 +72,21 @@ absl::StatusOr<BackwardAllReduce> BackwardAllReduce::Insert(ProcessGroup& group,
         "backward all-reduce: the partition's backward returns ", part.backward.outputs().size(),
         " gradients, the joint graph ", joint.outputs.size() - num_forward_outputs));
   }
+  const auto starts = [&part] {
+    return static_cast<int>(absl::c_count_if(part.backward.nodes(), [](const Node* node) {
+      return node->op() == OpKind::kAllReduceStart;
+    }));
+  };
+  // All-reduces in the backward already: a synchronised BatchNorm's.
+  const int synchronised = starts();
   const size_t placeholders = part.backward.placeholders().size();
   TC_RETURN_IF_ERROR(RunPasses(part.backward, {codegen::InsertAllReduce(options)}).status());
   BackwardAllReduce reduce;
   reduce.group_ = &group;
   reduce.weight_ = full({}, 1.0 / group.size(), DType::kF64);
   reduce.rows_ = Tensor::Uninitialized({1}, DType::kI64);
-  for (const Node* node : part.backward.nodes()) {
-    reduce.buckets_ += node->op() == OpKind::kAllReduceStart;
-  }
+  reduce.buckets_ = starts() - synchronised;
+  reduce.equal_shares_ = synchronised > 0;
   // With no gradient to sum, the pass adds no weight to bind.
   if (part.backward.placeholders().size() == placeholders) reduce.weight_ = Tensor();
   return reduce;
@@ -87,9 +98,28 @@ codegen::Executable BackwardAllReduce::Bind(codegen::Executable backward) const 
 }
 
 absl::Status BackwardAllReduce::SetBatch(absl::Span<const Tensor> batch) {
-  TC_ASSIGN_OR_RETURN(const double share,
-                      ShareOfBatch(*group_, rows_, batch, "backward all-reduce"));
-  if (weight_.defined()) *weight_.data<double>() = share;
+  TC_ASSIGN_OR_RETURN(const auto own_and_total,
+                      RowsOfBatch(*group_, rows_, batch, "backward all-reduce"));
+  return SetShare(own_and_total.first, own_and_total.second);
+}
+
+absl::Status BackwardAllReduce::SetShare(int64_t rows, int64_t total_rows) {
+  if (rows < 0 || total_rows <= 0 || rows > total_rows) {
+    return absl::InvalidArgumentError(absl::StrCat("backward all-reduce: a share of ", rows,
+                                                   " rows of a global batch of ", total_rows,
+                                                   "; expected 0 <= rows <= total and total > 0"));
+  }
+  // The gradient through statistics summed over the ranks is the global
+  // batch's only when every rank's loss weighs the same.
+  if (equal_shares_ && rows * group_->size() != total_rows) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "backward all-reduce: ", group_->Describe(), " has ", rows, " of the global batch's ",
+        total_rows, " rows; a BatchNorm synchronised over the ranks needs every rank to have ",
+        "the same share: a batch that ", group_->size(), " divides"));
+  }
+  if (weight_.defined()) {
+    *weight_.data<double>() = static_cast<double>(rows) / static_cast<double>(total_rows);
+  }
   return absl::OkStatus();
 }
 

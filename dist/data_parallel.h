@@ -14,8 +14,9 @@
 //
 // The average weights each rank's gradients by its share of the global
 // batch's rows, so a partial batch split unevenly still gives the gradient
-// of the mean loss over the whole batch. BatchNorm's running statistics
-// stay per rank.
+// of the mean loss over the whole batch. BatchNorm normalises by each
+// rank's batch, and its running statistics stay per rank, unless it is
+// synchronised (nn::ConvertSyncBatchNorm), which needs equal shares.
 //
 // AverageGradients averages after the backward. BackwardAllReduce puts the
 // average into the compiled backward instead, as DDP's reducer overlaps it:
@@ -30,7 +31,8 @@
 //   CompiledBackward bw = pipeline.bw_compile(codegen::fusing(), part, fw).value();
 //   bw.run = reduce.Bind(bw.run);
 //   Function step = pipeline.make_autograd_function(fw, bw, part).value();
-//   // each step: reduce.SetBatch(batch), then step(inputs) and the loss's backward()
+//   // each step: reduce.SetBatch(batch) (or SetShare), then step(inputs) and
+//   // the loss's backward()
 #ifndef TENSORCUT_DIST_DATA_PARALLEL_H_
 #define TENSORCUT_DIST_DATA_PARALLEL_H_
 
@@ -71,7 +73,14 @@ class BackwardAllReduce {
   // global batch, its rows (dim 0 of batch[0]) over every rank's (one small
   // all-reduce).
   absl::Status SetBatch(absl::Span<const Tensor> batch);
-  // The buckets the backward sums, for reports: their number and bytes.
+  // The same from what the caller knows: this rank's `rows` of a global
+  // batch of `total_rows` (a DataLoader's share of it), with no all-reduce.
+  // With a synchronised BatchNorm in the model, every rank's share must be
+  // the same (a FailedPreconditionError otherwise): the gradient through the
+  // statistics summed over the ranks weighs each rank's loss alike.
+  absl::Status SetShare(int64_t rows, int64_t total_rows);
+  // How many buckets of gradients the backward sums (SyncBatchNorm's
+  // all-reduces not counted).
   int buckets() const { return buckets_; }
 
  private:
@@ -79,6 +88,7 @@ class BackwardAllReduce {
   Tensor weight_;  // f64[]
   Tensor rows_;    // i64[1], summed over the ranks
   int buckets_ = 0;
+  bool equal_shares_ = false;  // a synchronised BatchNorm needs them
 };
 
 }  // namespace tc::dist

@@ -127,10 +127,15 @@ class ProcessGroup::Buckets {
 };
 
 // The compiled all-reduces started and not yet waited for, by their
-// bucket's memory, and the bucket types every rank agreed on.
+// bucket's memory (the bucket kept, so that MPI never writes into memory
+// freed meanwhile), and the bucket types every rank agreed on.
 class ProcessGroup::InFlight {
  public:
-  absl::flat_hash_map<const void*, MPI_Request> requests;
+  struct Started {
+    MPI_Request request;
+    Tensor bucket;
+  };
+  absl::flat_hash_map<const void*, Started> started;
   absl::flat_hash_set<std::string> agreed;
 };
 
@@ -322,6 +327,15 @@ absl::Status ProcessGroup::StartAllReduce(const Tensor& bucket) {
     return absl::InvalidArgumentError(
         absl::StrCat("a bucket of ", bucket.numel(), " elements; at most 2^31 - 1 per collective"));
   }
+  if (in_flight_->started.contains(bucket.raw_data())) {
+    // A run failed between this bucket's start and its wait: the sum may
+    // still be writing into memory this run uses.
+    broken_ = absl::FailedPreconditionError(
+        "an all-reduce was started on this bucket and never waited for (a run failed between "
+        "them); the group can no longer be used");
+    any_group_broken = true;
+    return broken_;
+  }
   const std::string signature = bucket.type().ToString();
   if (in_flight_->agreed.insert(signature).second) {
     if (absl::Status s = CheckAgreement("all-reduce", signature); !s.ok()) {
@@ -340,33 +354,36 @@ absl::Status ProcessGroup::StartAllReduce(const Tensor& bucket) {
       code != MPI_SUCCESS) {
     return MpiError("all-reduce", code);
   }
-  in_flight_->requests[bucket.raw_data()] = request;
   // OpenMPI moves a non-blocking collective on inside MPI calls only: a
-  // test here lets the buckets started earlier make progress.
+  // test here lets the buckets started earlier make progress (a request
+  // that completes becomes MPI_REQUEST_NULL, which a wait then passes).
   int done = 0;
-  MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-  if (done) in_flight_->requests[bucket.raw_data()] = MPI_REQUEST_NULL;
+  const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  in_flight_->started[bucket.raw_data()] = {request, bucket};
+  if (code != MPI_SUCCESS) return MpiError("all-reduce", code);
   return absl::OkStatus();
 }
 
 absl::Status ProcessGroup::WaitAllReduce(const Tensor& bucket) {
   if (size_ == 1) return absl::OkStatus();
-  auto it = in_flight_->requests.find(bucket.raw_data());
-  if (it == in_flight_->requests.end()) {
+  auto it = in_flight_->started.find(bucket.raw_data());
+  if (it == in_flight_->started.end()) {
     return absl::FailedPreconditionError(
         absl::StrCat("no all-reduce was started on this bucket (", bucket.type().ToString(), ")"));
   }
   thread_local std::vector<MPI_Request> request(1);
-  request[0] = it->second;
-  in_flight_->requests.erase(it);
+  request[0] = it->second.request;
   const absl::Time start = absl::Now();
   absl::Status s = WaitAll(request, "all-reduce", *this);
   stats_.waited += absl::Now() - start;
   if (!s.ok()) {
+    // Still pending, maybe: the bucket stays held, and the group broken.
     broken_ = s;
     any_group_broken = true;
+    return s;
   }
-  return s;
+  in_flight_->started.erase(it);
+  return absl::OkStatus();
 }
 
 }  // namespace tc::dist

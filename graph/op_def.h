@@ -57,8 +57,8 @@ enum OpTrait : uint32_t {
   kTraitRegion = 1 << 9,             // holds a body graph (Node::body); results are its outputs
   kTraitChannelsLastResult = 1 << 10,  // its out-variant writes result 0 channels-last when asked
   kTraitCommutative = 1 << 11,         // a binary op whose operands may be swapped
-  // Talks to the other processes of a group: runs exactly once per call, in
-  // graph order, and is never merged, folded, moved or recomputed.
+  // Talks to the other processes of a group: runs exactly once per call and
+  // is never merged, folded into a constant or recomputed.
   kTraitCollective = 1 << 12,
 };
 

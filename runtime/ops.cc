@@ -337,13 +337,15 @@ Tensor all_reduce_wait(const Tensor& bucket, const std::string& group) {
   return Call1(OpKind::kAllReduceWait, {bucket}, {{"group", group}});
 }
 TensorList all_reduce_sum(absl::Span<const Tensor> tensors, const std::string& group) {
-  const Tensor summed =
-      all_reduce_wait(all_reduce_start(tensors, scalar(1.0, DType::kF64), group), group);
+  return unpack_bucket(
+      all_reduce_wait(all_reduce_start(tensors, scalar(1.0, DType::kF64), group), group), tensors);
+}
+TensorList unpack_bucket(const Tensor& bucket, absl::Span<const Tensor> tensors) {
   TensorList out;
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
     const int64_t n = t.numel();
-    out.push_back(reshape(slice(summed, 0, offset, offset + n), t.shape()));
+    out.push_back(reshape(slice(bucket, 0, offset, offset + n), t.shape()));
     offset += n;
   }
   return out;

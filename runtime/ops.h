@@ -179,6 +179,8 @@ Tensor all_reduce_start(absl::Span<const Tensor> tensors, const Tensor& weight,
 Tensor all_reduce_wait(const Tensor& bucket, const std::string& group);
 // Both at once: each of `tensors` summed over the group, in one bucket.
 TensorList all_reduce_sum(absl::Span<const Tensor> tensors, const std::string& group);
+// A bucket's slices in the shapes of the `tensors` packed into it, in order.
+TensorList unpack_bucket(const Tensor& bucket, absl::Span<const Tensor> tensors);
 
 }  // namespace tc
 

@@ -426,8 +426,20 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     // Every rank from rank 0's weights, also when resumed (each rank reads
     // the same checkpoint; the broadcast makes sure).
     TC_RETURN_IF_ERROR(dist::BroadcastModule(*options.group, *t->spec_.module));
-    if (options.sync_batchnorm) {
-      nn::ConvertSyncBatchNorm(*t->spec_.module, std::string(dist::ProcessGroup::kName));
+    if (options.sync_batchnorm &&
+        nn::ConvertSyncBatchNorm(*t->spec_.module, std::string(dist::ProcessGroup::kName)) > 0) {
+      // Statistics over every rank's batch need every rank to hold as many rows.
+      const int64_t ranks = t->ranks(), partial = t->data_->partial_batch();
+      if (t->batch_ % ranks != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--sync_batchnorm needs equal shares: a batch of ", t->batch_,
+                         " does not split into ", ranks, " ranks"));
+      }
+      if (partial % ranks != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--sync_batchnorm needs equal shares: each epoch's last batch has ", partial,
+            " rows, which do not split into ", ranks, " ranks (--drop_last skips it)"));
+      }
     }
   }
   TC_RETURN_IF_ERROR(t->Compile(partition_fn));
@@ -542,8 +554,16 @@ absl::Status Trainer::Restore(const nn::Metadata& metadata) {
 absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(step_, inputs, targets));
-  // This rank's share of the batch weighs its gradients in the backward's sum.
-  if (all_reduce_ != nullptr) TC_RETURN_IF_ERROR(all_reduce_->SetBatch(Flatten(inputs).first));
+  // This rank's share of the global batch weighs its gradients in the
+  // backward's sum; the data says how many rows the step's batch has.
+  if (all_reduce_ != nullptr) {
+    const int64_t per_epoch = data_->steps_per_epoch();
+    const int64_t total = data_->partial_batch() > 0 && step_ % per_epoch == per_epoch - 1
+                              ? data_->partial_batch()
+                              : batch_;
+    const Tensor first = Flatten(inputs).first[0];
+    TC_RETURN_IF_ERROR(all_reduce_->SetShare(first.dim() == 0 ? total : first.size(0), total));
+  }
   TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
   TC_ASSIGN_OR_RETURN(
       StepStats stats, CatchErrors([&] {

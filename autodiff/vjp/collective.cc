@@ -17,15 +17,10 @@ TensorList AllReduceStart(const VjpContext& c) {
   const Tensor& g = c.grads[0];
   TensorList grads(c.inputs.size());
   if (!g.defined()) return grads;
-  const absl::Span<const Tensor> tensors = c.inputs.first(c.inputs.size() - 1);
-  const Tensor summed = all_reduce_sum({g}, c.attrs.Str("group"))[0];
+  const TensorList summed = unpack_bucket(all_reduce_sum({g}, c.attrs.Str("group"))[0],
+                                          c.inputs.first(c.inputs.size() - 1));
   const Tensor weight = cast(c.inputs.back(), g.dtype());
-  int64_t offset = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const int64_t n = tensors[i].numel();
-    grads[i] = reshape(slice(summed, 0, offset, offset + n), tensors[i].shape()) * weight;
-    offset += n;
-  }
+  for (size_t i = 0; i < summed.size(); ++i) grads[i] = summed[i] * weight;
   return grads;
 }
 

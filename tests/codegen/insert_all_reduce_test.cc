@@ -161,6 +161,19 @@ TEST_CASE("a collective over a group nobody registered fails with the group's na
   }
 }
 
+TEST_CASE("a wait on anything but a start's own bucket runs apart, with a copy") {
+  Graph g = testing::ParseOk(R"(graph(%x: f32[6], %w: f64[]) {
+  %b: f32[6] = all_reduce_start(%x, %w) {group="self"}
+  %s: f32[3] = slice(%b) {dim=0, end=6, start=3, step=1}
+  %r: f32[3] = all_reduce_wait(%s) {group="self"}
+  return (%r)
+}
+)");
+  const Tensor x = testing::Random({6}, DType::kF32, 3);
+  const std::vector<Tensor> out = CompileProgram(g).value()({x, scalar(2.0, DType::kF64)}).value();
+  REQUIRE_TENSORS_CLOSE(out[0], mul(x.slice(0, 3, 6), scalar(2.0f)), 0, 0);
+}
+
 TEST_CASE("the self group's sum is the weighted bucket") {
   Graph g = testing::ParseOk(kBackward);
   const std::vector<Tensor> args = {testing::Random({4, 3}, DType::kF32, 2), scalar(-0.5f)};

@@ -174,9 +174,11 @@ TEST_CASE("two ranks on halves of a global batch train as one process on all of 
 // Five SGD steps of `spec` on `batch` through the staged pipeline, as
 // `tensorcut train` runs them: the compiled forward and backward, the loss
 // eagerly; with `group`, the gradients summed in the compiled backward.
-// `before_step` runs before each.
+// Each rank's share is set from its batch (SetBatch), or, given
+// `total_rows`, from the rows it has of that many (SetShare). `before_step`
+// runs before each.
 void TrainStaged(
-    const nn::ModelSpec& spec, const Example& batch, ProcessGroup* group,
+    const nn::ModelSpec& spec, const Example& batch, ProcessGroup* group, int64_t total_rows = 0,
     const std::function<void()>& before_step = [] {}) {
   CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, batch.inputs).value();
   REQUIRE(pipeline.generate_ir_for_training().ok());
@@ -195,7 +197,11 @@ void TrainStaged(
   nn::SGD sgd(spec.module->named_parameters(), 0.05, 0.9);
   for (int s = 0; s < 5; ++s) {
     before_step();
-    if (reduce) REQUIRE(reduce->SetBatch(batch.leaves).ok());
+    if (reduce) {
+      REQUIRE((total_rows > 0 ? reduce->SetShare(batch.leaves[0].size(0), total_rows)
+                              : reduce->SetBatch(batch.leaves))
+                  .ok());
+    }
     const TensorTree out = step(batch.inputs).value();
     sgd.zero_grad();
     spec.loss(out, batch.targets).backward();
@@ -226,10 +232,43 @@ TEST_CASE("with the all-reduce in the compiled backward, two ranks train as one 
     TrainStaged(whole, Rows(whole, 0, 6), nullptr);
     const int64_t first = sync ? 3 * rank : (rank == 0 ? 0 : 2);
     const int64_t count = sync ? 3 : (rank == 0 ? 2 : 4);
-    TrainStaged(mine, Rows(whole, first, count), &Group());
+    TrainStaged(mine, Rows(whole, first, count), &Group(), name == "transformer" ? 6 : 0);
     RequireSameTensors(mine.module->named_parameters(), whole.module->named_parameters());
     RequireSameTensors(mine.module->named_buffers(), whole.module->named_buffers());
   }
+}
+
+TEST_CASE("a share that is not part of its global batch is an error") {
+  nn::ModelSpec spec = nn::MakeModel("linear", 0).value();
+  CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
+  REQUIRE(pipeline.generate_ir_for_training().ok());
+  const JointGraph& joint = **pipeline.joint_graph();
+  partition::PartitionResult part = pipeline.partition(partition::MinCutPartition, joint).value();
+  BackwardAllReduce reduce = BackwardAllReduce::Insert(Group(), joint, part).value();
+  CHECK(reduce.SetShare(2, 4).ok());
+  CHECK(reduce.SetShare(5, 4).message() ==
+        "backward all-reduce: a share of 5 rows of a global batch of 4; expected 0 <= rows <= "
+        "total and total > 0");
+  CHECK(!reduce.SetShare(0, 0).ok());
+  CHECK(!reduce.SetShare(-1, 4).ok());
+  // With a synchronised BatchNorm, only equal shares.
+  nn::ModelSpec cnn = nn::MakeModel("cnn", 0).value();
+  nn::ConvertSyncBatchNorm(*cnn.module, "world");
+  CompilerPipeline synced = CompilerPipeline::Create(*cnn.module, cnn.inputs).value();
+  REQUIRE(synced.generate_ir_for_training().ok());
+  const JointGraph& synced_joint = **synced.joint_graph();
+  partition::PartitionResult synced_part =
+      synced.partition(partition::MinCutPartition, synced_joint).value();
+  BackwardAllReduce synced_reduce =
+      BackwardAllReduce::Insert(Group(), synced_joint, synced_part).value();
+  CHECK(synced_reduce.buckets() == 1);  // the statistics' all-reduces are not buckets
+  CHECK(synced_reduce.SetShare(3, 6).ok());
+  const absl::Status uneven = synced_reduce.SetShare(2, 6);
+  CHECK(uneven.code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(uneven.message() == "backward all-reduce: rank " + std::to_string(Group().rank()) +
+                                " of 2 has 2 of the global batch's 6 rows; a BatchNorm "
+                                "synchronised over the ranks needs every rank to have the same "
+                                "share: a batch that 2 divides");
 }
 
 TEST_CASE("with per-rank BatchNorm, each rank's running statistics are its own batch's") {
@@ -242,7 +281,7 @@ TEST_CASE("with per-rank BatchNorm, each rank's running statistics are its own b
   // Before each step, the same model on this rank's share alone, eagerly:
   // the statistics the step must leave.
   nn::NamedTensors want;
-  TrainStaged(mine, share, &Group(), [&] {
+  TrainStaged(mine, share, &Group(), 0, [&] {
     for (auto [to, from] :
          {std::pair{alone.module->named_parameters(), mine.module->named_parameters()},
           std::pair{alone.module->named_buffers(), mine.module->named_buffers()}}) {

@@ -58,6 +58,11 @@ for model in "mlp --batch 64" "transformer" "cnn --sync_batchnorm --lr 0.005"; d
   "$compare" "two_$name.safetensors" "one_$name.safetensors" 1e-5 ||
     fail "$name: two ranks against one process"
 done
+# Synchronised BatchNorm on shares that differ: refused before training.
+mpirun -np 3 --oversubscribe --bind-to none "$tensorcut" "${train[@]}" --model cnn --sync_batchnorm \
+  >sync3.log 2>&1 && fail "cnn --sync_batchnorm on 3 ranks: the job exited 0"
+grep -q "sync_batchnorm needs equal shares: a batch of 32 does not split into 3 ranks" sync3.log ||
+  { cat sync3.log; fail "cnn --sync_batchnorm on 3 ranks: no message"; }
 # Interrupted at step 6 and resumed, on two ranks and on one.
 "${mpirun[@]}" "$tensorcut" "${train[@]}" --model mlp --batch 64 --steps 6 \
   --checkpoint half.safetensors >/dev/null 2>&1 || fail "mlp: two ranks, 6 steps"

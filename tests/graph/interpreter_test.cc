@@ -110,6 +110,22 @@ TEST_CASE("a compiler of one's own: an Executable from a function of the argumen
         "the compiled function returned 2 outputs, its graph has 3");
 }
 
+TEST_CASE("trailing arguments bound, also twice over, and written between calls") {
+  Graph g = MustParse(R"(graph(%x: f32[2], %y: f32[2], %z: f32[2]) {
+  %0: f32[2] = sub(%x, %y)
+  %1: f32[2] = mul(%0, %z)
+  return (%1)
+})");
+  const Tensor y = from_vector<float>({1, 1}, {2}), z = from_vector<float>({2, 3}, {2});
+  const codegen::Executable exe = codegen::WithTrailingArguments(
+      codegen::WithTrailingArguments(codegen::Interpret(g).value(), {z}), {y});
+  const Tensor x = from_vector<float>({5, 7}, {2});
+  CHECK(exe({x}).value()[0].to_vector<float>() == std::vector<float>{8, 18});
+  *z.data<float>() = -1;  // the bound tensor, written
+  CHECK(exe({x}).value()[0].to_vector<float>() == std::vector<float>{-4, 18});
+  CHECK(exe.num_outputs() == 1);
+}
+
 TEST_CASE("a kernel's data-dependent error names the node's source") {
   Graph g = MustParse(R"(graph(%table: f32[4,2], %ids: i64[3]) {
   %0: f32[3,2] = embedding(%table, %ids)  # encoder.embed
