@@ -55,12 +55,23 @@ std::function<absl::Status(absl::Span<const Tensor>, absl::Span<const Tensor>)> 
   };
 }
 
+BackwardAllReduce::BackwardAllReduce(ProcessGroup& group)
+    : group_(&group),
+      weight_(full({}, 1.0 / group.size(), DType::kF64)),
+      rows_(Tensor::Uninitialized({1}, DType::kI64)) {}
+
 absl::StatusOr<BackwardAllReduce> BackwardAllReduce::Insert(ProcessGroup& group,
                                                             const JointGraph& joint,
                                                             partition::PartitionResult& part) {
+  BackwardAllReduce reduce(group);
+  TC_RETURN_IF_ERROR(reduce.Rewrite(joint, part));
+  return reduce;
+}
+
+absl::Status BackwardAllReduce::Rewrite(const JointGraph& joint, partition::PartitionResult& part) {
   codegen::AllReduceOptions options{.group = std::string(ProcessGroup::kName),
-                                    .bucket_bytes = group.options().bucket_bytes,
-                                    .first_bucket_bytes = group.options().first_bucket_bytes};
+                                    .bucket_bytes = group_->options().bucket_bytes,
+                                    .first_bucket_bytes = group_->options().first_bucket_bytes};
   const int num_forward_outputs = joint.layout.num_forward_outputs;
   for (int i = num_forward_outputs; i < static_cast<int>(joint.outputs.size()); ++i) {
     if (joint.outputs[i].kind == JointDescriptor::Kind::kParamGrad) {
@@ -81,19 +92,15 @@ absl::StatusOr<BackwardAllReduce> BackwardAllReduce::Insert(ProcessGroup& group,
   const int synchronised = starts();
   const size_t placeholders = part.backward.placeholders().size();
   TC_RETURN_IF_ERROR(RunPasses(part.backward, {codegen::InsertAllReduce(options)}).status());
-  BackwardAllReduce reduce;
-  reduce.group_ = &group;
-  reduce.weight_ = full({}, 1.0 / group.size(), DType::kF64);
-  reduce.rows_ = Tensor::Uninitialized({1}, DType::kI64);
-  reduce.buckets_ = starts() - synchronised;
-  reduce.equal_shares_ = synchronised > 0;
+  buckets_ = starts() - synchronised;
+  equal_shares_ = synchronised > 0;
   // With no gradient to sum, the pass adds no weight to bind.
-  if (part.backward.placeholders().size() == placeholders) reduce.weight_ = Tensor();
-  return reduce;
+  binds_weight_ = part.backward.placeholders().size() > placeholders;
+  return absl::OkStatus();
 }
 
 codegen::Executable BackwardAllReduce::Bind(codegen::Executable backward) const {
-  if (!weight_.defined()) return backward;
+  if (!binds_weight_) return backward;
   return codegen::WithTrailingArguments(std::move(backward), {weight_});
 }
 
@@ -117,9 +124,7 @@ absl::Status BackwardAllReduce::SetShare(int64_t rows, int64_t total_rows) {
         total_rows, " rows; a BatchNorm synchronised over the ranks needs every rank to have ",
         "the same share: a batch that ", group_->size(), " divides"));
   }
-  if (weight_.defined()) {
-    *weight_.data<double>() = static_cast<double>(rows) / static_cast<double>(total_rows);
-  }
+  *weight_.data<double>() = static_cast<double>(rows) / static_cast<double>(total_rows);
   return absl::OkStatus();
 }
 

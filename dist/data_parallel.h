@@ -18,8 +18,10 @@
 // rank's batch, and its running statistics stay per rank, unless it is
 // synchronised (nn::ConvertSyncBatchNorm), which needs equal shares.
 //
-// AverageGradients averages after the backward. BackwardAllReduce puts the
-// average into the compiled backward instead, as DDP's reducer overlaps it:
+// AverageGradients averages after the backward (TrainStepOptions::
+// reduce_gradients). BackwardAllReduce puts the average into the compiled
+// backward instead (TrainStepOptions::backward_rewriter, or the staged
+// pipeline as below), as DDP's reducer overlaps it:
 // the insert-all-reduce pass (codegen/insert_all_reduce.h) sums the
 // parameters' gradients in buckets, each started as soon as its last
 // gradient is written, while the rest of the backward runs.
@@ -46,6 +48,7 @@
 #include "dist/process_group.h"
 #include "nn/module.h"
 #include "partition/partition.h"
+#include "pipeline/train_step.h"
 #include "runtime/tensor.h"
 
 namespace tc::dist {
@@ -59,16 +62,24 @@ absl::Status BroadcastModule(ProcessGroup& group, nn::Module& module, int root =
 std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
 AverageGradients(ProcessGroup& group);
 
-class BackwardAllReduce {
+// For a TrainStep: TrainStepOptions::backward_rewriter =
+// std::make_shared<dist::BackwardAllReduce>(*group).
+class BackwardAllReduce : public BackwardRewriter {
  public:
-  // Runs the insert-all-reduce pass over `part.backward`'s gradients of
-  // `joint`'s parameters, in the group's bucket sizes. The backward then
-  // takes one more argument, last: the gradients' weight, which Bind binds.
+  explicit BackwardAllReduce(ProcessGroup& group);
+  // A BackwardAllReduce that rewrote `part` (Rewrite).
   static absl::StatusOr<BackwardAllReduce> Insert(ProcessGroup& group, const JointGraph& joint,
                                                   partition::PartitionResult& part);
+  // Runs the insert-all-reduce pass over `part.backward`'s gradients of
+  // `joint`'s parameters, in the group's bucket sizes. The backward then
+  // takes one more argument, last: the gradients' weight, which Bind binds
+  // (the same tensor for every backward rewritten).
+  absl::Status Rewrite(const JointGraph& joint, partition::PartitionResult& part) override;
   // The backward compiled from the part, taking the arguments it took
   // before the pass: the weight is bound.
-  codegen::Executable Bind(codegen::Executable backward) const;
+  codegen::Executable Bind(codegen::Executable backward) const override;
+  // SetBatch.
+  absl::Status Prepare(absl::Span<const Tensor> batch) override { return SetBatch(batch); }
   // Before each backward: the weight becomes this rank's share of the
   // global batch, its rows (dim 0 of batch[0]) over every rank's (one small
   // all-reduce).
@@ -84,10 +95,11 @@ class BackwardAllReduce {
   int buckets() const { return buckets_; }
 
  private:
-  ProcessGroup* group_ = nullptr;
+  ProcessGroup* group_;
   Tensor weight_;  // f64[]
   Tensor rows_;    // i64[1], summed over the ranks
   int buckets_ = 0;
+  bool binds_weight_ = false;  // the last rewrite added the weight
   bool equal_shares_ = false;  // a synchronised BatchNorm needs them
 };
 

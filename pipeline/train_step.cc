@@ -80,8 +80,11 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
       options_.partition_fn ? options_.partition_fn
                             : partition::PartitionFn(partition::MinCutPartition);
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
+  BackwardRewriter* rewriter = options_.backward_rewriter.get();
+  if (rewriter != nullptr) TC_RETURN_IF_ERROR(rewriter->Rewrite(*joint, part));
   TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options_.compiler, part));
   TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options_.compiler, part, fw));
+  if (rewriter != nullptr) bw.run = rewriter->Bind(std::move(bw.run));
   // Backward arguments: the saved values (set at each run), then one tangent
   // per floating forward output: 1 for the loss, 0 for buffer updates.
   const JointLayout& layout = joint->layout;
@@ -189,7 +192,8 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
   const Tensor& loss_value = forward_outputs_[0];
   const double loss =
       loss_value.dtype() == DType::kF64 ? *loss_value.data<double>() : *loss_value.data<float>();
-  s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
+  if (options_.backward_rewriter != nullptr) s = options_.backward_rewriter->Prepare(batch);
+  if (s.ok()) s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
   for (int i = 0; i < num_saved; ++i) backward_args_[i] = Tensor();
   if (!s.ok()) return s;
   param_grads_.clear();

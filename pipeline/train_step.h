@@ -36,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "autodiff/joint_graph.h"
 #include "codegen/autocast.h"
 #include "codegen/executable.h"
 #include "codegen/fusing_compiler.h"
@@ -45,6 +46,21 @@
 #include "partition/partition.h"
 
 namespace tc {
+
+// Rewrites a TrainStep's partitioned backward before it is compiled (at
+// each of the step's compilations) and readies each run's backward: what
+// makes a step data-parallel with the gradients summed inside its backward
+// (dist::BackwardAllReduce).
+class BackwardRewriter {
+ public:
+  virtual ~BackwardRewriter() = default;
+  virtual absl::Status Rewrite(const JointGraph& joint, partition::PartitionResult& part) = 0;
+  // The backward compiled from the rewritten partition, made to take the
+  // arguments it took before the rewrite (what the rewrite added, bound).
+  virtual codegen::Executable Bind(codegen::Executable backward) const = 0;
+  // Before each run's backward, with the run's batch.
+  virtual absl::Status Prepare(absl::Span<const Tensor> batch) = 0;
+};
 
 struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
@@ -73,6 +89,10 @@ struct TrainStepOptions {
   // averages them over the processes of a data-parallel job.
   std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
       reduce_gradients;
+  // Rewrites the backward before it is compiled and readies it before each
+  // run (dist/data_parallel.h's BackwardAllReduce sums the gradients in it,
+  // instead of reduce_gradients after it); null: none.
+  std::shared_ptr<BackwardRewriter> backward_rewriter;
 };
 
 class TrainStep {

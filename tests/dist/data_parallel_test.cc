@@ -132,41 +132,49 @@ Example Rows(const nn::ModelSpec& spec, int64_t first, int64_t count) {
 
 TEST_CASE("two ranks on halves of a global batch train as one process on all of it") {
   const int rank = Group().rank();
-  for (const std::string name : {"mlp", "transformer"}) {
-    INFO(name);
-    constexpr int64_t kBatch = 6;
-    // The reference: one process, the whole batch, in this rank.
-    nn::ModelSpec whole = nn::MakeModel(name, 11).value();
-    whole.module->to(DType::kF64);
-    const Example batch = Rows(whole, 0, kBatch);
-    // A rank's model starts elsewhere on rank 1: the broadcast must bring it to rank 0's.
-    nn::ModelSpec mine = nn::MakeModel(name, 11 + rank).value();
-    mine.module->to(DType::kF64);
-    REQUIRE(BroadcastModule(Group(), *mine.module).ok());
-    // Rank 0 takes 2 rows, rank 1 the other 4: the average weighs them so.
-    const int64_t first = rank == 0 ? 0 : 2, count = rank == 0 ? 2 : 4;
-    const Example share = Rows(whole, first, count);
+  for (const bool in_backward : {false, true}) {
+    for (const std::string name : {"mlp", "transformer"}) {
+      INFO(name << (in_backward ? ", summed in the backward" : ", averaged after it"));
+      constexpr int64_t kBatch = 6;
+      // The reference: one process, the whole batch, in this rank.
+      nn::ModelSpec whole = nn::MakeModel(name, 11).value();
+      whole.module->to(DType::kF64);
+      const Example batch = Rows(whole, 0, kBatch);
+      // A rank's model starts elsewhere on rank 1: the broadcast must bring it to rank 0's.
+      nn::ModelSpec mine = nn::MakeModel(name, 11 + rank).value();
+      mine.module->to(DType::kF64);
+      REQUIRE(BroadcastModule(Group(), *mine.module).ok());
+      // Rank 0 takes 2 rows, rank 1 the other 4: the average weighs them so.
+      const int64_t first = rank == 0 ? 0 : 2, count = rank == 0 ? 2 : 4;
+      const Example share = Rows(whole, first, count);
 
-    nn::SGD sgd_whole(whole.module->named_parameters(), 0.05, 0.9);
-    nn::SGD sgd_mine(mine.module->named_parameters(), 0.05, 0.9);
-    auto step_whole =
-        TrainStep::Create(*whole.module, whole.loss, batch.inputs, batch.targets, sgd_whole)
-            .value();
-    TrainStepOptions options;
-    options.reduce_gradients = AverageGradients(Group());
-    auto step_mine =
-        TrainStep::Create(*mine.module, mine.loss, share.inputs, share.targets, sgd_mine, options)
-            .value();
-    for (int s = 0; s < 5; ++s) {
-      REQUIRE(step_whole->Run(batch.leaves).ok());
-      REQUIRE(step_mine->Run(share.leaves).ok());
-    }
-    const nn::NamedTensors want = whole.module->named_parameters();
-    const nn::NamedTensors got = mine.module->named_parameters();
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      INFO(got[i].first);
-      REQUIRE_TENSORS_CLOSE(got[i].second, want[i].second, 1e-11, 1e-12);
+      nn::SGD sgd_whole(whole.module->named_parameters(), 0.05, 0.9);
+      nn::SGD sgd_mine(mine.module->named_parameters(), 0.05, 0.9);
+      auto step_whole =
+          TrainStep::Create(*whole.module, whole.loss, batch.inputs, batch.targets, sgd_whole)
+              .value();
+      TrainStepOptions options;
+      const auto summing = std::make_shared<BackwardAllReduce>(Group());
+      if (in_backward) {
+        options.backward_rewriter = summing;
+      } else {
+        options.reduce_gradients = AverageGradients(Group());
+      }
+      auto step_mine =
+          TrainStep::Create(*mine.module, mine.loss, share.inputs, share.targets, sgd_mine, options)
+              .value();
+      for (int s = 0; s < 5; ++s) {
+        REQUIRE(step_whole->Run(batch.leaves).ok());
+        REQUIRE(step_mine->Run(share.leaves).ok());
+      }
+      CHECK((summing->buckets() > 0) == in_backward);
+      const nn::NamedTensors want = whole.module->named_parameters();
+      const nn::NamedTensors got = mine.module->named_parameters();
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO(got[i].first);
+        REQUIRE_TENSORS_CLOSE(got[i].second, want[i].second, 1e-11, 1e-12);
+      }
     }
   }
 }
