@@ -136,7 +136,7 @@ class ProcessGroup::InFlight {
     Tensor bucket;
   };
   absl::flat_hash_map<const void*, Started> started;
-  absl::flat_hash_set<std::string> agreed;
+  absl::flat_hash_set<std::pair<DType, int64_t>> agreed;  // dtype and elements
 };
 
 namespace {
@@ -192,11 +192,11 @@ ProcessGroup::~ProcessGroup() = default;
 
 absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& options) {
   static absl::StatusOr<ProcessGroup*>* const world = [&]() -> absl::StatusOr<ProcessGroup*>* {
-    if (!LaunchedAsRank()) {
-      auto* group = new ProcessGroup(0, 1, options);
+    const auto registered = [](ProcessGroup* group) {
       RegisterCollectiveGroup(kName, group);
       return new absl::StatusOr<ProcessGroup*>(group);
-    }
+    };
+    if (!LaunchedAsRank()) return registered(new ProcessGroup(0, 1, options));
     // Buckets are megabytes: OpenMPI's non-blocking all-reduce then runs
     // 2-2.5x faster as a ring (reduce-scatter, then all-gather; measured
     // on two ranks of one machine) than with the algorithm it picks by
@@ -214,11 +214,15 @@ absl::StatusOr<ProcessGroup*> ProcessGroup::World(const ProcessGroupOptions& opt
     int rank = 0, size = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    auto* group = new ProcessGroup(rank, size, options);
-    RegisterCollectiveGroup(kName, group);
-    return new absl::StatusOr<ProcessGroup*>(group);
+    return registered(new ProcessGroup(rank, size, options));
   }();
   return *world;
+}
+
+absl::Status ProcessGroup::Break(absl::Status status) {
+  broken_ = status;
+  any_group_broken = true;
+  return status;
 }
 
 void ProcessGroup::Leave() {
@@ -240,7 +244,7 @@ absl::Status ProcessGroup::CheckAgreement(absl::string_view collective,
       code != MPI_SUCCESS) {
     return MpiError(collective, code);
   }
-  TC_RETURN_IF_ERROR(WaitAll(request, collective, *this));
+  if (absl::Status s = WaitAll(request, collective, *this); !s.ok()) return Break(s);
   if (pair[0] != ~pair[1]) {
     return absl::InvalidArgumentError(
         absl::StrCat(collective, ": the ranks passed different tensors; ", Describe(), " passed ",
@@ -280,13 +284,7 @@ absl::Status ProcessGroup::Collective(absl::string_view name, absl::Span<const T
     return absl::OkStatus();
   }
   TC_RETURN_IF_ERROR(broken_);
-  if (absl::Status s = CheckAgreement(name, signature); !s.ok()) {
-    if (absl::IsDeadlineExceeded(s)) {
-      broken_ = s;
-      any_group_broken = true;
-    }
-    return s;
-  }
+  TC_RETURN_IF_ERROR(CheckAgreement(name, signature));
   std::vector<Buckets::Bucket>& buckets = buckets_->Layout(tensors, options_.bucket_bytes);
   // Reused: a step of the same tensors allocates nothing here.
   thread_local std::vector<MPI_Request> requests;
@@ -308,11 +306,7 @@ absl::Status ProcessGroup::Collective(absl::string_view name, absl::Span<const T
     if (code != MPI_SUCCESS) return MpiError(name, code);
     requests.push_back(request);
   }
-  if (absl::Status s = WaitAll(requests, name, *this); !s.ok()) {
-    broken_ = s;
-    any_group_broken = true;
-    return s;
-  }
+  if (absl::Status s = WaitAll(requests, name, *this); !s.ok()) return Break(s);
   for (const Buckets::Bucket& bucket : buckets) Buckets::Pack(tensors, bucket, /*out=*/true);
   return absl::OkStatus();
 }
@@ -330,22 +324,15 @@ absl::Status ProcessGroup::StartAllReduce(const Tensor& bucket) {
   if (in_flight_->started.contains(bucket.raw_data())) {
     // A run failed between this bucket's start and its wait: the sum may
     // still be writing into memory this run uses.
-    broken_ = absl::FailedPreconditionError(
+    return Break(absl::FailedPreconditionError(
         "an all-reduce was started on this bucket and never waited for (a run failed between "
-        "them); the group can no longer be used");
-    any_group_broken = true;
-    return broken_;
+        "them); the group can no longer be used"));
   }
-  const std::string signature = bucket.type().ToString();
-  if (in_flight_->agreed.insert(signature).second) {
-    if (absl::Status s = CheckAgreement("all-reduce", signature); !s.ok()) {
-      in_flight_->agreed.erase(signature);
-      if (absl::IsDeadlineExceeded(s)) {
-        broken_ = s;
-        any_group_broken = true;
-      }
-      return s;
-    }
+  // Checked the first time a bucket of this type is seen, not every step.
+  const std::pair<DType, int64_t> type_key{bucket.dtype(), bucket.numel()};
+  if (!in_flight_->agreed.contains(type_key)) {
+    TC_RETURN_IF_ERROR(CheckAgreement("all-reduce", bucket.type().ToString()));
+    in_flight_->agreed.insert(type_key);
   }
   MPI_Request request;
   if (const int code =
@@ -374,14 +361,9 @@ absl::Status ProcessGroup::WaitAllReduce(const Tensor& bucket) {
   thread_local std::vector<MPI_Request> request(1);
   request[0] = it->second.request;
   const absl::Time start = absl::Now();
-  absl::Status s = WaitAll(request, "all-reduce", *this);
+  const absl::Status s = WaitAll(request, "all-reduce", *this);
   stats_.waited += absl::Now() - start;
-  if (!s.ok()) {
-    // Still pending, maybe: the bucket stays held, and the group broken.
-    broken_ = s;
-    any_group_broken = true;
-    return s;
-  }
+  if (!s.ok()) return Break(s);  // still pending, maybe: the bucket stays held
   in_flight_->started.erase(it);
   return absl::OkStatus();
 }

@@ -104,6 +104,9 @@ class ProcessGroup : public CollectiveGroup {
   class InFlight;
   ProcessGroup(int rank, int size, ProcessGroupOptions options);
   ~ProcessGroup() override;
+  // Makes every later collective return `status` (a collective that may
+  // still be pending), and the job abort at exit; returns it.
+  absl::Status Break(absl::Status status);
   // Fails on every rank unless every rank passed the same `signature`.
   absl::Status CheckAgreement(absl::string_view collective, const std::string& signature);
   // Broadcast from `root`, or (root < 0) the weighted all-reduce.

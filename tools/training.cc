@@ -519,9 +519,8 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
   TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
   if (ranks() > 1) {
-    TC_ASSIGN_OR_RETURN(dist::BackwardAllReduce reduce,
-                        dist::BackwardAllReduce::Insert(*options_.group, joint(), partition_));
-    all_reduce_ = std::make_unique<dist::BackwardAllReduce>(std::move(reduce));
+    all_reduce_ = std::make_unique<dist::BackwardAllReduce>(*options_.group);
+    TC_RETURN_IF_ERROR(all_reduce_->Rewrite(joint(), partition_));
   }
   TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline_->fw_compile(codegen::fusing(), partition_));
   TC_ASSIGN_OR_RETURN(CompiledBackward bw,
@@ -555,21 +554,20 @@ absl::StatusOr<StepStats> Trainer::Step() {
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(step_, inputs, targets));
   // This rank's share of the global batch weighs its gradients in the
-  // backward's sum; the data says how many rows the step's batch has.
+  // backward's sum.
   if (all_reduce_ != nullptr) {
-    const int64_t per_epoch = data_->steps_per_epoch();
-    const int64_t total = data_->partial_batch() > 0 && step_ % per_epoch == per_epoch - 1
-                              ? data_->partial_batch()
-                              : batch_;
+    const int64_t total = GlobalRows(step_);
     const Tensor first = Flatten(inputs).first[0];
     TC_RETURN_IF_ERROR(all_reduce_->SetShare(first.dim() == 0 ? total : first.size(0), total));
   }
   TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
+  // The gradients the backward writes are the whole batch's already.
   TC_ASSIGN_OR_RETURN(
       StepStats stats, CatchErrors([&] {
         const Tensor loss = spec_.loss(out, targets);
         optimizer_->zero_grad();
         loss.backward();
+        optimizer_->step();
         StepStats stats{loss.to(DType::kF64).item<double>(), NAN, 0};
         inputs.ForEachLeaf([&](const Tensor& x) {
           if (stats.examples == 0 && !x.shape().empty()) {
@@ -581,6 +579,7 @@ absl::StatusOr<StepStats> Trainer::Step() {
         }
         return stats;
       }));
+  ++step_;
   if (ranks() > 1) {
     // The whole batch's loss and accuracy: each rank's, weighted by its rows.
     const double rows = static_cast<double>(stats.examples);
@@ -590,11 +589,6 @@ absl::StatusOr<StepStats> Trainer::Step() {
     const std::vector<double> sums = totals.to_vector<double>();
     stats = {sums[0] / sums[2], sums[1] / sums[2], static_cast<int64_t>(sums[2])};
   }
-  TC_RETURN_IF_ERROR(CatchErrors([&] {
-                       optimizer_->step();
-                       return 0;
-                     }).status());
-  ++step_;
   return stats;
 }
 
@@ -641,6 +635,11 @@ absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
 
 int64_t Trainer::last_batch() const {
   return data_->partial_batch() > 0 ? data_->partial_batch() : batch_;
+}
+
+int64_t Trainer::GlobalRows(int64_t step) const {
+  const int64_t per_epoch = data_->steps_per_epoch();
+  return step % per_epoch == per_epoch - 1 ? last_batch() : batch_;
 }
 
 bool Trainer::synthetic() const { return data_->name() == "synthetic"; }

@@ -179,6 +179,8 @@ class Trainer {
   absl::Status MakeData();
   absl::Status Compile(const partition::PartitionFn& partition_fn);
   absl::Status Restore(const nn::Metadata& metadata);
+  // The rows of step `step`'s whole batch, over every rank.
+  int64_t GlobalRows(int64_t step) const;
 
   TrainOptions options_;
   nn::ModelSpec spec_;

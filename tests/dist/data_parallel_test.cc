@@ -154,8 +154,9 @@ TEST_CASE("two ranks on halves of a global batch train as one process on all of 
           TrainStep::Create(*whole.module, whole.loss, batch.inputs, batch.targets, sgd_whole)
               .value();
       TrainStepOptions options;
-      const auto summing = std::make_shared<BackwardAllReduce>(Group());
+      std::shared_ptr<BackwardAllReduce> summing;
       if (in_backward) {
+        summing = std::make_shared<BackwardAllReduce>(Group());
         options.backward_rewriter = summing;
       } else {
         options.reduce_gradients = AverageGradients(Group());
@@ -167,7 +168,7 @@ TEST_CASE("two ranks on halves of a global batch train as one process on all of 
         REQUIRE(step_whole->Run(batch.leaves).ok());
         REQUIRE(step_mine->Run(share.leaves).ok());
       }
-      CHECK((summing->buckets() > 0) == in_backward);
+      if (in_backward) CHECK(summing->buckets() > 0);
       const nn::NamedTensors want = whole.module->named_parameters();
       const nn::NamedTensors got = mine.module->named_parameters();
       REQUIRE(got.size() == want.size());
