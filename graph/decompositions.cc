@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -185,6 +186,50 @@ Result BatchNorm(Graph& g, const Node& node, Inputs in) {
   return e.Finish({y, e.Reshape(n.mean, {channels}), e.Reshape(n.var, {channels})});
 }
 
+// sdpa written out: the [..., S, T] scores, their softmax, its product with
+// v, and each row's log-sum-exp. Declines on bf16 (no softmax runs in bf16)
+// and on no keys (max has no identity).
+Result Sdpa(Graph& g, const Node& node, Inputs in) {
+  Value *q = in[0], *k = in[1], *v = in[2];
+  const DType dtype = q->type().dtype;
+  const int64_t rank = q->type().rank();
+  const int64_t s_len = q->type().shape[rank - 2], t_len = k->type().shape[rank - 2];
+  if (dtype == DType::kBF16 || t_len == 0) return std::vector<Value*>{};
+  Emitter e(g);
+  std::vector<int64_t> swap(rank);
+  for (int64_t d = 0; d < rank; ++d) swap[d] = d;
+  std::swap(swap[rank - 2], swap[rank - 1]);
+  Value* kt = e.Op(OpKind::kPermute, {k}, {{"dims", swap}});
+  Value* scores =
+      e.Mul(e.Op(OpKind::kMatmul, {q, kt}), e.Scalar(node.attrs().Float("scale"), dtype));
+  Value* minus_inf = e.Scalar(-std::numeric_limits<double>::infinity(), dtype);
+  if (in.size() == 4) {
+    Value* mask = in[3];
+    scores = mask->type().dtype == DType::kBool ? e.Op(OpKind::kWhere, {mask, scores, minus_inf})
+                                                : e.Add(scores, mask);
+  }
+  if (node.attrs().Bool("causal")) {
+    auto positions = [&](int64_t n, std::vector<int64_t> shape) {
+      return e.Reshape(e.Op(OpKind::kArange, {},
+                            {{"start", 0.0},
+                             {"end", static_cast<double>(n)},
+                             {"step", 1.0},
+                             {"dtype", DType::kI64}}),
+                       std::move(shape));
+    };
+    Value* future = e.Op(OpKind::kGt, {positions(t_len, {1, t_len}), positions(s_len, {s_len, 1})});
+    scores = e.Op(OpKind::kWhere, {future, minus_inf, scores});
+  }
+  Value* max = e.Reduce(OpKind::kMax, scores, {rank - 1}, true);
+  Value* exp = e.Unary(OpKind::kExp, e.Sub(scores, max));
+  Value* sum = e.Reduce(OpKind::kSum, exp, {rank - 1}, true);
+  Value* out = e.Op(OpKind::kMatmul, {e.Div(exp, sum), v});
+  Shape rows = q->type().shape;
+  rows.pop_back();
+  Value* lse = e.Reshape(e.Add(max, e.Unary(OpKind::kLog, sum)), rows);
+  return e.Finish({out, lse});
+}
+
 bool IsAutomaticName(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), absl::ascii_isdigit);
 }
@@ -277,6 +322,15 @@ const DecompositionTable& DefaultDecompositions() {
       {OpKind::kVar, &Var},
       {OpKind::kMean, &Mean},
   };
+  return *table;
+}
+
+const DecompositionTable& ReferenceDecompositions() {
+  static const DecompositionTable* table = [] {
+    auto* t = new DecompositionTable(DefaultDecompositions());
+    (*t)[OpKind::kSdpa] = &Sdpa;
+    return t;
+  }();
   return *table;
 }
 

@@ -53,6 +53,12 @@ using DecompositionTable = absl::flat_hash_map<OpKind, DecompositionFn>;
 // Rules decline on inputs they cannot express (softmax over an empty dim).
 const DecompositionTable& DefaultDecompositions();
 
+// DefaultDecompositions() and sdpa, written out as its matmuls, softmax and
+// log-sum-exp: for a backend with no attention kernel, and for tests. Not in
+// the default table, since the written-out form stores the [S, T] scores
+// that sdpa's kernel never writes.
+const DecompositionTable& ReferenceDecompositions();
+
 // The pass applying `table` until no rule applies; an error names the node
 // whose rule failed. Gives up after 32 rounds (a table whose rules keep
 // re-emitting each other).

@@ -39,10 +39,10 @@ struct OpTable {
 OpTable* BuildTable() {
   auto* table = new OpTable();
   std::array<bool, kNumOps> seen{};
-  for (auto* family :
-       {&ops_internal::ElementwiseOpDefs, &ops_internal::CreationOpDefs,
-        &ops_internal::ReductionOpDefs, &ops_internal::LayoutOpDefs, &ops_internal::NnOpDefs,
-        &ops_internal::LoweredOpDefs, &ops_internal::CollectiveOpDefs}) {
+  for (auto* family : {&ops_internal::ElementwiseOpDefs, &ops_internal::CreationOpDefs,
+                       &ops_internal::ReductionOpDefs, &ops_internal::LayoutOpDefs,
+                       &ops_internal::NnOpDefs, &ops_internal::AttentionOpDefs,
+                       &ops_internal::LoweredOpDefs, &ops_internal::CollectiveOpDefs}) {
     for (OpDef& def : (*family)()) {
       const int i = static_cast<int>(def.kind);
       if (seen[i]) Die(absl::StrCat("op '", kNames[i], "' declared twice"));

@@ -85,20 +85,27 @@ Tensor MultiheadAttention::attend(const Tensor& query, const Tensor& key, const 
   Tensor k = SplitHeads(project(key, 1), num_heads_);
   Tensor v = SplitHeads(project(value, 2), num_heads_);
   const double scale = 1.0 / std::sqrt(static_cast<double>(e / num_heads_));
-  Tensor scores = matmul(q, transpose(k, 2, 3)) * scale;  // [B, H, S, T]
-  if (causal_) scores = scores + CausalMask(query.size(1), scores.dtype());
   const int64_t batch = query.size(0), s_len = query.size(1), t_len = key.size(1);
+  Tensor mask;  // additive, broadcasting to the scores [B, H, S, T]
   if (key_padding_mask.defined()) {
-    scores = scores + AdditiveMask("key_padding_mask", key_padding_mask, {batch, t_len},
-                                   {batch, 1, 1, t_len}, scores.dtype());
+    mask = AdditiveMask("key_padding_mask", key_padding_mask, {batch, t_len}, {batch, 1, 1, t_len},
+                        q.dtype());
   }
   if (attn_mask.defined()) {
-    scores = scores + AdditiveMask("attn_mask", attn_mask, {s_len, t_len}, {1, 1, s_len, t_len},
-                                   scores.dtype());
+    Tensor m =
+        AdditiveMask("attn_mask", attn_mask, {s_len, t_len}, {1, 1, s_len, t_len}, q.dtype());
+    mask = mask.defined() ? mask + m : m;
   }
-  Tensor weights = softmax(scores, 3);
-  if (is_training() && dropout_ > 0) weights = tc::dropout(weights, dropout_);
-  Tensor heads = matmul(weights, v);  // [B, H, S, D]
+  Tensor heads;  // [B, H, S, D]
+  if (is_training() && dropout_ > 0) {
+    // Dropout on the weights: written out, as the fused op has no dropout.
+    Tensor scores = matmul(q, transpose(k, 2, 3)) * scale;  // [B, H, S, T]
+    if (causal_) scores = scores + CausalMask(s_len, scores.dtype());
+    if (mask.defined()) scores = scores + mask;
+    heads = matmul(tc::dropout(softmax(scores, 3), dropout_), v);
+  } else {
+    heads = sdpa(q, k, v, mask, causal_, scale).out;
+  }
   Tensor merged = reshape(permute(heads, {0, 2, 1, 3}), {query.size(0), query.size(1), e});
   return (*out_proj_)(merged);
 }

@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "codegen/per_size.h"
 #include "graph/pass.h"
+#include "graph/passes/fuse_attention.h"
 
 namespace tc {
 namespace {
@@ -61,6 +62,9 @@ absl::StatusOr<TracedProgram> CompilerPipeline::PreparedForward(const IrOptions&
   const TracedProgram& captured = model_->program;
   TracedProgram program{captured.graph.Clone(), captured.inputs,   captured.constants,
                         captured.in_spec,       captured.out_spec, captured.random};
+  // Attention written out becomes one sdpa node before any decomposition
+  // takes its softmax apart.
+  TC_RETURN_IF_ERROR(RunPasses(program.graph, {FuseAttention()}).status());
   if (options.decompositions != nullptr) {
     TC_RETURN_IF_ERROR(RunPasses(program.graph, {Decompose(*options.decompositions)}).status());
   }

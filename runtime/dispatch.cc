@@ -20,6 +20,7 @@ const kernels::KernelTable& Kernels() {
     kernels::RegisterLayoutKernels(*t);
     kernels::RegisterConvPoolKernels(*t);
     kernels::RegisterNormKernels(*t);
+    kernels::RegisterAttentionKernels(*t);
     kernels::RegisterCollectiveKernels(*t);
     return t;
   }();

@@ -1,6 +1,7 @@
 #include "runtime/ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
@@ -308,6 +309,26 @@ NormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor&
   TensorList out = CallN(OpKind::kLayerNormBackward, {grad, x, weight, mean, var},
                          {{"axis", axis}, {"eps", eps}});
   return {out[0], out[1], out[2]};
+}
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask, bool causal, std::optional<double> scale) {
+  const double head_dim = q.defined() && q.dim() > 0 ? static_cast<double>(q.size(q.dim() - 1)) : 0;
+  return sdpa(q, k, v, mask, causal, scale.value_or(1.0 / std::sqrt(head_dim))).out;
+}
+AttentionResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                     bool causal, double scale) {
+  TensorList in = {q, k, v};
+  if (mask.defined()) in.push_back(mask);
+  TensorList out = CallN(OpKind::kSdpa, in, {{"causal", causal}, {"scale", scale}});
+  return {out[0], out[1]};
+}
+AttentionGrads sdpa_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
+                             double scale) {
+  TensorList in = {grad, q, k, v, out, lse};
+  if (mask.defined()) in.push_back(mask);
+  TensorList grads = CallN(OpKind::kSdpaBackward, in, {{"causal", causal}, {"scale", scale}});
+  return {grads[0], grads[1], grads[2]};
 }
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return Call1(OpKind::kEmbedding, {weight, indices});

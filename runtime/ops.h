@@ -10,6 +10,7 @@
 #define TENSORCUT_RUNTIME_OPS_H_
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,29 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // Draws seed and offset from `gen` (default: the default generator; traced,
 // from the captured graph's random inputs: DrawRandomState).
 Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);
+
+// Scaled dot-product attention, as torch.nn.functional.scaled_dot_product_attention:
+// softmax(q k^T * scale + mask) v over q [..., S, D], k [..., T, D], v [..., T, Dv]
+// (batch dims equal). `mask` (optional) broadcasts to [..., S, T]: bool, where
+// true keys take part and false ones are masked out, or of q's dtype, added to
+// the scores. `causal` masks keys j > i (top left aligned, as PyTorch's
+// is_causal). `scale` defaults to 1/sqrt(D). A row with every key masked is NaN.
+// Runs as one fused op that never stores the [S, T] probabilities.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask = Tensor(), bool causal = false,
+                                    std::optional<double> scale = std::nullopt);
+struct AttentionResult {
+  Tensor out, lse;  // lse [..., S]: each row's log-sum-exp of its scores
+};
+struct AttentionGrads {
+  Tensor q, k, v;
+};
+// The op itself (what the function above calls) and its backward.
+AttentionResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                     bool causal, double scale);
+AttentionGrads sdpa_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& out, const Tensor& lse, const Tensor& mask, bool causal,
+                             double scale);
 
 // Collectives over the process group named `group` (runtime/collectives.h;
 // "self": this process alone). all_reduce_start packs `tensors` (one dtype,

@@ -1,6 +1,8 @@
 // VJP rules of the neural-net primitives: each forward op's gradient is its
 // backward op from the table, plus, for the normalisations, the gradient that
 // flows through their mean and var outputs when someone uses them.
+#include <limits>
+
 #include "autodiff/vjp.h"
 #include "graph/op_attrs.h"
 
@@ -130,6 +132,66 @@ TensorList Dropout(const VjpContext& c) {
   return {dropout(G(c), c.attrs.Float("p"), c.inputs[1], c.inputs[2]), Tensor(), Tensor()};
 }
 
+// Attention's probabilities written out, exp(scores - lse), for the
+// gradients the fused backward does not give: a floating mask's and lse's.
+Tensor AttentionProbabilities(const VjpContext& c) {
+  const Tensor &q = c.inputs[0], &k = c.inputs[1];
+  const int64_t rank = q.dim();
+  Tensor scores = matmul(q, transpose(k, rank - 2, rank - 1)) * c.attrs.Float("scale");
+  const Tensor minus_inf = scalar(-std::numeric_limits<double>::infinity(), q.dtype());
+  if (c.inputs.size() == 4) {
+    const Tensor& mask = c.inputs[3];
+    scores = mask.dtype() == DType::kBool ? where(mask, scores, minus_inf) : scores + mask;
+  }
+  if (c.attrs.Bool("causal")) {
+    const int64_t s = q.size(rank - 2), t = k.size(rank - 2);
+    const Tensor future = gt(reshape(arange(t), {1, t}), reshape(arange(s), {s, 1}));
+    scores = where(future, minus_inf, scores);
+  }
+  Shape lse_shape = c.outputs[1].shape();
+  lse_shape.push_back(1);
+  return exp(scores - reshape(cast(c.outputs[1], q.dtype()), lse_shape));
+}
+
+// dq, dk, dv from the fused backward. The scores' gradient ds is written out
+// only where something needs it: a floating mask (its gradient is ds summed
+// to its shape; nothing reads it when the mask is not learned, and the joint
+// graph drops it) or a gradient reaching lse (d lse / d scores = the
+// probabilities).
+TensorList Sdpa(const VjpContext& c) {
+  const Tensor &q = c.inputs[0], &k = c.inputs[1], &v = c.inputs[2];
+  const int64_t rank = q.dim();
+  const bool has_mask = c.inputs.size() == 4;
+  const Tensor mask = has_mask ? c.inputs[3] : Tensor();
+  const bool causal = c.attrs.Bool("causal");
+  const double scale = c.attrs.Float("scale");
+  AttentionGrads grads{zeros(q.shape(), q.dtype()), zeros(k.shape(), k.dtype()),
+                       zeros(v.shape(), v.dtype())};
+  if (G(c).defined()) {
+    grads = sdpa_backward(G(c), q, k, v, c.outputs[0], c.outputs[1], mask, causal, scale);
+  }
+  const Tensor& g_lse = c.grads[1];
+  const bool floating_mask = has_mask && mask.dtype() != DType::kBool;
+  if (!g_lse.defined() && !floating_mask) return {grads.q, grads.k, grads.v};
+  const Tensor probs = AttentionProbabilities(c);
+  Tensor ds = zeros(probs.shape(), probs.dtype());
+  if (G(c).defined()) {
+    const Tensor delta = sum(G(c) * c.outputs[0], {rank - 1}, /*keepdim=*/true);
+    ds = probs * (matmul(G(c), transpose(v, rank - 2, rank - 1)) - delta);
+  }
+  if (g_lse.defined()) {
+    Shape column = g_lse.shape();
+    column.push_back(1);
+    const Tensor ds_lse = probs * reshape(cast(g_lse, q.dtype()), column);
+    grads.q = grads.q + matmul(ds_lse, k) * scale;
+    grads.k = grads.k + matmul(transpose(ds_lse, rank - 2, rank - 1), q) * scale;
+    ds = ds + ds_lse;
+  }
+  TensorList out = {grads.q, grads.k, grads.v};
+  if (has_mask) out.push_back(floating_mask ? SumToShape(ds, mask.shape()) : Tensor());
+  return out;
+}
+
 }  // namespace
 
 void RegisterNnVjps(VjpTable& t) {
@@ -142,6 +204,7 @@ void RegisterNnVjps(VjpTable& t) {
   t[static_cast<int>(OpKind::kLayerNorm)] = &LayerNorm;
   t[static_cast<int>(OpKind::kEmbedding)] = &Embedding;
   t[static_cast<int>(OpKind::kDropout)] = &Dropout;
+  t[static_cast<int>(OpKind::kSdpa)] = &Sdpa;
 }
 
 }  // namespace tc::vjp_internal

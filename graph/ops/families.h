@@ -14,6 +14,7 @@ std::vector<OpDef> CreationOpDefs();
 std::vector<OpDef> ReductionOpDefs();
 std::vector<OpDef> LayoutOpDefs();
 std::vector<OpDef> NnOpDefs();
+std::vector<OpDef> AttentionOpDefs();
 std::vector<OpDef> LoweredOpDefs();
 std::vector<OpDef> CollectiveOpDefs();
 

@@ -49,6 +49,7 @@ void RegisterLayoutKernels(KernelTable& table);
 void RegisterMatmulKernels(KernelTable& table);  // called by RegisterLayoutKernels
 void RegisterConvPoolKernels(KernelTable& table);
 void RegisterNormKernels(KernelTable& table);
+void RegisterAttentionKernels(KernelTable& table);
 void RegisterEmbeddingDropoutKernels(KernelTable& table);  // called by RegisterNormKernels
 void RegisterCollectiveKernels(KernelTable& table);
 

@@ -280,6 +280,33 @@ std::map<OpKind, std::vector<Case>> AllCases() {
       {"p 0.3",
        [](const TensorList& in) { return TensorList{dropout(in[0], 0.3, in[1], in[2])}; },
        {In({4, 5}, true), from_vector<int64_t>({7}, {}), from_vector<int64_t>({11}, {})}}};
+  // Odd lengths, more keys than one kernel block (256) in the long case,
+  // strided heads, both mask kinds; the float mask and lse are checked too.
+  auto attention = [](bool causal, double scale) {
+    return [causal, scale](const TensorList& in) {
+      const Tensor mask = in.size() == 4 ? in[3] : Tensor();
+      AttentionResult r = sdpa(in[0], in[1], in[2], mask, causal, scale);
+      return TensorList{r.out, r.lse};
+    };
+  };
+  c[OpKind::kSdpa] = {
+      {"plain, strided",
+       attention(false, 0.5),
+       {In({2, 5, 3}, true), In({2, 7, 3}), In({2, 7, 4})}},
+      {"causal, rank 4",
+       attention(true, 0.7),
+       {In({2, 2, 6, 3}), In({2, 2, 6, 3}), In({2, 2, 6, 2})}},
+      {"bool mask broadcast",
+       attention(false, 1.0),
+       {In({2, 3, 4}), In({2, 5, 4}), In({2, 5, 3}),
+        ne(from_vector<int64_t>({1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0}, {3, 5}),
+           scalar(0, DType::kI64))}},
+      {"float mask with grad, causal",
+       attention(true, 0.4),
+       {In({1, 4, 3}), In({1, 4, 3}), In({1, 4, 2}), In({4, 4})}},
+      {"300 keys, two blocks",
+       attention(false, 0.3),
+       {In({1, 3, 2}), In({1, 300, 2}), In({1, 300, 2})}}};
   return c;
 }
 

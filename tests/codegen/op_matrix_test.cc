@@ -677,6 +677,49 @@ std::vector<OpCase> FusedCases(Make& m) {
 // ---------------------------------------------------------------------------
 // The table: every op's dtypes and cases.
 
+Attrs AttentionAttrs(bool causal) { return {{"causal", causal}, {"scale", 0.4}}; }
+
+// (note, q, k, v, mask shape or none, causal)
+struct AttentionShapes {
+  const char* note;
+  Shape q, k, v, mask;
+  bool causal;
+};
+const std::vector<AttentionShapes> kAttention = {
+    {"plain", {2, 5, 3}, {2, 7, 3}, {2, 7, 4}, {}, false},
+    {"heads, causal", {2, 2, 6, 3}, {2, 2, 6, 3}, {2, 2, 6, 3}, {}, true},
+    {"float mask", {2, 5, 3}, {2, 7, 3}, {2, 7, 4}, {5, 7}, false},
+    {"bool mask, causal", {1, 2, 6, 3}, {1, 2, 6, 3}, {1, 2, 6, 3}, {2, 1, 6}, true},
+};
+
+std::vector<Tensor> AttentionOperands(Make& m, const AttentionShapes& a) {
+  std::vector<Tensor> in = {m.N(a.q), m.N(a.k), m.N(a.v)};
+  if (!a.mask.empty()) in.push_back(a.causal ? m.Bool(a.mask) : m.N(a.mask));
+  return in;
+}
+
+std::vector<OpCase> SdpaCases(Make& m) {
+  std::vector<OpCase> out;
+  for (const AttentionShapes& a : kAttention) {
+    out.push_back({a.note, AttentionOperands(m, a), AttentionAttrs(a.causal)});
+  }
+  return out;
+}
+
+// The forward's own out and lse, so that the probabilities are a softmax's.
+std::vector<OpCase> SdpaBackwardCases(Make& m) {
+  std::vector<OpCase> out;
+  for (const AttentionShapes& a : kAttention) {
+    std::vector<Tensor> in = AttentionOperands(m, a);
+    const Tensor mask = in.size() == 4 ? in[3] : Tensor();
+    const AttentionResult r = sdpa(in[0], in[1], in[2], mask, a.causal, 0.4);
+    std::vector<Tensor> operands = {m.N(r.out.shape()), in[0], in[1], in[2], r.out, r.lse};
+    if (mask.defined()) operands.push_back(mask);
+    out.push_back({a.note, operands, AttentionAttrs(a.causal)});
+  }
+  return out;
+}
+
 struct OpEntry {
   std::vector<DType> dtypes;
   CaseFn cases;
@@ -737,6 +780,8 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kEmbedding}, floats, EmbeddingCases);
     set({K::kEmbeddingBackward}, floats, EmbeddingBackwardCases);
     set({K::kDropout}, floats, DropoutCases);
+    set({K::kSdpa}, floats, SdpaCases);
+    set({K::kSdpaBackward}, floats, SdpaBackwardCases);
     set({K::kFused}, floats, FusedCases);
     set({K::kAllReduceStart}, floats, AllReduceStartCases);
     set({K::kAllReduceWait}, floats, AllReduceWaitCases);
