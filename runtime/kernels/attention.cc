@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "absl/container/inlined_vector.h"
 #include "oneapi/dnnl/dnnl.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
@@ -85,12 +86,15 @@ T* Scratch(int slot, int64_t size) {
 
 // One operand seen as a batch of row-major matrices: element (b, i, j) at
 // data[offset(b) + i * ld + j].
+// Dims and strides of a call's operands, kept inline: a compiled step's
+// kernels allocate nothing.
+using Dims = absl::InlinedVector<int64_t, 8>;
+
 template <typename T>
 struct Matrices {
   const T* data;
   int64_t ld;
-  Shape batch_shape;
-  std::vector<int64_t> batch_strides;
+  Dims batch_shape, batch_strides;
 
   int64_t offset(int64_t b) const {
     int64_t off = 0;
@@ -133,8 +137,12 @@ Matrices<T> AsMatrices(const Tensor& t, int slot) {
   }
   m.data = DenseData<T>(t, slot);
   m.ld = std::max<int64_t>(cols, 1);
-  m.batch_strides = ContiguousStrides(t.shape());
   m.batch_strides.resize(rank - 2);
+  int64_t stride = rows * m.ld;
+  for (int64_t d = rank - 3; d >= 0; --d) {
+    m.batch_strides[d] = stride;
+    stride *= t.size(d);
+  }
   return m;
 }
 
@@ -151,12 +159,11 @@ struct OutMatrices {
 struct MaskView {
   const void* data = nullptr;
   bool is_bool = false;
-  Shape batch_shape;
-  std::vector<int64_t> batch_strides;
+  Dims batch_shape, batch_strides;
   int64_t row = 0, col = 0;
 };
 
-MaskView ViewMask(const Tensor& mask, const Shape& scores) {
+MaskView ViewMask(const Tensor& mask, const Dims& scores) {
   MaskView v;
   v.data = mask.raw_data();
   v.is_bool = mask.dtype() == DType::kBool;
@@ -348,8 +355,8 @@ Problem<T> ProblemOf(const Tensor& q, const Tensor& k, const Tensor& v, const At
   return p;
 }
 
-Shape ScoresShape(const Tensor& q, const Tensor& k) {
-  Shape scores = q.shape();
+Dims ScoresShape(const Tensor& q, const Tensor& k) {
+  Dims scores(q.shape().begin(), q.shape().end());
   scores.back() = k.size(k.dim() - 2);
   return scores;
 }

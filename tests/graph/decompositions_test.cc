@@ -98,6 +98,29 @@ TEST_CASE("each default rule on its own") {
   }
 }
 
+TEST_CASE("the reference table writes sdpa out, and the default table keeps it") {
+  const char* graphs[] = {
+      "graph(%q: f64[2,5,3], %k: f64[2,7,3], %v: f64[2,7,4]) {\n"
+      "  %0: f64[2,5,4], %1: f64[2,5] = sdpa(%q, %k, %v) {causal=false, scale=0.5}\n"
+      "  return (%0, %1)\n}\n",
+      "graph(%q: f64[2,2,6,3], %k: f64[2,2,6,3], %v: f64[2,2,6,2], %m: f64[2,1,1,6]) {\n"
+      "  %0: f64[2,2,6,2], %1: f64[2,2,6] = sdpa(%q, %k, %v, %m) {causal=true, scale=0.3}\n"
+      "  return (%0, %1)\n}\n",
+      "graph(%q: f64[1,4,3], %k: f64[1,6,3], %v: f64[1,6,3], %m: bool[4,6]) {\n"
+      "  %0: f64[1,4,3], %1: f64[1,4] = sdpa(%q, %k, %v, %m) {causal=true, scale=1}\n"
+      "  return (%0, %1)\n}\n",
+  };
+  for (const char* text : graphs) {
+    INFO(text);
+    const Graph g = MustParse(text);
+    CheckDecomposition(g, ReferenceDecompositions(), {OpKind::kSdpa, OpKind::kSoftmax});
+    Graph kept = g.Clone();
+    absl::StatusOr<bool> changed = RunPasses(kept, {Decompose(DefaultDecompositions())});
+    REQUIRE(changed.ok());
+    CHECK_FALSE(*changed);
+  }
+}
+
 TEST_CASE("gelu: the tanh form decomposes, the erf form stays") {
   Graph g = MustParse(
       "graph(%x: f64[7]) {\n"
