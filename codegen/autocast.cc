@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/decompositions.h"
 #include "runtime/bf16.h"
 
 namespace tc {
@@ -99,8 +100,9 @@ absl::Status RemoveUnusedViews(Graph& graph, Value* v) {
 }
 
 absl::StatusOr<bool> Run(Graph& graph, double min_flops) {
+  // sdpa's kernels run f32 only: written out, its products run bf16 too.
+  TC_ASSIGN_OR_RETURN(bool changed, Decompose(AttentionDecompositions()).run(graph));
   Casts casts(graph);
-  bool changed = false;
   for (Node* node : graph.nodes()) {
     if (!IsF32Product(*node, min_flops)) continue;
     std::vector<Value*> operands;

@@ -12,7 +12,10 @@
 //   %b_bf16: bf16[32] = cast(%b) {dtype=bf16}
 //   %y: f32[8,32] = linear(%x_bf16, %w_bf16, %b_bf16) {out_dtype=f32}
 //
-// A value several products read is cast once, just before the first. For
+// A value several products read is cast once, just before the first.
+// Attention (sdpa, sdpa_backward), whose fused kernels run f32 only, is
+// written out first (graph/decompositions.h's AttentionDecompositions), so
+// that its products run bf16 like every other. For
 // training the pass runs on the joint graph, before partitioning
 // (IrOptions::precision), so the backward's products are cast too and the
 // partition may save a bf16 operand instead of its f32 value, and the halves

@@ -49,6 +49,20 @@ std::optional<Chain> MatchChain(const Graph& body, const Value* head) {
   return chain;
 }
 
+// Whether a binary post-op reading `operand` runs on oneDNN's fast kernels
+// after a product of `result` shape: an operand of that shape, a scalar, or
+// one varying along the last dim alone (per output column). Other broadcasts
+// are left to the fused loop: oneDNN 2.6 takes one value per row
+// ([8,4,128,1] over [8,4,128,128], a softmax's log-sum-exp) on its reference
+// binary kernel, 70 times slower than the product itself.
+bool FastBinaryOperand(const Shape& operand, const Shape& result) {
+  if (operand == result || NumElements(operand) == 1) return true;
+  for (size_t i = 0; i + 1 < operand.size(); ++i) {
+    if (operand[i] != 1) return false;
+  }
+  return !operand.empty() && operand.back() == result.back();
+}
+
 // The epilogue region's body: the kernel over its own placeholders, then
 // the chain over the kernel's first result and one placeholder per operand
 // it reads, in order; every chain value laid out as the kernel's result.
@@ -114,6 +128,11 @@ absl::StatusOr<bool> FoldInto(Graph& graph, Node* region_node) {
     if (!chain || !kernel->def().TakesEpilogue(head->type().dtype, chain->ops)) continue;
     std::vector<Value*> operands;
     for (int i : chain->operands) operands.push_back(region->inputs[i]);
+    if (!std::all_of(operands.begin(), operands.end(), [&](const Value* v) {
+          return FastBinaryOperand(v->type().shape, head->type().shape);
+        })) {
+      continue;
+    }
     // The new node cannot read its own results (batch norm's statistics).
     if (std::any_of(operands.begin(), operands.end(),
                     [&](const Value* v) { return v->producer() == kernel; })) {

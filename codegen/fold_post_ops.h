@@ -17,7 +17,9 @@
 // The chain must read the kernel's result once per op, as the first operand
 // (either for add, mul, maximum, minimum), every other operand an input of
 // the region, every value of the result's type and layout, ending in the
-// region's one output; and the kernel must take it (OpDef::TakesEpilogue).
+// region's one output; each other operand of the result's shape, a scalar
+// or a row every row reads (the broadcasts oneDNN runs fast); and the kernel
+// must take it (OpDef::TakesEpilogue).
 // The kernel's other results (batch norm's statistics) follow in the new
 // node's results. It stands where the chain stood when nothing between the
 // two reads those, else where the kernel stood when the chain's operands

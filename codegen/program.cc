@@ -1,6 +1,7 @@
 #include "codegen/program.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -21,6 +22,7 @@
 #include "codegen/layout_templates.h"
 #include "codegen/loop_region.h"
 #include "codegen/memory_plan.h"
+#include "codegen/step_profile.h"
 #include "graph/passes/strip_stop_gradients.h"
 #include "runtime/dispatch.h"
 #include "runtime/kernels/dtype_dispatch.h"
@@ -501,8 +503,26 @@ void Program::BindNewStorage(const OwnedBuffer& buffer, Context& context) {
 }
 
 absl::Status Program::RunSteps(Context& context) const {
+  StepProfile* profile = ActiveStepProfile();
+  if (profile == nullptr) {
+    for (const Step& step : steps_) TC_RETURN_IF_ERROR(RunStep(step, context));
+    return absl::OkStatus();
+  }
   for (const Step& step : steps_) {
+    const auto start = std::chrono::steady_clock::now();
     TC_RETURN_IF_ERROR(RunStep(step, context));
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    switch (step.kind) {
+      case StepKind::kCopy:
+        profile->Add("copy", StepGroup::kCopies, took.count());
+        break;
+      case StepKind::kView:
+      case StepKind::kConstant:
+        profile->Add("view", StepGroup::kCopies, took.count());
+        break;
+      default:
+        profile->Add(StepName(*step.node), StepGroupOf(*step.node), took.count());
+    }
   }
   return absl::OkStatus();
 }

@@ -59,6 +59,14 @@ class Emitter {
     return Op(OpKind::kVar, {x},
               {{"dims", std::move(dims)}, {"keepdim", keepdim}, {"correction", correction}});
   }
+  // x with its last two dims swapped.
+  Value* Transpose(Value* x) {
+    const int64_t rank = x->type().rank();
+    std::vector<int64_t> dims(rank);
+    for (int64_t d = 0; d < rank; ++d) dims[d] = d;
+    std::swap(dims[rank - 2], dims[rank - 1]);
+    return Op(OpKind::kPermute, {x}, {{"dims", std::move(dims)}});
+  }
   Value* Reshape(Value* x, std::vector<int64_t> shape) {
     return Op(OpKind::kReshape, {x}, {{"shape", std::move(shape)}});
   }
@@ -186,25 +194,16 @@ Result BatchNorm(Graph& g, const Node& node, Inputs in) {
   return e.Finish({y, e.Reshape(n.mean, {channels}), e.Reshape(n.var, {channels})});
 }
 
-// sdpa written out: the [..., S, T] scores, their softmax, its product with
-// v, and each row's log-sum-exp. Declines on bf16 (no softmax runs in bf16)
-// and on no keys (max has no identity).
-Result Sdpa(Graph& g, const Node& node, Inputs in) {
-  Value *q = in[0], *k = in[1], *v = in[2];
+// Attention's scores q k^T scale, masked as sdpa masks them: [..., S, T].
+Value* MaskedScores(Emitter& e, const Node& node, Inputs in, Value* mask) {
+  Value *q = in[0], *k = in[1];
   const DType dtype = q->type().dtype;
   const int64_t rank = q->type().rank();
   const int64_t s_len = q->type().shape[rank - 2], t_len = k->type().shape[rank - 2];
-  if (dtype == DType::kBF16 || t_len == 0) return std::vector<Value*>{};
-  Emitter e(g);
-  std::vector<int64_t> swap(rank);
-  for (int64_t d = 0; d < rank; ++d) swap[d] = d;
-  std::swap(swap[rank - 2], swap[rank - 1]);
-  Value* kt = e.Op(OpKind::kPermute, {k}, {{"dims", swap}});
-  Value* scores =
-      e.Mul(e.Op(OpKind::kMatmul, {q, kt}), e.Scalar(node.attrs().Float("scale"), dtype));
+  Value* scores = e.Mul(e.Op(OpKind::kMatmul, {q, e.Transpose(k)}),
+                        e.Scalar(node.attrs().Float("scale"), dtype));
   Value* minus_inf = e.Scalar(-std::numeric_limits<double>::infinity(), dtype);
-  if (in.size() == 4) {
-    Value* mask = in[3];
+  if (mask != nullptr) {
     scores = mask->type().dtype == DType::kBool ? e.Op(OpKind::kWhere, {mask, scores, minus_inf})
                                                 : e.Add(scores, mask);
   }
@@ -220,14 +219,51 @@ Result Sdpa(Graph& g, const Node& node, Inputs in) {
     Value* future = e.Op(OpKind::kGt, {positions(t_len, {1, t_len}), positions(s_len, {s_len, 1})});
     scores = e.Op(OpKind::kWhere, {future, minus_inf, scores});
   }
+  return scores;
+}
+
+// sdpa written out: the scores, their softmax, its product with v, and each
+// row's log-sum-exp, max + log(sum(exp(scores - max))). Declines on bf16 (no softmax runs in bf16)
+// and on no keys (max has no identity).
+Result Sdpa(Graph& g, const Node& node, Inputs in) {
+  Value *q = in[0], *v = in[2];
+  const int64_t rank = q->type().rank();
+  if (q->type().dtype == DType::kBF16 || in[1]->type().shape[rank - 2] == 0) {
+    return std::vector<Value*>{};
+  }
+  Emitter e(g);
+  Value* scores = MaskedScores(e, node, in, in.size() == 4 ? in[3] : nullptr);
+  // The softmax op, not its parts: written out before autodiff (bf16), its
+  // own VJP reuses the probabilities; lse is dead code where nothing reads it.
+  Value* probabilities = e.Op(OpKind::kSoftmax, {scores}, {{"dim", rank - 1}});
+  Value* out = e.Op(OpKind::kMatmul, {probabilities, v});
   Value* max = e.Reduce(OpKind::kMax, scores, {rank - 1}, true);
-  Value* exp = e.Unary(OpKind::kExp, e.Sub(scores, max));
-  Value* sum = e.Reduce(OpKind::kSum, exp, {rank - 1}, true);
-  Value* out = e.Op(OpKind::kMatmul, {e.Div(exp, sum), v});
+  Value* sum = e.Reduce(OpKind::kSum, e.Unary(OpKind::kExp, e.Sub(scores, max)), {rank - 1}, true);
   Shape rows = q->type().shape;
   rows.pop_back();
   Value* lse = e.Reshape(e.Add(max, e.Unary(OpKind::kLog, sum)), rows);
   return e.Finish({out, lse});
+}
+
+// sdpa_backward written out, the probabilities recomputed from lse:
+// dv = p^T g, ds = p (g v^T - rowsum(g out)), dq = scale ds k, dk = scale ds^T q.
+Result SdpaBackward(Graph& g, const Node& node, Inputs in) {
+  Value *grad = in[0], *q = in[1], *k = in[2], *v = in[3], *out = in[4], *lse = in[5];
+  const DType dtype = q->type().dtype;
+  if (dtype == DType::kBF16) return std::vector<Value*>{};
+  const int64_t rank = q->type().rank();
+  Emitter e(g);
+  Value* scores = MaskedScores(e, node, in.subspan(1), in.size() == 7 ? in[6] : nullptr);
+  Shape column = lse->type().shape;
+  column.push_back(1);
+  Value* p = e.Unary(OpKind::kExp, e.Sub(scores, e.Reshape(lse, column)));
+  Value* dv = e.Op(OpKind::kMatmul, {e.Transpose(p), grad});
+  Value* delta = e.Reduce(OpKind::kSum, e.Mul(grad, out), {rank - 1}, true);
+  Value* ds = e.Mul(p, e.Sub(e.Op(OpKind::kMatmul, {grad, e.Transpose(v)}), delta));
+  Value* scale = e.Scalar(node.attrs().Float("scale"), dtype);
+  Value* dq = e.Mul(e.Op(OpKind::kMatmul, {ds, k}), scale);
+  Value* dk = e.Mul(e.Op(OpKind::kMatmul, {e.Transpose(ds), q}), scale);
+  return e.Finish({dq, dk, dv});
 }
 
 bool IsAutomaticName(const std::string& name) {
@@ -325,10 +361,18 @@ const DecompositionTable& DefaultDecompositions() {
   return *table;
 }
 
+const DecompositionTable& AttentionDecompositions() {
+  static const DecompositionTable* table = new DecompositionTable{
+      {OpKind::kSdpa, &Sdpa},
+      {OpKind::kSdpaBackward, &SdpaBackward},
+  };
+  return *table;
+}
+
 const DecompositionTable& ReferenceDecompositions() {
   static const DecompositionTable* table = [] {
     auto* t = new DecompositionTable(DefaultDecompositions());
-    (*t)[OpKind::kSdpa] = &Sdpa;
+    for (const auto& [op, rule] : AttentionDecompositions()) (*t)[op] = rule;
     return t;
   }();
   return *table;

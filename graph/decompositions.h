@@ -53,10 +53,14 @@ using DecompositionTable = absl::flat_hash_map<OpKind, DecompositionFn>;
 // Rules decline on inputs they cannot express (softmax over an empty dim).
 const DecompositionTable& DefaultDecompositions();
 
-// DefaultDecompositions() and sdpa, written out as its matmuls, softmax and
-// log-sum-exp: for a backend with no attention kernel, and for tests. Not in
-// the default table, since the written-out form stores the [S, T] scores
-// that sdpa's kernel never writes.
+// sdpa and sdpa_backward written out as matmuls, a softmax and its
+// log-sum-exp (the backward recomputing the probabilities from lse): for a
+// backend with no attention kernel (bf16 products, codegen/autocast.h).
+// Not in the default table, since the written-out form stores the [S, T]
+// scores that sdpa's kernels never write.
+const DecompositionTable& AttentionDecompositions();
+// DefaultDecompositions() and AttentionDecompositions(): everything written
+// out in primitives.
 const DecompositionTable& ReferenceDecompositions();
 
 // The pass applying `table` until no rule applies; an error names the node

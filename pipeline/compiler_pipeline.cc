@@ -63,8 +63,13 @@ absl::StatusOr<TracedProgram> CompilerPipeline::PreparedForward(const IrOptions&
   TracedProgram program{captured.graph.Clone(), captured.inputs,   captured.constants,
                         captured.in_spec,       captured.out_spec, captured.random};
   // Attention written out becomes one sdpa node before any decomposition
-  // takes its softmax apart.
+  // takes its softmax apart. Under bf16 it is written out again, before
+  // autodiff, so that its products run bf16 (sdpa's kernels run f32 only)
+  // and its backward is the softmax's, which reuses the saved probabilities.
   TC_RETURN_IF_ERROR(RunPasses(program.graph, {FuseAttention()}).status());
+  if (codegen::RunsInBf16(options.precision)) {
+    TC_RETURN_IF_ERROR(RunPasses(program.graph, {Decompose(AttentionDecompositions())}).status());
+  }
   if (options.decompositions != nullptr) {
     TC_RETURN_IF_ERROR(RunPasses(program.graph, {Decompose(*options.decompositions)}).status());
   }

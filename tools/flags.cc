@@ -84,3 +84,7 @@ ABSL_FLAG(std::string, plot, "",
 ABSL_FLAG(std::string, stage, "joint", "captured, joint, forward or backward");
 ABSL_FLAG(bool, decompose, false,
           "apply the default decompositions first (partition and compare always do; train never)");
+ABSL_FLAG(bool, profile, false,
+          "bench: instead of the table, each model's compiled training step (f32, and bf16 where "
+          "the CPU has bf16 instructions) timed by lowered step: products, attention, norms, "
+          "fused passes, copies, the optimizer, and the costliest steps");

@@ -53,4 +53,7 @@ ABSL_DECLARE_FLAG(std::string, plot);
 ABSL_DECLARE_FLAG(std::string, stage);
 ABSL_DECLARE_FLAG(bool, decompose);
 
+// bench
+ABSL_DECLARE_FLAG(bool, profile);
+
 #endif  // TENSORCUT_TOOLS_FLAGS_H_

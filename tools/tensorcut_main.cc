@@ -69,7 +69,7 @@ constexpr Subcommand kSubcommands[] = {
      GraphCommand,
      "model stage decompose dynamic_batch data_parallel strategy budget milp_seconds dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
-     BenchCommand, "model runs threads gemm json seed"},
+     BenchCommand, "model runs threads gemm json seed profile"},
 };
 
 const Subcommand* Find(absl::string_view name) {

@@ -31,7 +31,7 @@
 namespace tc::kernels {
 namespace {
 
-constexpr int64_t kQueryBlock = 64;
+constexpr int64_t kQueryBlock = 128;
 constexpr int64_t kKeyBlock = 256;
 // Work (batch x S x T) below which everything runs on the calling thread.
 constexpr int64_t kParallelScores = 32 * 1024;
@@ -241,18 +241,15 @@ void ForwardBlock(const Problem<T>& p, const Matrices<T>& q, const Matrices<T>& 
     p.Score(q, k, b, i0, rows, j0, cols, scores);
     for (int64_t r = 0; r < rows; ++r) {
       T* sr = scores + r * cols;
-      T block_max = kMinusInf;
-      for (int64_t c = 0; c < cols; ++c) block_max = sr[c] > block_max ? sr[c] : block_max;
-      const T new_max = std::max(max[r], block_max);
+      // Eigen's reductions and a plain loop of VectorExp: all vectorised.
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> row(sr, cols);
+      const T new_max = std::max(max[r], row.maxCoeff());
       if (new_max == kMinusInf) {  // every key so far masked: nothing to add
-        std::fill(sr, sr + cols, T(0));
+        row.setZero();
         continue;
       }
-      T row_sum = 0;
-      for (int64_t c = 0; c < cols; ++c) {
-        sr[c] = Exp(sr[c] - new_max);
-        row_sum += sr[c];
-      }
+      for (int64_t c = 0; c < cols; ++c) sr[c] = Exp(sr[c] - new_max);
+      const T row_sum = row.sum();
       if (max[r] != new_max && sum[r] != 0) {
         const T rescale = Exp(max[r] - new_max);
         for (int64_t c = 0; c < p.dv; ++c) o[r * p.dv + c] *= rescale;

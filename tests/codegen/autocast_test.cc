@@ -107,6 +107,27 @@ TEST_CASE("autocast casts a convolution's operands and its backward ops' too") {
         "  return (%y, %dx, %dw)\n}\n");
 }
 
+TEST_CASE("autocast writes attention out, so that its products run bf16") {
+  const auto [text, changed] = Autocast(
+      "graph(%q: f32[2,5,4], %k: f32[2,6,4], %v: f32[2,6,3], %g: f32[2,5,3]) {\n"
+      "  %o: f32[2,5,3], %lse: f32[2,5] = sdpa(%q, %k, %v) {causal=false, scale=0.5}\n"
+      "  %dq: f32[2,5,4], %dk: f32[2,6,4], %dv: f32[2,6,3] = sdpa_backward(%g, %q, %k, %v, %o, "
+      "%lse) {causal=false, scale=0.5}\n"
+      "  return (%o, %dq, %dk, %dv)\n}\n");
+  CHECK(changed);
+  INFO(text);
+  int products = 0;
+  for (const char* op : {"sdpa", "matmul("}) {
+    for (size_t at = text.find(op); at != std::string::npos; at = text.find(op, at + 1)) {
+      CHECK(std::string(op) != "sdpa");
+      // every product reads bf16 operands
+      CHECK(text.substr(at, text.find('\n', at) - at).find("out_dtype=f32") != std::string::npos);
+      ++products;
+    }
+  }
+  CHECK(products == 7);  // two in the forward, five in the backward
+}
+
 TEST_CASE("autocast leaves f64 products, mixed ones and every other op") {
   const std::string in =
       "graph(%a: f64[4,4], %x: bf16[4,4], %w: bf16[4,4]) {\n"

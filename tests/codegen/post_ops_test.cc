@@ -97,14 +97,21 @@ TEST_CASE("binary ops with a residual, a column vector or a scalar run as post-o
     });
     CheckAgainstInterpreter(g, "linear+sub", true);
   }
-  SECTION("a per-row column [8, 1] and a per-column row [32]") {
+  SECTION("a scalar and a per-column row [32]") {
     Graph g = LinearThen(DType::kF32, [](Graph& g, Value* y) {
-      Value* col = g.AddPlaceholder("col", {DType::kF32, {8, 1}});
+      Value* s = g.AddPlaceholder("s", {DType::kF32, {}});
       Value* row = g.AddPlaceholder("row", {DType::kF32, {32}});
-      Value* d = Op(g, OpKind::kDiv, {y, Op(g, OpKind::kExp, {col})});
-      return Op(g, OpKind::kMinimum, {row, Op(g, OpKind::kMaximum, {d, col})});
+      Value* d = Op(g, OpKind::kDiv, {y, Op(g, OpKind::kExp, {s})});
+      return Op(g, OpKind::kMinimum, {row, Op(g, OpKind::kMaximum, {d, s})});
     });
     CheckAgainstInterpreter(g, "linear+div+maximum+minimum", true);
+  }
+  SECTION("a per-row column [8, 1] stays in the fused loop") {
+    Graph g = LinearThen(DType::kF32, [](Graph& g, Value* y) {
+      Value* col = g.AddPlaceholder("col", {DType::kF32, {8, 1}});
+      return Op(g, OpKind::kSub, {y, col});
+    });
+    CheckAgainstInterpreter(g, "linear+sub", false);
   }
 }
 

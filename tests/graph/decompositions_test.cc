@@ -109,11 +109,17 @@ TEST_CASE("the reference table writes sdpa out, and the default table keeps it")
       "graph(%q: f64[1,4,3], %k: f64[1,6,3], %v: f64[1,6,3], %m: bool[4,6]) {\n"
       "  %0: f64[1,4,3], %1: f64[1,4] = sdpa(%q, %k, %v, %m) {causal=true, scale=1}\n"
       "  return (%0, %1)\n}\n",
+      "graph(%g: f64[2,5,4], %q: f64[2,5,3], %k: f64[2,7,3], %v: f64[2,7,4], %o: f64[2,5,4], "
+      "%lse: f64[2,5], %m: f64[5,7]) {\n"
+      "  %0: f64[2,5,3], %1: f64[2,7,3], %2: f64[2,7,4] = sdpa_backward(%g, %q, %k, %v, %o, "
+      "%lse, %m) {causal=true, scale=0.4}\n"
+      "  return (%0, %1, %2)\n}\n",
   };
   for (const char* text : graphs) {
     INFO(text);
     const Graph g = MustParse(text);
-    CheckDecomposition(g, ReferenceDecompositions(), {OpKind::kSdpa, OpKind::kSoftmax});
+    CheckDecomposition(g, ReferenceDecompositions(),
+                       {OpKind::kSdpa, OpKind::kSdpaBackward, OpKind::kSoftmax});
     Graph kept = g.Clone();
     absl::StatusOr<bool> changed = RunPasses(kept, {Decompose(DefaultDecompositions())});
     REQUIRE(changed.ok());
