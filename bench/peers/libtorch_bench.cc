@@ -7,6 +7,7 @@
 //
 //   libtorch_bench --model all --threads 1 --runs 30 --seed 0
 //   {"model": "mlp", "threads": 1, "runs": 30, "step_ms": 1.23, "inference_ms": 0.45}
+//   libtorch_bench --blas_check   # its BLAS's f32 error and speed (run.sh's choice)
 //
 // Not part of the Bazel build: bench/peers/run.sh compiles it with g++
 // against Debian's libtorch (bench/peers/install_libtorch.sh).
@@ -176,6 +177,30 @@ double TimeInference(const std::string& name, const Options& options) {
   return MedianMs(options.warmup, options.runs, [&] { model.forward(model.input); });
 }
 
+// What run.sh asks before it times anything, once per OpenBLAS core type
+// (OPENBLAS_CORETYPE) it tries: on one thread, the f32 matrix products of
+// the benchmark's shapes against the same products in f64 (the largest
+// relative error of any element over the row's largest magnitude) and a
+// 512^3 product's GFLOP/s. One JSON line.
+int BlasCheck() {
+  torch::set_num_threads(1);
+  torch::manual_seed(0);
+  const int64_t shapes[][3] = {{128, 784, 512}, {1024, 256, 768}, {1024, 1024, 256},
+                               {512, 512, 512}, {32, 8192, 10}};
+  double worst = 0;
+  for (const auto& s : shapes) {
+    const torch::Tensor a = torch::randn({s[0], s[1]}), b = torch::randn({s[1], s[2]});
+    const torch::Tensor got = torch::mm(a, b).to(torch::kFloat64);
+    const torch::Tensor want = torch::mm(a.to(torch::kFloat64), b.to(torch::kFloat64));
+    const torch::Tensor scale = want.abs().amax(1, /*keepdim=*/true).clamp_min(1e-30);
+    worst = std::max(worst, ((got - want).abs() / scale).max().item<double>());
+  }
+  const torch::Tensor a = torch::randn({512, 512}), b = torch::randn({512, 512});
+  const double ms = MedianMs(3, 20, [&] { torch::mm(a, b); });
+  std::printf("{\"max_rel_error\": %.3g, \"gflops\": %.4g}\n", worst, 2.0 * 512 * 512 * 512 / ms / 1e6);
+  return 0;
+}
+
 // Reads "--name=value" or "--name value" into `value`; false when `argv[*i]`
 // is not the flag `name`.
 bool ReadFlag(int argc, char** argv, int* i, const std::string& name, std::string* value) {
@@ -192,12 +217,14 @@ bool ReadFlag(int argc, char** argv, int* i, const std::string& name, std::strin
 int Usage(const char* message) {
   std::fprintf(stderr,
                "libtorch_bench: %s\nusage: libtorch_bench [--model linear|mlp|cnn|transformer|all]"
-               " [--threads N] [--runs R] [--seed S] [--attention module|manual]\n",
+               " [--threads N] [--runs R] [--seed S] [--attention module|manual]\n"
+               "       libtorch_bench --blas_check\n",
                message);
   return 2;
 }
 
 int Main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--blas_check") return BlasCheck();
   Options options;
   for (int i = 1; i < argc; ++i) {
     std::string value;
