@@ -27,7 +27,7 @@ StepGroup GroupOfOp(OpKind op) {
     case OpKind::kLayerNormBackward:
       return StepGroup::kNorms;
     case OpKind::kFused:
-      return StepGroup::kFusedPasses;
+      return StepGroup::kElementwise;
     case OpKind::kCast:
     case OpKind::kConcat:
     case OpKind::kPad:
@@ -40,7 +40,9 @@ StepGroup GroupOfOp(OpKind op) {
     default:
       break;
   }
-  return GetOpDef(op).Has(kTraitReduction) ? StepGroup::kReductions : StepGroup::kOther;
+  const OpDef& def = GetOpDef(op);
+  if (def.Has(kTraitElementwise)) return StepGroup::kElementwise;
+  return def.family == OpFamily::kReduction ? StepGroup::kReductions : StepGroup::kOther;
 }
 
 // A fused region led by a kernel (an epilogue, codegen/fold_post_ops.h):
@@ -62,8 +64,8 @@ absl::string_view StepGroupName(StepGroup group) {
       return "attention";
     case StepGroup::kNorms:
       return "norms";
-    case StepGroup::kFusedPasses:
-      return "fused passes";
+    case StepGroup::kElementwise:
+      return "elementwise";
     case StepGroup::kReductions:
       return "reductions";
     case StepGroup::kCopies:

@@ -28,7 +28,7 @@ enum class StepGroup {
   kProducts,     // matmul, linear, convolutions, with their epilogues
   kAttention,    // sdpa and its backward
   kNorms,        // batch and layer norm, forward and backward
-  kFusedPasses,  // elementwise loops over memory (fused regions)
+  kElementwise,  // passes over memory: fused regions and lone elementwise ops
   kReductions,   // sums, means, softmax and the like, outside fused passes
   kCopies,       // casts, copies, concat, pad, slice_backward; views (free)
   kOther,        // creation, embedding, dropout, collectives

@@ -87,4 +87,4 @@ ABSL_FLAG(bool, decompose, false,
 ABSL_FLAG(bool, profile, false,
           "bench: instead of the table, each model's compiled training step (f32, and bf16 where "
           "the CPU has bf16 instructions) timed by lowered step: products, attention, norms, "
-          "fused passes, copies, the optimizer, and the costliest steps");
+          "elementwise passes, copies, the optimizer, and the costliest steps");
