@@ -25,6 +25,7 @@
 #include "codegen/step_profile.h"
 #include "graph/passes/strip_stop_gradients.h"
 #include "runtime/dispatch.h"
+#include "runtime/error.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
 
@@ -187,8 +188,16 @@ absl::StatusOr<std::shared_ptr<Program>> Program::Compile(const Graph& graph,
       FoldPostOps(),           // a kernel's elementwise reader into its epilogue
       FuseSums(),              // sums of fused results into their pass
   };
-  TC_RETURN_IF_ERROR(RunPasses(program->graph_, lowering).status());
-  TC_RETURN_IF_ERROR(program->Lower(options));
+  // Folding constants and lowering allocate: a graph too large for memory
+  // is an error (tc::Error from Storage), not the end of the process.
+  absl::Status status;
+  try {
+    status = RunPasses(program->graph_, lowering).status();
+    if (status.ok()) status = program->Lower(options);
+  } catch (const Error& e) {
+    status = e.status();
+  }
+  TC_RETURN_IF_ERROR(status);
   return program;
 }
 
@@ -600,29 +609,24 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
         absl::StrCat("expected room for ", output_slots_.size(), " outputs, got ", outputs.size()));
   }
   TC_RETURN_IF_ERROR(CheckArguments(graph_.placeholders(), args));
-  std::unique_ptr<Context> context = TakeContext();
-  std::vector<Tensor>& slots = context->slots;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (SameDenseLayout(args[i], argument_strides_[i])) {
-      slots[i] = args[i];
-      continue;
-    }
-    Tensor& staged = context->staged_args[i];
-    // A staged copy returned last run (the graph returns its argument) and
-    // still held stays its holder's.
-    if (!staged.defined() || staged.handle_count() > 1 || staged.storage().use_count() > 1) {
-      staged = Tensor::View(std::make_shared<Storage>(std::max<int64_t>(args[i].bytes(), 1),
-                                                      /*zeroed=*/false),
-                            args[i].dtype(), args[i].shape(), argument_strides_[i], 0);
-    }
-    kernels::CopyStrided(args[i], staged);
-    slots[i] = staged;
+  std::unique_ptr<Context> context;
+  try {
+    context = TakeContext();  // a new context allocates its arena
+  } catch (const Error& e) {
+    return e.status();
   }
-  // The caller's last outputs, let go (after binding the arguments, which may
-  // be those very tensors).
-  for (Tensor& t : outputs) t = Tensor();
-  RefreshHeldOutputs(*context);
-  absl::Status status = RunSteps(*context);
+  std::vector<Tensor>& slots = context->slots;
+  absl::Status status;
+  try {  // allocations beyond memory are errors (tc::Error from Storage)
+    BindArguments(args, *context);
+    // The caller's last outputs, let go (after binding the arguments, which
+    // may be those very tensors).
+    for (Tensor& t : outputs) t = Tensor();
+    RefreshHeldOutputs(*context);
+    status = RunSteps(*context);
+  } catch (const Error& e) {
+    status = e.status();
+  }
   if (status.ok()) {
     for (size_t i = 0; i < outputs.size(); ++i) outputs[i] = slots[output_slots_[i]];
   }
@@ -636,6 +640,25 @@ absl::Status Program::Run(absl::Span<const Tensor> args, absl::Span<Tensor> outp
   }
   ReturnContext(std::move(context));
   return status;
+}
+
+void Program::BindArguments(absl::Span<const Tensor> args, Context& context) const {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (SameDenseLayout(args[i], argument_strides_[i])) {
+      context.slots[i] = args[i];
+      continue;
+    }
+    Tensor& staged = context.staged_args[i];
+    // A staged copy returned last run (the graph returns its argument) and
+    // still held stays its holder's.
+    if (!staged.defined() || staged.handle_count() > 1 || staged.storage().use_count() > 1) {
+      staged = Tensor::View(std::make_shared<Storage>(std::max<int64_t>(args[i].bytes(), 1),
+                                                      /*zeroed=*/false),
+                            args[i].dtype(), args[i].shape(), argument_strides_[i], 0);
+    }
+    kernels::CopyStrided(args[i], staged);
+    context.slots[i] = staged;
+  }
 }
 
 absl::StatusOr<std::vector<Tensor>> Program::Run(absl::Span<const Tensor> args) const {

@@ -118,6 +118,9 @@ class Program {
   // A pooled context, or a new one when none is idle.
   std::unique_ptr<Context> TakeContext() const;
   void ReturnContext(std::unique_ptr<Context> context) const;
+  // Binds each argument to its slot, or a copy of it in its placeholder's
+  // layout.
+  void BindArguments(absl::Span<const Tensor> args, Context& context) const;
   absl::Status RunSteps(Context& context) const;
   absl::Status RunStep(const Step& step, Context& context) const;
   // Gives each output buffer a caller still holds a new storage.

@@ -524,12 +524,37 @@ void RemoveStaleTemporaries(const std::string& path) {
   }
 }
 
+// The file a save of `path` replaces: `path` itself, or the file its
+// symbolic links lead to (the links stay links); an error for anything but
+// a regular file or a name not taken yet (a device such as /dev/null, a
+// directory, a FIFO), which a save must never replace.
+absl::StatusOr<std::string> SaveDestination(const std::string& path) {
+  std::error_code error;
+  std::string target = path;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, error))) {
+    target = std::filesystem::weakly_canonical(path, error).string();
+    if (error) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot resolve the link ", path, ": ", error.message()));
+    }
+  }
+  const std::filesystem::file_status status = std::filesystem::status(target, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, std::filesystem::is_directory(status) ? " is a directory" : " is not a regular file",
+        target == path ? "" : absl::StrCat(" (", target, ")"),
+        ": a checkpoint replaces only a regular file"));
+  }
+  return target;
+}
+
 }  // namespace
 
-absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
+absl::Status SaveTensors(const NamedTensors& tensors, const std::string& given,
                          const Metadata& metadata) {
   absl::Status status = CheckSavable(tensors, metadata);
-  if (!status.ok()) return WithPath(status, path);
+  if (!status.ok()) return WithPath(status, given);
+  TC_ASSIGN_OR_RETURN(const std::string path, SaveDestination(given));
   std::string temp = TemporaryName(path);
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create checkpoint ", path));
@@ -558,7 +583,8 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::Status CheckWritable(const std::string& path) {
+absl::Status CheckWritable(const std::string& given) {
+  TC_ASSIGN_OR_RETURN(const std::string path, SaveDestination(given));
   std::string probe = TemporaryName(path);
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) {

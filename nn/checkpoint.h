@@ -32,14 +32,17 @@ namespace tc::nn {
 using Metadata = std::map<std::string, std::string>;
 
 // Writes `tensors` (any dtype, any layout) in order under their names, which
-// must be unique, non-empty and not "__metadata__".
+// must be unique, non-empty and not "__metadata__", into a temporary file
+// beside `path` that then replaces it. A symbolic link's target is replaced
+// (the link stays); anything but a regular file (a device such as
+// /dev/null, a directory, a FIFO) is refused, and never replaced.
 absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
                          const Metadata& metadata = {});
 
 // OK when SaveTensors could write `path`: a temporary file of the kind a save
 // writes is made beside it and removed. The error names the folder ("cannot
-// write in /nonexistent: No such file or directory"), so a program can check
-// before it trains.
+// write in /nonexistent: No such file or directory", "... is a directory:
+// ..."), so a program can check before it trains.
 absl::Status CheckWritable(const std::string& path);
 
 // Reads every tensor of a safetensors file, in header order, into new

@@ -116,10 +116,12 @@ Tensor IndexLoss(const Tensor& log_probs, const Tensor& targets, const ClassLoss
                  const Shape& sample_shape) {
   const int64_t c = log_probs.size(1);
   const DType dtype = log_probs.dtype();
-  const Tensor is_target = eq(reshape(targets, {targets.size(0), 1}), arange(c));
+  // A target out of range would match no class and lose silently.
+  const Tensor checked = check_class_index(targets, c, options.ignore_index);
+  const Tensor is_target = eq(reshape(checked, {checked.size(0), 1}), arange(c));
   const Tensor one_hot = cast(is_target, dtype);
   const Tensor kept =
-      cast(ne(targets, scalar(static_cast<double>(options.ignore_index), DType::kI64)), dtype);
+      cast(ne(checked, scalar(static_cast<double>(options.ignore_index), DType::kI64)), dtype);
   const Tensor& w = options.weight;
   // w[y_i] for the samples kept, 0 for the ignored.
   const Tensor sample_weight = w.defined() ? sum(one_hot * w, {1}) * kept : kept;

@@ -310,6 +310,10 @@ NormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor&
                          {{"axis", axis}, {"eps", eps}});
   return {out[0], out[1], out[2]};
 }
+Tensor check_class_index(const Tensor& targets, int64_t classes, int64_t ignore_index) {
+  return Call1(OpKind::kCheckClassIndex, {targets},
+               {{"classes", classes}, {"ignore_index", ignore_index}});
+}
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, bool causal, std::optional<double> scale) {
   const double head_dim = q.defined() && q.dim() > 0 ? static_cast<double>(q.size(q.dim() - 1)) : 0;

@@ -48,6 +48,8 @@ Tensor from_vector(const std::vector<T>& values, absl::Span<const int64_t> shape
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+// Integers divide truncating toward zero (the most negative value over -1
+// wraps to itself); a zero divisor is an error, eager and compiled.
 Tensor div(const Tensor& a, const Tensor& b);
 // Ties: the gradient goes half to each input. NaN propagates.
 Tensor maximum(const Tensor& a, const Tensor& b);
@@ -170,6 +172,11 @@ Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
 // Draws seed and offset from `gen` (default: the default generator; traced,
 // from the captured graph's random inputs: DrawRandomState).
 Tensor dropout(const Tensor& x, double p, Generator* gen = nullptr);
+
+// `targets` (i64 class indices), checked when it runs: each one is a class
+// in [0, classes) or ignore_index, else the call is an error (what the
+// class losses read, eager and compiled).
+Tensor check_class_index(const Tensor& targets, int64_t classes, int64_t ignore_index);
 
 // Scaled dot-product attention, as torch.nn.functional.scaled_dot_product_attention:
 // softmax(q k^T * scale + mask) v over q [..., S, D], k [..., T, D], v [..., T, Dv]

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/bf16.h"
+#include "runtime/error.h"
 #include "runtime/ops.h"
 
 namespace tc {
@@ -83,9 +84,8 @@ Storage::Storage(int64_t bytes, bool zeroed) : bytes_(bytes) {
     data_ = BufferCache::Get().Take(rounded);
     if (data_ == nullptr) data_ = std::aligned_alloc(kAlignment, rounded);
     if (data_ == nullptr) {
-      std::fprintf(stderr, "tensorcut: out of memory allocating %lld bytes\n",
-                   static_cast<long long>(bytes));
-      std::abort();
+      throw Error(
+          absl::ResourceExhaustedError(absl::StrCat("out of memory allocating ", bytes, " bytes")));
     }
     if (zeroed) std::memset(data_, 0, rounded);
   }

@@ -35,6 +35,7 @@ namespace tc {
 // whoever freezes a storage promises that nothing writes it afterwards.
 class Storage {
  public:
+  // Throws tc::Error (ResourceExhausted) when the memory cannot be had.
   explicit Storage(int64_t bytes, bool zeroed = true);
   ~Storage();
   Storage(const Storage&) = delete;

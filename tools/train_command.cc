@@ -172,10 +172,17 @@ absl::Status Run(dist::ProcessGroup& group) {
     }
   }
   if (stop_signal != 0) {
+    const char* why = stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
+    // Only progress this run made is saved: stopped before its first step
+    // (while the data loaded), it leaves an earlier checkpoint as it was.
+    if (t.step() == t.first_step()) {
+      return absl::CancelledError(absl::StrCat(why, " before the first step: nothing saved (",
+                                               checkpoint, " is as it was)"));
+    }
     if (saved_step != t.step()) TC_RETURN_IF_ERROR(t.Save(checkpoint));
-    return absl::CancelledError(absl::StrCat(
-        stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)", " at step ",
-        t.step(), ": checkpoint ", checkpoint, " saved; --resume ", checkpoint, " continues"));
+    return absl::CancelledError(absl::StrCat(why, " at step ", t.step(), ": checkpoint ",
+                                             checkpoint, " saved; --resume ", checkpoint,
+                                             " continues"));
   }
   const int64_t steps = t.step() - t.first_step();
   if (steps == 0) {

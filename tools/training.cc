@@ -167,6 +167,12 @@ absl::StatusOr<std::shared_ptr<const nn::Dataset>> Examples(nn::Array features, 
     return absl::InvalidArgumentError(absl::StrCat(where, ": labels ", labels.ToString(),
                                                    " are floats; class labels are integers"));
   }
+  // NaN or infinite features would train into a NaN model: every format is
+  // checked here, as CSV's reader checks its fields.
+  if (absl::Status finite = features.CheckFinite(); !finite.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": features ", features.ToString(), ": ", finite.message()));
+  }
   const Tensor all = tc::empty({labels.rows()}, DType::kI64);
   std::vector<int64_t> rows(static_cast<size_t>(labels.rows()));
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);

@@ -252,6 +252,14 @@ absl::StatusOr<std::vector<TensorType>> InferEmbedding(absl::Span<const TensorTy
   return One(w.dtype, std::move(out));
 }
 
+absl::StatusOr<std::vector<TensorType>> InferCheckClassIndex(absl::Span<const TensorType> in,
+                                                             const Attrs& attrs) {
+  if (in[0].dtype != DType::kI64) return Invalid("targets must be i64, got ", in[0].ToString());
+  if (attrs.Int("classes") < 1)
+    return Invalid("classes must be at least 1, got ", attrs.Int("classes"));
+  return One(in[0].dtype, in[0].shape);
+}
+
 absl::StatusOr<std::vector<TensorType>> InferEmbeddingBackward(absl::Span<const TensorType> in,
                                                                const Attrs& attrs) {
   const TensorType &grad = in[0], &idx = in[1];
@@ -343,6 +351,14 @@ std::vector<OpDef> NnOpDefs() {
       {OpKind::kLayerNormBackward, "", OpFamily::kNn, 5, 5, ln, bw, &InferLayerNormBackward,
        &NormCost},
       {OpKind::kEmbedding, "", OpFamily::kNn, 2, 2, {}, kTraitNone, &InferEmbedding},
+      {OpKind::kCheckClassIndex,
+       "",
+       OpFamily::kNn,
+       1,
+       1,
+       {{"classes", AttrKind::kInt}, {"ignore_index", AttrKind::kInt}},
+       kTraitNonDifferentiable,
+       &InferCheckClassIndex},
       {OpKind::kEmbeddingBackward,
        "",
        OpFamily::kNn,

@@ -1,7 +1,9 @@
 #include "nn/data/array.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -145,6 +147,32 @@ absl::Status Array::GatherRows(absl::Span<const int64_t> indices, const Tensor& 
       return absl::InvalidArgumentError(absl::StrCat("rows of ", ToString(),
                                                      " convert to f32, f64, i64 or bool, not ",
                                                      DTypeName(out.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Element i of a little-endian array of T.
+template <typename T>
+T ElementAt(const std::vector<uint8_t>& bytes, int64_t i) {
+  T value;
+  std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+absl::Status Array::CheckFinite() const {
+  if (type != ElementType::kF32 && type != ElementType::kF64) return absl::OkStatus();
+  const int64_t n = numel(), row = n / std::max<int64_t>(rows(), 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const double value =
+        type == ElementType::kF32 ? ElementAt<float>(bytes, i) : ElementAt<double>(bytes, i);
+    if (std::abs(value) <= std::numeric_limits<float>::max()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "example ", i / std::max<int64_t>(row, 1), ", element ", i % std::max<int64_t>(row, 1),
+        " is ", value, ": features must be finite f32 values"));
   }
   return absl::OkStatus();
 }

@@ -43,6 +43,10 @@ struct Array {
   // f64, i64 or bool tensor of shape [indices.size(), row_shape()...], each
   // element converted (bool: nonzero). An error names what did not fit.
   absl::Status GatherRows(absl::Span<const int64_t> indices, const Tensor& out) const;
+  // An error naming the first element that is not a finite f32 value (NaN,
+  // an infinity, or an f64 beyond f32's range), by example and position in
+  // it: "example 17, element 3 is nan". Integer arrays are always finite.
+  absl::Status CheckFinite() const;
 };
 
 using NamedArrays = std::vector<std::pair<std::string, Array>>;

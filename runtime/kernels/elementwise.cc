@@ -2,7 +2,9 @@
 // strided operands (strided.h) per arity, instantiated per op with its functor
 // from elementwise_math.h.
 #include <optional>
+#include <type_traits>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
@@ -51,11 +53,24 @@ void Map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
       [&](int64_t o, int64_t i, int64_t j) { op[o] = f(ap[i], bp[j]); });
 }
 
+// An integer division by zero is an error, as in PyTorch, where the CPU
+// would trap (SIGFPE).
+absl::Status CheckIntegerDivisor(const Tensor& divisor) {
+  if (divisor.dtype() != DType::kI64) return absl::OkStatus();
+  const int64_t* d = divisor.data<int64_t>();
+  bool zero = false;
+  ForEachOffset<1>(divisor.shape(), {divisor.strides()}, [&](int64_t o) { zero |= d[o] == 0; });
+  if (!zero) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("integer division by zero: the divisor ",
+                                                 divisor.type().ToString(), " holds a 0"));
+}
+
 // The kernel of an op without attributes (math::VisitPlainOp): comparisons
 // give bool, the others keep their operands' dtype (never bool: type
 // inference rejects arithmetic on bool).
 template <typename F>
 absl::Status PlainInto(absl::Span<const Tensor> in, const Attrs&, absl::Span<const Tensor> outs) {
+  if constexpr (std::is_same_v<F, math::Div>) TC_RETURN_IF_ERROR(CheckIntegerDivisor(in[1]));
   const Tensor& out = outs[0];
   VisitDType(in[0].dtype(), [&](auto zero) {
     using T = decltype(zero);

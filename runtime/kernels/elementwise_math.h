@@ -49,9 +49,18 @@ struct Mul : BinaryFormula {
     return a * b;
   }
 };
+// Integers divide truncating toward zero, and never trap: by zero the
+// result is 0, and the most negative value over -1 is itself (two's
+// complement wraps). The kernel refuses a zero divisor first
+// (elementwise.cc: eager and compiled, where integers never fuse); the rule
+// here keeps anything else that divides from trapping.
 struct Div : BinaryFormula {
   template <typename T>
   T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) return T(0);
+      if (b == T(-1)) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a));
+    }
     return a / b;
   }
 };

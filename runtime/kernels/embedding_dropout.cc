@@ -96,10 +96,34 @@ absl::Status DropoutInto(absl::Span<const Tensor> in, const Attrs& attrs,
 
 }  // namespace
 
+// targets -> the same values, each checked: a class in [0, classes) or
+// ignore_index.
+absl::Status CheckClassIndexInto(absl::Span<const Tensor> in, const Attrs& attrs,
+                                 absl::Span<const Tensor> out) {
+  const int64_t classes = attrs.Int("classes"), ignore = attrs.Int("ignore_index");
+  const int64_t* targets = in[0].data<int64_t>();
+  int64_t* copy = out[0].data<int64_t>();
+  int64_t sample = 0, bad = -1, bad_target = 0;
+  ForEachOffset<2>(in[0].shape(), {out[0].strides(), in[0].strides()}, [&](int64_t o, int64_t i) {
+    const int64_t t = targets[i];
+    if (bad < 0 && t != ignore && (t < 0 || t >= classes)) {
+      bad = sample;
+      bad_target = t;
+    }
+    copy[o] = t;
+    ++sample;
+  });
+  if (bad < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("target ", bad_target, " of sample ", bad,
+                                                 " is not a class in [0, ", classes,
+                                                 ") nor the ignore_index ", ignore));
+}
+
 void RegisterEmbeddingDropoutKernels(KernelTable& t) {
   BindInto<&EmbeddingInto>(t, OpKind::kEmbedding);
   BindInto<&EmbeddingBackwardInto>(t, OpKind::kEmbeddingBackward);
   BindInto<&DropoutInto>(t, OpKind::kDropout);
+  BindInto<&CheckClassIndexInto>(t, OpKind::kCheckClassIndex);
 }
 
 }  // namespace tc::kernels

@@ -22,8 +22,10 @@ namespace tc::kernels {
 // exact), e^r by its Taylor polynomial to r^7, and 2^n put in the exponent.
 inline float VectorExp(float x) {
   constexpr float kMaxExp = 88.3762626647949f;  // log(FLT_MAX)
-  // Clamped by selects: std::fmin and std::fmax are libm calls, not vectorised.
-  const float clamped = x < -87.3f ? -87.3f : (x > kMaxExp ? kMaxExp : x);
+  // Clamped by selects: std::fmin and std::fmax are libm calls, not
+  // vectorised. A NaN fails both tests and clamps to the low end, so that
+  // the exponent below is a number (converting NaN to int is undefined).
+  const float clamped = x >= -87.3f ? (x <= kMaxExp ? x : kMaxExp) : -87.3f;
   // n = round(x / ln2) by the 1.5 * 2^23 trick: std::floor does not vectorise.
   const float n = (clamped * 1.44269504088896341f + 12582912.f) - 12582912.f;
   const float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;

@@ -10,6 +10,7 @@
 #include "codegen/fused_kernel.h"
 #include "codegen/fusing_compiler.h"
 #include "codegen/interpreter.h"
+#include "codegen/program.h"
 #include "graph/decompositions.h"
 #include "nn/layers.h"
 #include "nn/models/models.h"
@@ -172,6 +173,18 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
   CHECK(Ops(groups[1]) == std::vector<std::string>{"add", "sigmoid", "abs"});
   CHECK(Names(groups[1].outputs) ==
         std::vector<std::string>{y->name(), i->producer()->input(0)->name()});
+}
+
+TEST_CASE("a compiled integer division by zero is an error, not a trap") {
+  Builder b;
+  Value* x = b.g.AddPlaceholder("x", {DType::kI64, {3}});
+  Value* d = b.g.AddPlaceholder("d", {DType::kI64, {3}});
+  REQUIRE(b.g.SetOutputs({b(OpKind::kAdd, {b(OpKind::kDiv, {x, d}), x})}).ok());
+  std::shared_ptr<codegen::Program> program = codegen::Program::Compile(b.g).value();
+  const absl::StatusOr<std::vector<Tensor>> out =
+      program->Run({from_vector<int64_t>({4, 5, 6}, {3}), from_vector<int64_t>({2, 0, 3}, {3})});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("div: integer division by zero") != std::string::npos);
 }
 
 TEST_CASE("dropout fuses with the elementwise ops around it and draws eager's mask") {

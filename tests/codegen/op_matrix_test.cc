@@ -698,6 +698,12 @@ std::vector<Tensor> AttentionOperands(Make& m, const AttentionShapes& a) {
   return in;
 }
 
+std::vector<OpCase> CheckClassIndexCases(Make& m) {
+  const Attrs attrs = {{"classes", int64_t{7}}, {"ignore_index", int64_t{-100}}};
+  return {{"[5]", {m.Index({5}, 7)}, attrs},
+          {"[2,3], an ignored one", {from_vector<int64_t>({1, -100, 6, 0, 3, 2}, {2, 3})}, attrs}};
+}
+
 std::vector<OpCase> SdpaCases(Make& m) {
   std::vector<OpCase> out;
   for (const AttentionShapes& a : kAttention) {
@@ -781,6 +787,7 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kEmbeddingBackward}, floats, EmbeddingBackwardCases);
     set({K::kDropout}, floats, DropoutCases);
     set({K::kSdpa}, floats, SdpaCases);
+    set({K::kCheckClassIndex}, {DType::kI64}, CheckClassIndexCases);
     set({K::kSdpaBackward}, floats, SdpaBackwardCases);
     set({K::kFused}, floats, FusedCases);
     set({K::kAllReduceStart}, floats, AllReduceStartCases);

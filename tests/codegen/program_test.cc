@@ -89,6 +89,32 @@ TEST_CASE("a kernel error names the op and leaves the program usable") {
   REQUIRE(good[0].to_vector<float>() == std::vector<float>{5, 0, 1, 0});
 }
 
+TEST_CASE("a graph too large for memory is an error, compiled or run") {
+  // 2^42 floats (16 TiB): an expanded argument's exp, and a constant's.
+  // Whichever stage allocates them, compiling or running, says so.
+  auto compile_and_run = [](const Graph& g, const std::vector<Tensor>& args) {
+    absl::StatusOr<std::shared_ptr<Program>> program = Program::Compile(g);
+    if (!program.ok()) return program.status();
+    return (*program)->Run(args).status();
+  };
+  const std::vector<int64_t> huge = {int64_t{1} << 42};
+  Graph g;
+  Value* x = g.AddPlaceholder("x", {DType::kF32, {}});
+  Value* big = g.AddNode(OpKind::kExpand, {x}, {{"shape", huge}}).value()[0];
+  REQUIRE(g.SetOutputs({g.AddNode(OpKind::kExp, {big}).value()[0]}).ok());
+  absl::Status status = compile_and_run(g, {scalar(1)});
+  CHECK(status.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(status.message() == "out of memory allocating 17592186044416 bytes");
+  Graph c;
+  Value* full =
+      c.AddNode(OpKind::kFull, {}, {{"shape", huge}, {"value", 1.0}, {"dtype", DType::kF32}})
+          .value()[0];
+  REQUIRE(c.SetOutputs({c.AddNode(OpKind::kExp, {full}).value()[0]}).ok());
+  status = compile_and_run(c, {});
+  CHECK(status.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(status.message() == "out of memory allocating 17592186044416 bytes");
+}
+
 TEST_CASE("a large fused group gives the same bits on one thread as on two") {
   Graph g;
   Value* x = g.AddPlaceholder("x", {DType::kF32, {512, 300}});

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "nn/attention.h"
+#include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/models/models.h"
 #include "tests/test_util.h"
@@ -356,6 +357,43 @@ TEST_CASE("CheckWritable tells before a save whether it could write, and leaves 
   for (const auto& entry : std::filesystem::directory_iterator(TempPath(""))) {
     CHECK(entry.path().filename().string().rfind("writable.safetensors", 0) != 0);
   }
+}
+
+TEST_CASE("a save through a symbolic link replaces its target; what is not a file is refused") {
+  Linear model(3, 2);
+  const std::string target = TempPath("link_target.safetensors");
+  const std::string link = TempPath("link.safetensors");
+  std::filesystem::remove(link);
+  REQUIRE(save(model, target).ok());
+  std::filesystem::create_symlink(target, link);
+  init::zeros_(model.weight());
+  REQUIRE(save(model, link).ok());
+  CHECK(std::filesystem::is_symlink(link));
+  Linear loaded(3, 2);
+  REQUIRE(load(loaded, target).ok());
+  CHECK(loaded.weight().to_vector<float>() == std::vector<float>(6, 0.f));
+
+  // A FIFO (as /dev/null, a device) and a directory stay as they were.
+  const std::string fifo = TempPath("fifo.safetensors");
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  const std::string refused = ": a checkpoint replaces only a regular file";
+  CHECK(save(model, fifo).message() == fifo + " is not a regular file" + refused);
+  CHECK(CheckWritable(fifo).message() == fifo + " is not a regular file" + refused);
+  CHECK(std::filesystem::is_fifo(fifo));
+  const std::string dir = TempPath("a_directory");
+  std::filesystem::create_directories(dir);
+  CHECK(CheckWritable(dir).message() == dir + " is a directory" + refused);
+  CHECK(save(model, dir).message() == dir + " is a directory" + refused);
+  CHECK(std::filesystem::is_directory(dir));
+  // A link to the FIFO names both.
+  const std::string fifo_link = TempPath("fifo_link.safetensors");
+  std::filesystem::remove(fifo_link);
+  std::filesystem::create_symlink(fifo, fifo_link);
+  CHECK(save(model, fifo_link).message() == fifo_link + " is not a regular file (" +
+                                                std::filesystem::canonical(fifo).string() + ")" +
+                                                refused);
+  CHECK(std::filesystem::is_fifo(fifo));
 }
 
 TEST_CASE("names and metadata that are not UTF-8 are refused at save, which writes nothing") {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "autodiff/engine.h"
 #include "catch2/catch.hpp"
 #include "tests/test_util.h"
@@ -81,6 +82,21 @@ TEST_CASE("nll_loss picks -log_probs[i, target_i]") {
     REQUIRE_TENSORS_CLOSE(grad({sum(loss)}, {lp}).value()[0], from_vector<double>(dlp, {kN, kC}),
                           1e-12, 1e-12);
   }
+}
+
+TEST_CASE("a class target out of range is an error naming it, as in PyTorch; ignore_index is not") {
+  const Tensor logits = Random({3, 4}, DType::kF64, 5);
+  for (int64_t bad : {int64_t{4}, int64_t{-1}}) {
+    const Tensor targets = from_vector<int64_t>({0, bad, 2}, {3});
+    const std::string message = absl::StrCat("check_class_index: target ", bad,
+                                             " of sample 1 is not a class in [0, 4) nor the "
+                                             "ignore_index -100");
+    CHECK(testing::ThrownMessage([&] { nn::cross_entropy(logits, targets); }) == message);
+    CHECK(testing::ThrownMessage([&] { nn::nll_loss(log_softmax(logits, 1), targets); }) ==
+          message);
+  }
+  const Tensor ignored = from_vector<int64_t>({0, -100, 2}, {3});
+  CHECK(std::isfinite(nn::cross_entropy(logits, ignored).to_vector<double>()[0]));
 }
 
 TEST_CASE("mse_loss is the mean, sum or map of squared differences") {

@@ -219,6 +219,21 @@ TEST_CASE("a batch of the wrong count, dtype or shape is an error naming it") {
   REQUIRE(step->Run(batch).ok());  // the failed runs left it usable
 }
 
+TEST_CASE("a compiled step refuses a class target out of range, and stays usable") {
+  nn::ModelSpec spec = Model("mlp", DType::kF32);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd).value();
+  std::vector<Tensor> batch = Batch(spec);
+  Tensor bad = batch[1].clone();
+  bad.data<int64_t>()[3] = 10;  // the mlp has 10 classes
+  const absl::StatusOr<double> r = step->Run({batch[0], bad});
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(std::string(r.status().message()),
+             Catch::Contains("check_class_index: target 10 of sample 3 is not a class in [0, 10)"));
+  CHECK(step->Run(batch).ok());
+}
+
 TEST_CASE("a loss that is not one scalar is rejected") {
   nn::ModelSpec spec = Model("linear", DType::kF32);
   nn::SGD sgd(spec.module->named_parameters(), 0.1);

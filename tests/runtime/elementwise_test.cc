@@ -92,6 +92,16 @@ TEST_CASE("div") {
   CHECK(div(from_vector<int64_t>({7, -7}, {2}), from_vector<int64_t>({2, 2}, {2}))
             .to_vector<int64_t>() == std::vector<int64_t>{3, -3});
 }
+TEST_CASE("div: an integer divisor of zero is an error, the most negative over -1 wraps") {
+  const Tensor a = from_vector<int64_t>({7, INT64_MIN, 5}, {3});
+  CHECK(testing::ThrownMessage([&] {
+          div(a, from_vector<int64_t>({1, 2, 0}, {3}));
+        }) == "div: integer division by zero: the divisor i64[3] holds a 0");
+  CHECK(testing::ThrownMessage([&] { div(a, zeros({}, DType::kI64)); }) ==
+        "div: integer division by zero: the divisor i64[] holds a 0");
+  CHECK(div(a, from_vector<int64_t>({-1, -1, -2}, {3})).to_vector<int64_t>() ==
+        std::vector<int64_t>{-7, INT64_MIN, -2});
+}
 TEST_CASE("maximum") {
   CheckBinaryOp(
       maximum, [](double a, double b) { return a > b ? a : b; }, kNumeric);

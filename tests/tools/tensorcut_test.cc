@@ -325,6 +325,28 @@ TEST_CASE("train reads .npz arrays with their test split") {
   CHECK(Contains(missing.err, absl::StrCat("--data ", path,
                                            " has no array \"labels\" (--labels); its "
                                            "arrays: x, y, x_test, y_test")));
+
+  // A NaN feature (.npz) or an infinite one (.safetensors) is refused, named.
+  x[2 * 7 + 1] = std::nanf("");
+  const testing::Bytes with_nan = testing::Zip(
+      {{"x.npy", npy("<f4", "(300, 2)", x)}, {"y.npy", npy("<i8", "(300,)", y)}}, false);
+  const std::string nan_path = TempPath("nan.npz");
+  std::ofstream(nan_path, std::ios::binary) << std::string(with_nan.begin(), with_nan.end());
+  const Result nan = Tensorcut(absl::StrCat("train --model mlp --data ", nan_path, " --steps 1"));
+  CHECK(nan.code == 1);
+  CHECK(Contains(nan.err, absl::StrCat(nan_path,
+                                       ": features f32[300,2]: example 7, element 1 is "
+                                       "nan: features must be finite f32 values")));
+  const std::string inf_path = TempPath("inf.safetensors");
+  Tensor features = from_vector<double>({1, 2, 3, 4, 5, 6}, {3, 2});
+  features.data<double>()[4] = INFINITY;
+  REQUIRE(nn::SaveTensors({{"x", features}, {"y", from_vector<int64_t>({0, 1, 0}, {3})}}, inf_path)
+              .ok());
+  const Result inf = Tensorcut(absl::StrCat("train --model mlp --data ", inf_path, " --steps 1"));
+  CHECK(inf.code == 1);
+  CHECK(Contains(inf.err, absl::StrCat(inf_path,
+                                       ": features f64[3,2]: example 2, element 0 is "
+                                       "inf: features must be finite f32 values")));
 }
 
 TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --save-every saves") {
@@ -353,6 +375,26 @@ TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --sav
   REQUIRE(Contains(r.err, "tensorcut train: interrupted (SIGINT) at step "));
   REQUIRE(Contains(r.err, absl::StrCat(": checkpoint ", interrupted, " saved; --resume ")));
   REQUIRE(Contains(r.err, absl::StrCat("at step ", SavedStep(interrupted), ":")));
+
+  // SIGINT while the data loads (a CSV of 60 MB, several seconds): no step
+  // was taken, so the checkpoint of the run before stays as it was.
+  const std::string big = TempPath("big.csv");
+  {
+    std::ofstream csv(big);
+    csv << "a,b,c,d,e,f,g,h,y\n";
+    for (int i = 0; i < 1500000; ++i) {
+      csv << i % 97 << ".25," << i % 89 << ".5,1.125,2.75,3.5,-4.25,5.0625,6.5," << i % 3 << "\n";
+    }
+  }
+  const std::string before = ReadFile(interrupted);
+  r = Tensorcut(absl::StrCat("train --model mlp --data ", big,
+                             " --label-column y --steps 5 --checkpoint ", interrupted),
+                /*interrupt_after=*/1);
+  REQUIRE(r.code == 1);
+  REQUIRE(Contains(r.err, absl::StrCat("tensorcut train: interrupted (SIGINT) before the first "
+                                       "step: nothing saved (",
+                                       interrupted, " is as it was)")));
+  REQUIRE(ReadFile(interrupted) == before);
 }
 
 TEST_CASE("partition --json reports the library's numbers; --dot writes the joint graph") {
