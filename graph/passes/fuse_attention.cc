@@ -59,9 +59,11 @@ std::optional<Match> MatchAt(Node* pv) {
   // Down from the softmax's input: adds of masks, then the scale.
   Value* s = softmax->input(0);
   while (Node* add = SoleUseOf(s, OpKind::kAdd)) {
-    // The score side is the operand of the scores' own shape; a mask may broadcast.
+    // The score side is the operand of the scores' own shape; a mask may
+    // broadcast to it, not beyond it.
     const bool left = add->input(0)->type() == add->result(0)->type();
     s = add->input(left ? 0 : 1);
+    if (s->type() != add->result(0)->type()) return std::nullopt;
     m.masks.push_back(add->input(left ? 1 : 0));
   }
   if (Node* mul = SoleUseOf(s, OpKind::kMul)) {
@@ -121,10 +123,9 @@ absl::Status Rewrite(Graph& g, const Match& m) {
     }
     operands.push_back(mask);
   }
-  TC_ASSIGN_OR_RETURN(
-      std::vector<Value*> attention,
-      g.AddNode(OpKind::kSdpa, operands, {{"causal", false}, {"scale", m.scale}},
-                m.output->source()));
+  TC_ASSIGN_OR_RETURN(std::vector<Value*> attention,
+                      g.AddNode(OpKind::kSdpa, operands, {{"causal", false}, {"scale", m.scale}},
+                                m.output->source()));
   // The new nodes go where the written-out attention ended.
   const std::vector<Node*> nodes = g.nodes();
   for (size_t i = first_new; i < nodes.size(); ++i) {

@@ -12,7 +12,8 @@
 // the batch, each thread owning whole dk and dv slices. Inputs may be
 // strided views (the heads of a projection, [B, S, H, D] permuted to
 // [B, H, S, D]) as long as their last dim is contiguous; others are copied.
-// Outputs are dense. After a first call nothing is allocated.
+// Outputs are dense. After a first call nothing is allocated in f32 (Eigen's
+// f64 products may allocate their blocking space).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -58,15 +59,22 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
   const In a_stored(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   const In b_stored(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
   Eigen::Map<Matrix, 0, Eigen::OuterStride<>> out(c, m, n, Eigen::OuterStride<>(ldc));
-  auto product = [&](const auto& x) {
-    if (tb) return (alpha * x * b_stored.transpose()).eval();
-    return (alpha * x * b_stored).eval();
+  auto accumulate = [&](const auto& a_op, const auto& b_op) {
+    if (beta == 0) {
+      out.noalias() = alpha * a_op * b_op;
+    } else {
+      out *= beta;
+      out.noalias() += alpha * a_op * b_op;
+    }
   };
-  const Matrix p = ta ? product(a_stored.transpose()) : product(a_stored);
-  if (beta == 0) {
-    out = p;
+  if (ta && tb) {
+    accumulate(a_stored.transpose(), b_stored.transpose());
+  } else if (ta) {
+    accumulate(a_stored.transpose(), b_stored);
+  } else if (tb) {
+    accumulate(a_stored, b_stored.transpose());
   } else {
-    out = beta * out + p;
+    accumulate(a_stored, b_stored);
   }
 }
 
@@ -84,27 +92,29 @@ T* Scratch(int slot, int64_t size) {
   return buffer.data();
 }
 
-// One operand seen as a batch of row-major matrices: element (b, i, j) at
-// data[offset(b) + i * ld + j].
 // Dims and strides of a call's operands, kept inline: a compiled step's
 // kernels allocate nothing.
 using Dims = absl::InlinedVector<int64_t, 8>;
 
+// The offset of batch element `b` (row-major over `shape`) by `strides`.
+int64_t BatchOffset(int64_t b, const Dims& shape, const Dims& strides) {
+  int64_t offset = 0;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    offset += (b % shape[d]) * strides[d];
+    b /= shape[d];
+  }
+  return offset;
+}
+
+// One operand seen as a batch of row-major matrices: element (b, i, j) at
+// data[BatchOffset(b) + i * ld + j].
 template <typename T>
 struct Matrices {
   const T* data;
   int64_t ld;
   Dims batch_shape, batch_strides;
 
-  int64_t offset(int64_t b) const {
-    int64_t off = 0;
-    for (int64_t d = static_cast<int64_t>(batch_shape.size()) - 1; d >= 0; --d) {
-      off += (b % batch_shape[d]) * batch_strides[d];
-      b /= batch_shape[d];
-    }
-    return off;
-  }
-  const T* at(int64_t b) const { return data + offset(b); }
+  const T* at(int64_t b) const { return data + BatchOffset(b, batch_shape, batch_strides); }
 };
 
 // Input `slot`, `t`, row-major: its own data when contiguous, else a copy
@@ -192,11 +202,7 @@ struct Problem {
          T(0), out, cols);
     constexpr T kMinusInf = -std::numeric_limits<T>::infinity();
     if (mask != nullptr) {
-      int64_t base = 0, rest = b;
-      for (int64_t dim = static_cast<int64_t>(mask->batch_shape.size()) - 1; dim >= 0; --dim) {
-        base += (rest % mask->batch_shape[dim]) * mask->batch_strides[dim];
-        rest /= mask->batch_shape[dim];
-      }
+      const int64_t base = BatchOffset(b, mask->batch_shape, mask->batch_strides);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t row = base + (i0 + r) * mask->row + j0 * mask->col;
         T* sr = out + r * cols;
