@@ -185,8 +185,8 @@ double TimeInference(const std::string& name, const Options& options) {
 int BlasCheck() {
   torch::set_num_threads(1);
   torch::manual_seed(0);
-  const int64_t shapes[][3] = {{128, 784, 512}, {1024, 256, 768}, {1024, 1024, 256},
-                               {512, 512, 512}, {32, 8192, 10}};
+  const int64_t shapes[][3] = {
+      {128, 784, 512}, {1024, 256, 768}, {1024, 1024, 256}, {512, 512, 512}, {32, 8192, 10}};
   double worst = 0;
   for (const auto& s : shapes) {
     const torch::Tensor a = torch::randn({s[0], s[1]}), b = torch::randn({s[1], s[2]});
@@ -197,7 +197,8 @@ int BlasCheck() {
   }
   const torch::Tensor a = torch::randn({512, 512}), b = torch::randn({512, 512});
   const double ms = MedianMs(3, 20, [&] { torch::mm(a, b); });
-  std::printf("{\"max_rel_error\": %.3g, \"gflops\": %.4g}\n", worst, 2.0 * 512 * 512 * 512 / ms / 1e6);
+  std::printf("{\"max_rel_error\": %.3g, \"gflops\": %.4g}\n", worst,
+              2.0 * 512 * 512 * 512 / ms / 1e6);
   return 0;
 }
 
