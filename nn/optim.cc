@@ -5,7 +5,6 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +12,7 @@
 #include "runtime/autograd_meta.h"
 #include "runtime/error.h"
 #include "runtime/kernels/dtype_dispatch.h"
+#include "runtime/threads.h"
 
 namespace tc::nn {
 namespace {
@@ -115,12 +115,13 @@ void AdagradLoop(T* __restrict p, const T* __restrict g, T* __restrict sum, int6
   }
 }
 
-// The data of the buffer `name`, or nullptr when the parameter has none.
+// The data of the buffer `name` from element `begin` on, or nullptr when
+// the parameter has none.
 template <typename T>
 T* SlotData(absl::Span<const Tensor> slots, absl::Span<const std::string> names,
-            absl::string_view name) {
+            absl::string_view name, int64_t begin) {
   for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return slots[i].data<T>();
+    if (names[i] == name) return slots[i].data<T>() + begin;
   }
   return nullptr;
 }
@@ -174,6 +175,7 @@ Optimizer::Optimizer(Definition definition, std::vector<ParamGroup> groups)
     const std::string problem = Check(values);
     Require(problem.empty(), name_, InGroup(g, groups.size(), problem));
     initial_lrs_.emplace_back();
+    step_options_.push_back(values);
     std::vector<Tensor>& stored = group_options_.emplace_back();
     for (double v : values) stored.push_back(scalar(v, DType::kF64));
     const std::vector<std::string> slots = definition_.slots(values);
@@ -199,6 +201,8 @@ Optimizer::Optimizer(Definition definition, std::vector<ParamGroup> groups)
         buffers.push_back(Tensor::Empty(p.shape(), p.dtype()));
     }
   }
+  updates_.reserve(params_.size());
+  update_sizes_.reserve(params_.size());
 }
 
 std::string Optimizer::Check(absl::Span<const double> values) const {
@@ -208,9 +212,15 @@ std::string Optimizer::Check(absl::Span<const double> values) const {
 
 void Optimizer::step() {
   NoGradGuard no_grad;
-  // The groups' values, read once per step: at most kMaxOptions, on the stack.
-  absl::InlinedVector<double, kMaxOptions> options(option_names_.size());
-  int group = -1;
+  for (size_t g = 0; g < group_options_.size(); ++g) {
+    for (size_t o = 0; o < option_names_.size(); ++o) {
+      step_options_[g][o] = *group_options_[g][o].data<double>();
+    }
+  }
+  // Every parameter is checked before any is updated: a step that throws
+  // changes nothing.
+  updates_.clear();
+  update_sizes_.clear();
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& [key, p] = params_[i];
     Tensor grad = p.grad();
@@ -231,17 +241,18 @@ void Optimizer::step() {
       Fail(name_, absl::StrCat("grad of ", key, " is ", grad.type().ToString(), ", parameter is ",
                                p.type().ToString()));
     }
-    grad = grad.contiguous();
-    if (group_of_[i] != group) {
-      group = group_of_[i];
-      for (size_t o = 0; o < options.size(); ++o) {
-        options[o] = *group_options_[group][o].data<double>();
-      }
-    }
-    int64_t& count = steps_[i].data<int64_t>()[0];
-    ++count;
-    Update(p, grad, slots_[i], slot_names_[i], count, options);
+    const int64_t count = steps_[i].data<int64_t>()[0] + 1;
+    updates_.push_back(
+        {p, grad.contiguous(), slots_[i], slot_names_[i], count, step_options_[group_of_[i]]});
+    update_sizes_.push_back(p.numel());
   }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].second.grad().defined()) ++steps_[i].data<int64_t>()[0];
+  }
+  ParallelOverTensors(update_sizes_, [&](size_t k, int64_t begin, int64_t end) {
+    Update(updates_[k], begin, end);
+  });
+  updates_.clear();  // lets go of the grads
 }
 
 void Optimizer::zero_grad() {
@@ -445,13 +456,15 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double damp
                  &SgdCheck},
                 std::move(groups)) {}
 
-void SGD::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                 absl::Span<const std::string> names, int64_t step, absl::Span<const double> o) {
-  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
+void SGD::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
+  const absl::Span<const double> o = u.options;
+  kernels::VisitFloatDType(u.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    T* buffer = o[kSgdMomentum] != 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
-    SgdLoop(param.data<T>(), grad.data<T>(), buffer, param.numel(), o[kSgdLr], o[kSgdMomentum],
-            o[kSgdDampening], o[kSgdWeightDecay], o[kSgdNesterov] != 0, step == 1);
+    T* buffer = o[kSgdMomentum] != 0 ? SlotData<T>(u.slots, u.slot_names, "momentum_buffer", begin)
+                                     : nullptr;
+    SgdLoop(u.param.data<T>() + begin, u.grad.data<T>() + begin, buffer, end - begin, o[kSgdLr],
+            o[kSgdMomentum], o[kSgdDampening], o[kSgdWeightDecay], o[kSgdNesterov] != 0,
+            u.step == 1);
   });
 }
 
@@ -491,13 +504,13 @@ Adam::Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, do
                 std::move(groups)),
       decoupled_(decoupled) {}
 
-void Adam::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                  absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
-  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
+void Adam::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
+  const absl::Span<const double> o = u.options;
+  kernels::VisitFloatDType(u.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    AdamLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), slots[1].data<T>(), param.numel(),
-             o[kAdamLr], o[kAdamBeta1], o[kAdamBeta2], o[kAdamEps], o[kAdamWeightDecay], decoupled_,
-             step);
+    AdamLoop(u.param.data<T>() + begin, u.grad.data<T>() + begin, u.slots[0].data<T>() + begin,
+             u.slots[1].data<T>() + begin, end - begin, o[kAdamLr], o[kAdamBeta1], o[kAdamBeta2],
+             o[kAdamEps], o[kAdamWeightDecay], decoupled_, u.step);
   });
 }
 
@@ -553,15 +566,17 @@ RMSprop::RMSprop(std::vector<ParamGroup> groups, double lr, double alpha, double
                  &RmspropCheck},
                 std::move(groups)) {}
 
-void RMSprop::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                     absl::Span<const std::string> names, int64_t, absl::Span<const double> o) {
-  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
+void RMSprop::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
+  const absl::Span<const double> o = u.options;
+  kernels::VisitFloatDType(u.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    T* buffer = o[kRmsMomentum] > 0 ? SlotData<T>(slots, names, "momentum_buffer") : nullptr;
-    T* grad_avg = o[kRmsCentered] != 0 ? SlotData<T>(slots, names, "grad_avg") : nullptr;
-    RmspropLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), buffer, grad_avg,
-                param.numel(), o[kRmsLr], o[kRmsAlpha], o[kRmsEps], o[kRmsWeightDecay],
-                o[kRmsMomentum]);
+    T* buffer = o[kRmsMomentum] > 0 ? SlotData<T>(u.slots, u.slot_names, "momentum_buffer", begin)
+                                    : nullptr;
+    T* grad_avg =
+        o[kRmsCentered] != 0 ? SlotData<T>(u.slots, u.slot_names, "grad_avg", begin) : nullptr;
+    RmspropLoop(u.param.data<T>() + begin, u.grad.data<T>() + begin, u.slots[0].data<T>() + begin,
+                buffer, grad_avg, end - begin, o[kRmsLr], o[kRmsAlpha], o[kRmsEps],
+                o[kRmsWeightDecay], o[kRmsMomentum]);
   });
 }
 
@@ -613,12 +628,13 @@ Adagrad::Adagrad(std::vector<ParamGroup> groups, double lr, double lr_decay, dou
   }
 }
 
-void Adagrad::Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                     absl::Span<const std::string>, int64_t step, absl::Span<const double> o) {
-  kernels::VisitFloatDType(param.dtype(), [&](auto zero) {
+void Adagrad::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
+  const absl::Span<const double> o = u.options;
+  kernels::VisitFloatDType(u.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    AdagradLoop(param.data<T>(), grad.data<T>(), slots[0].data<T>(), param.numel(), o[kAdagradLr],
-                o[kAdagradLrDecay], o[kAdagradWeightDecay], o[kAdagradEps], step);
+    AdagradLoop(u.param.data<T>() + begin, u.grad.data<T>() + begin, u.slots[0].data<T>() + begin,
+                end - begin, o[kAdagradLr], o[kAdagradLrDecay], o[kAdagradWeightDecay],
+                o[kAdagradEps], u.step);
   });
 }
 

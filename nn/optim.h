@@ -11,9 +11,10 @@
 //   nn::save(model, "ckpt.safetensors", &opt);  // nn/checkpoint.h
 //
 // Updates run in place on each parameter's storage (f32 or f64, contiguous),
-// so every handle to a parameter sees them. State buffers are allocated once,
-// at construction: a step allocates nothing. Parameters whose grad is
-// undefined are skipped, and their step count does not advance (as PyTorch).
+// so every handle to a parameter sees them; a step updates every parameter
+// in one pass split between the intra-op threads (runtime/threads.h). State buffers are allocated
+// once, at construction: a step allocates nothing. Parameters whose grad is undefined are skipped,
+// and their step count does not advance (as PyTorch).
 #ifndef TENSORCUT_NN_OPTIM_H_
 #define TENSORCUT_NN_OPTIM_H_
 
@@ -134,14 +135,24 @@ class Optimizer {
   // or values `check` refuses.
   Optimizer(Definition definition, std::vector<ParamGroup> groups);
 
-  // Updates one parameter from its grad (same type, contiguous). `slots` are
+  // One parameter's update: its grad (same type, contiguous); `slots` are
   // its buffers, named by `slot_names` (what `slots` asked for when they were
   // made: a superset of what the current options need); `step` counts this
   // update (1 on the first); `options` are its group's values in the order
   // of `defaults`.
-  virtual void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-                      absl::Span<const std::string> slot_names, int64_t step,
-                      absl::Span<const double> options) = 0;
+  struct ParamUpdate {
+    Tensor param;
+    Tensor grad;
+    absl::Span<const Tensor> slots;
+    absl::Span<const std::string> slot_names;
+    int64_t step;
+    absl::Span<const double> options;
+  };
+  // Updates the elements [begin, end) of one parameter. Every update is
+  // elementwise: a step runs all parameters' updates as one multi-tensor
+  // pass, splitting parameters between threads, which gives the same bits as
+  // one call per parameter.
+  virtual void Update(const ParamUpdate& update, int64_t begin, int64_t end) = 0;
 
   // A parameter's buffers, for a subclass that starts them at other values
   // than zero (Adagrad's initial_accumulator_value).
@@ -151,8 +162,6 @@ class Optimizer {
   std::string name_;  // "SGD", "Adam", ...: prefixes error messages
 
  private:
-  static constexpr size_t kMaxOptions = 8;
-
   // What is wrong with a group's values (the learning rate, then `check`);
   // "" when they are valid.
   std::string Check(absl::Span<const double> values) const;
@@ -170,6 +179,11 @@ class Optimizer {
   // Per group, one f64 scalar per option: live state, saved in checkpoints.
   std::vector<std::vector<Tensor>> group_options_;
   std::vector<std::optional<double>> initial_lrs_;  // per group
+  // A step's work, kept to allocate nothing per step: each group's values,
+  // then the parameters it updates and their sizes.
+  std::vector<std::vector<double>> step_options_;
+  std::vector<ParamUpdate> updates_;
+  std::vector<int64_t> update_sizes_;
 };
 
 // Each optimizer takes either one list of parameters or parameter groups,
@@ -191,9 +205,7 @@ class SGD : public Optimizer {
       double weight_decay = 0, bool nesterov = false);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              absl::Span<const std::string> slot_names, int64_t step,
-              absl::Span<const double> options) override;
+  void Update(const ParamUpdate& update, int64_t begin, int64_t end) override;
 };
 
 // torch.optim.Adam: with g the grad and t the step,
@@ -214,9 +226,7 @@ class Adam : public Optimizer {
        double beta2, double eps, double weight_decay, bool decoupled);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              absl::Span<const std::string> slot_names, int64_t step,
-              absl::Span<const double> options) override;
+  void Update(const ParamUpdate& update, int64_t begin, int64_t end) override;
 
   bool decoupled_;
 };
@@ -248,9 +258,7 @@ class RMSprop : public Optimizer {
           double weight_decay = 0, double momentum = 0, bool centered = false);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              absl::Span<const std::string> slot_names, int64_t step,
-              absl::Span<const double> options) override;
+  void Update(const ParamUpdate& update, int64_t begin, int64_t end) override;
 };
 
 // torch.optim.Adagrad: with g the grad and t the step,
@@ -266,9 +274,7 @@ class Adagrad : public Optimizer {
           double weight_decay = 0, double initial_accumulator_value = 0, double eps = 1e-10);
 
  private:
-  void Update(const Tensor& param, const Tensor& grad, absl::Span<const Tensor> slots,
-              absl::Span<const std::string> slot_names, int64_t step,
-              absl::Span<const double> options) override;
+  void Update(const ParamUpdate& update, int64_t begin, int64_t end) override;
 };
 
 }  // namespace tc::nn

@@ -9,7 +9,11 @@
 #ifndef TENSORCUT_RUNTIME_THREADS_H_
 #define TENSORCUT_RUNTIME_THREADS_H_
 
+#include <cstddef>
 #include <cstdint>
+
+#include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
 
 namespace tc {
 
@@ -25,6 +29,17 @@ inline constexpr int64_t kParallelCopyBytes = 2 * 1024 * 1024;
 // `threads` >= 1; the setting of the calling thread and those it starts.
 void SetNumThreads(int threads);
 int NumThreads();
+
+// One elementwise pass over many tensors of `sizes` elements (a
+// multi-tensor pass, as an optimizer's update of every parameter): the
+// elements of all of them, laid end to end, are split evenly between the
+// threads, so a model's few large weights and many small biases share them
+// alike. `visit(tensor, begin, end)` covers [begin, end) of one tensor; the
+// ranges cover every element once. Below kParallelElements in all, one
+// thread. Ranges start on multiples of 16 elements of the whole, so that
+// threads rarely write the same cache line.
+void ParallelOverTensors(absl::Span<const int64_t> sizes,
+                         absl::FunctionRef<void(size_t tensor, int64_t begin, int64_t end)> visit);
 
 // Runs the scope on one thread, then restores the setting.
 class SingleThreaded {

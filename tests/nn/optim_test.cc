@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -541,6 +542,51 @@ TEST_CASE("invalid hyperparameters, parameters and grads throw") {
   CHECK(ThrownMessage([&] { opt.step(); }) == "SGD: grad of 0 is f32[3], parameter is f32[2]");
 }
 
+// Parameters of several sizes, more elements in all than a step keeps on one
+// thread, with grads that differ from element to element.
+std::vector<Tensor> LargeParams(DType dtype) {
+  std::vector<Tensor> params;
+  for (int64_t n : {70001, 3, 40000, 17}) {
+    Tensor p = testing::Random({n}, dtype, /*seed=*/n);
+    p.set_grad(testing::Random({n}, dtype, /*seed=*/n + 1));
+    params.push_back(p);
+  }
+  return params;
+}
+
+TEST_CASE("a step split between threads gives the bits of one thread") {
+  using Make = std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)>;
+  const std::vector<std::pair<std::string, Make>> optimizers = {
+      {"SGD", [](auto p) { return std::make_unique<SGD>(p, 0.1, 0.9, 0, 0.01, true); }},
+      {"Adam", [](auto p) { return std::make_unique<Adam>(p, 0.01, 0.9, 0.99, 1e-8, 0.1); }},
+      {"AdamW", [](auto p) { return std::make_unique<AdamW>(p, 0.01); }},
+      {"RMSprop",
+       [](auto p) { return std::make_unique<RMSprop>(p, 0.01, 0.9, 1e-8, 0.1, 0.5, true); }},
+      {"Adagrad", [](auto p) { return std::make_unique<Adagrad>(p, 0.1, 0.01, 0.1, 0.5); }},
+  };
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (const auto& [name, make] : optimizers) {
+      INFO(name << " in " << DTypeName(dtype));
+      std::vector<std::vector<Tensor>> results;
+      for (int threads : {1, 2, 3}) {
+        std::vector<Tensor> params = LargeParams(dtype);
+        std::unique_ptr<Optimizer> opt = make(params);
+        testing::OnThreads(threads, [&] {
+          for (int t = 0; t < 3; ++t) opt->step();
+        });
+        results.push_back(params);
+      }
+      const std::vector<Tensor> before = LargeParams(dtype);
+      for (size_t k = 0; k < before.size(); ++k) {
+        const std::vector<double> one_thread = results[0][k].to_vector<double>();
+        CHECK(one_thread != before[k].to_vector<double>());
+        CHECK(results[1][k].to_vector<double>() == one_thread);
+        CHECK(results[2][k].to_vector<double>() == one_thread);
+      }
+    }
+  }
+}
+
 #if defined(TC_COUNT_ALLOCATIONS)
 TEST_CASE("a step allocates nothing") {
   Tensor w = MakeTensor(kInit, DType::kF32);
@@ -560,6 +606,16 @@ TEST_CASE("a step allocates nothing") {
     adagrad.step();
   }
   g_counting = false;
+  CHECK(g_allocations == 0);
+  // Nor does one split between threads, once their team exists.
+  std::vector<Tensor> large = LargeParams(DType::kF32);
+  Adam adam(large);
+  testing::OnThreads(2, [&] {
+    adam.step();
+    g_counting = true;
+    adam.step();
+    g_counting = false;
+  });
   CHECK(g_allocations == 0);
   // The counter does see allocations (of any library): a new tensor makes some.
   g_counting = true;
