@@ -540,6 +540,15 @@ TEST_CASE("invalid hyperparameters, parameters and grads throw") {
   SGD opt({p}, 0.1);
   p.set_grad(zeros({3}));
   CHECK(ThrownMessage([&] { opt.step(); }) == "SGD: grad of 0 is f32[3], parameter is f32[2]");
+  // Every grad is checked before any parameter moves: nothing changes.
+  Tensor good = MakeTensor({1.0, 2.0}, DType::kF32), bad = MakeTensor({3.0}, DType::kF32);
+  Adam adam({good, bad});
+  good.set_grad(MakeTensor({1.0, 1.0}, DType::kF32));
+  bad.set_grad(zeros({2}));
+  CHECK(ThrownMessage([&] { adam.step(); }) == "Adam: grad of 1 is f32[2], parameter is f32[1]");
+  CHECK(good.to_vector<double>() == Vec{1.0, 2.0});
+  CHECK(adam.state()[0].first == "optim.0.step");
+  CHECK(adam.state()[0].second.item<int64_t>() == 0);
 }
 
 // Parameters of several sizes, more elements in all than a step keeps on one
