@@ -25,15 +25,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator* 
   internal::ResetWeightAndBias(weight_, bias_, gen);
 }
 
-Tensor Linear::forward(const Tensor& x) {
-  if (bias_.defined()) return linear(x, weight_, bias_);
-  // matmul wants rank >= 2: fold the leading dims into one and restore them.
-  std::vector<int64_t> out_shape(x.shape().begin(), x.shape().end());
-  if (out_shape.empty()) ThrowInvalid("Linear: input must have rank >= 1, got a scalar");
-  out_shape.back() = weight_.size(0);
-  Tensor flat = reshape(x, {-1, x.size(-1)});
-  return reshape(matmul(flat, transpose(weight_, 0, 1)), std::move(out_shape));
-}
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight_, bias_); }
 
 std::string Linear::extra_repr() const {
   return absl::StrCat("in_features=", weight_.size(1), ", out_features=", weight_.size(0),

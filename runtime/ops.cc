@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "graph/symbolic.h"
 
 namespace tc {
 namespace {
@@ -12,6 +13,15 @@ std::vector<int64_t> Vec(absl::Span<const int64_t> s) { return {s.begin(), s.end
 
 Tensor Unary(OpKind op, const Tensor& x) { return Call1(op, {x}); }
 Tensor Binary(OpKind op, const Tensor& a, const Tensor& b) { return Call1(op, {a, b}); }
+
+[[noreturn]] void Invalid(const std::string& message) {
+  throw Error(absl::InvalidArgumentError(message));
+}
+
+// Nonzero as true: a bool tensor as it is, any other compared with zero.
+Tensor Truth(const Tensor& x) {
+  return x.dtype() == DType::kBool ? x : ne(x, scalar(0, x.dtype()));
+}
 
 Attrs ReduceAttrs(std::vector<int64_t> dims, bool keepdim) {
   return {{"dims", std::move(dims)}, {"keepdim", keepdim}};
@@ -121,6 +131,30 @@ Tensor ge(const Tensor& a, const Tensor& b) { return Binary(OpKind::kGe, a, b); 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return Call1(OpKind::kWhere, {cond, a, b});
 }
+Tensor logical_not(const Tensor& x) { return eq(Truth(x), scalar(0, DType::kBool)); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return where(Truth(a), Truth(b), scalar(0, DType::kBool));
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return where(Truth(a), scalar(1, DType::kBool), Truth(b));
+}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  if (mask.dtype() != DType::kBool) {
+    Invalid(absl::StrCat("masked_fill: mask must be bool, got ", mask.type().ToString()));
+  }
+  // The mask broadcasts to x's shape, never x to the mask's.
+  const Shape& xs = x.shape();
+  const Shape& ms = mask.shape();
+  bool fits = ms.size() <= xs.size();
+  for (size_t i = 1; fits && i <= ms.size(); ++i) {
+    fits = ms[ms.size() - i] == 1 || ms[ms.size() - i] == xs[xs.size() - i];
+  }
+  if (!fits) {
+    Invalid(absl::StrCat("masked_fill: mask ", mask.type().ToString(),
+                         " does not broadcast to the input ", x.type().ToString()));
+  }
+  return where(mask, scalar(value, x.dtype()), x);
+}
 Tensor neg(const Tensor& x) { return Unary(OpKind::kNeg, x); }
 Tensor exp(const Tensor& x) { return Unary(OpKind::kExp, x); }
 Tensor log(const Tensor& x) { return Unary(OpKind::kLog, x); }
@@ -191,7 +225,14 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return Binary(OpKind::kMatmul, a, b); }
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  return Call1(OpKind::kLinear, {x, w, b});
+  if (b.defined()) return Call1(OpKind::kLinear, {x, w, b});
+  // matmul wants rank >= 2: fold the leading dims into one and restore them.
+  if (x.dim() == 0) Invalid("linear: input must have rank >= 1, got a scalar");
+  if (w.dim() != 2)
+    Invalid(absl::StrCat("linear: weight must be [out, in], got ", w.type().ToString()));
+  std::vector<int64_t> out_shape = Vec(x.shape());
+  out_shape.back() = w.size(0);
+  return reshape(matmul(reshape(x, {-1, x.size(-1)}), transpose(w, 0, 1)), std::move(out_shape));
 }
 Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
   return Call1(OpKind::kPermute, {x}, {{"dims", std::move(dims)}});
@@ -243,6 +284,52 @@ Tensor slice_backward(const Tensor& grad, std::vector<int64_t> input_shape, int6
 }
 Tensor concat(absl::Span<const Tensor> xs, int64_t dim) {
   return Call1(OpKind::kConcat, xs, {{"dim", dim}});
+}
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  const int64_t d = ValueOrThrow(WrapDim(dim, x.dim()));
+  const int64_t size = x.size(d);
+  const bool known = !IsSymbolic(size);
+  if (known ? index < -size || index >= size : index < 0) {
+    Invalid(absl::StrCat("select: index ", index, " is out of range for dim ", dim, " of ",
+                         x.type().ToString()));
+  }
+  const int64_t start = index < 0 ? index + size : index;
+  std::vector<int64_t> shape = Vec(x.shape());
+  shape.erase(shape.begin() + d);
+  return reshape(slice(x, d, start, start + 1), std::move(shape));
+}
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  const int64_t d = ValueOrThrow(WrapDim(dim, x.dim() + 1));
+  std::vector<int64_t> shape = Vec(x.shape());
+  shape.insert(shape.begin() + d, 1);
+  return reshape(x, std::move(shape));
+}
+Tensor squeeze(const Tensor& x, int64_t dim) {
+  const int64_t d = ValueOrThrow(WrapDim(dim, std::max<int64_t>(x.dim(), 1)));
+  if (x.dim() == 0 || x.size(d) != 1) return x;
+  std::vector<int64_t> shape = Vec(x.shape());
+  shape.erase(shape.begin() + d);
+  return reshape(x, std::move(shape));
+}
+Tensor squeeze(const Tensor& x) {
+  std::vector<int64_t> shape;
+  for (int64_t size : x.shape()) {
+    if (size != 1) shape.push_back(size);
+  }
+  return shape.size() == x.shape().size() ? x : reshape(x, std::move(shape));
+}
+Tensor stack(absl::Span<const Tensor> xs, int64_t dim) {
+  if (xs.empty()) Invalid("stack: expects a non-empty list of tensors");
+  const int64_t d = ValueOrThrow(WrapDim(dim, xs[0].dim() + 1));
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i].type() != xs[0].type()) {
+      Invalid(absl::StrCat("stack: every tensor must be ", xs[0].type().ToString(), ", tensor ", i,
+                           " is ", xs[i].type().ToString()));
+    }
+    parts.push_back(unsqueeze(xs[i], d));
+  }
+  return concat(parts, d);
 }
 Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value) {
   return Call1(OpKind::kPad, {x}, {{"pads", std::move(pads)}, {"value", value}});

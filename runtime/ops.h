@@ -61,6 +61,13 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Truth values (nonzero is true) combined elementwise, broadcasting -> bool.
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+// x with `value` where the bool `mask` (which broadcasts to x's shape) is
+// true; the filled elements take no gradient.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
@@ -112,8 +119,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // ---- linear algebra and layout
 // 2-D or batched (rank >= 2, batch dims broadcast).
 Tensor matmul(const Tensor& a, const Tensor& b);
-// x [.., in] w [out, in] b [out] -> [.., out].
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// x [.., in] w [out, in] b [out] -> [.., out]; without a bias (an undefined b),
+// x w^T.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 Tensor permute(const Tensor& x, std::vector<int64_t> dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor reshape(const Tensor& x, std::vector<int64_t> shape);  // one dim may be -1
@@ -123,6 +131,16 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 Tensor slice_backward(const Tensor& grad, std::vector<int64_t> input_shape, int64_t dim,
                       int64_t start, int64_t end, int64_t step);
 Tensor concat(absl::Span<const Tensor> xs, int64_t dim);
+// As PyTorch's (a negative dim or index counts from the end):
+// x at `index` along `dim`, without that dim;
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+// xs (one type) along a new dim `dim` of size xs.size();
+Tensor stack(absl::Span<const Tensor> xs, int64_t dim);
+// x with a new dim of size 1 at `dim` (in [-rank - 1, rank]);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+// x without dim `dim` if its size is 1, else x; without `dim`, every size-1 dim gone.
+Tensor squeeze(const Tensor& x, int64_t dim);
+Tensor squeeze(const Tensor& x);
 // pads: [lo0, hi0, lo1, hi1, ...], one pair per dim, non-negative.
 Tensor pad(const Tensor& x, std::vector<int64_t> pads, double value = 0);
 
