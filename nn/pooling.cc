@@ -139,7 +139,23 @@ std::string AvgPool2d::extra_repr() const {
   return WindowRepr(kernel_size_, stride_, padding_);  // torch prints no more
 }
 
-// ---- AdaptiveAvgPool2d
+// ---- AdaptiveAvgPool2d, AdaptiveAvgPool1d
+
+namespace {
+
+// PyTorch's adaptive bands along `dim`: output i is the mean of
+// [floor(i in / out), ceil((i + 1) in / out)), where bands may overlap.
+Tensor AdaptiveBands(const Tensor& t, int64_t dim, int64_t out) {
+  const int64_t in = t.size(dim);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
+    parts.push_back(mean(slice(t, dim, start, end), {dim}, /*keepdim=*/true));
+  }
+  return concat(parts, dim);
+}
+
+}  // namespace
 
 AdaptiveAvgPool2d::AdaptiveAvgPool2d(IntPair output_size) : output_size_(output_size) {
   RequirePositive("AdaptiveAvgPool2d", "output_size", output_size);
@@ -158,19 +174,30 @@ Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
   }
   // Uneven windows: the mean over each band of rows, then of columns (a
   // rectangle's mean is the mean of its rows' means).
-  auto bands = [](const Tensor& t, int64_t dim, int64_t in, int64_t out) {
-    std::vector<Tensor> parts;
-    for (int64_t i = 0; i < out; ++i) {
-      const int64_t start = i * in / out, end = ((i + 1) * in + out - 1) / out;
-      parts.push_back(mean(slice(t, dim, start, end), {dim}, /*keepdim=*/true));
-    }
-    return concat(parts, dim);
-  };
-  return bands(bands(x, 2, h, oh), 3, w, ow);
+  return AdaptiveBands(AdaptiveBands(x, 2, oh), 3, ow);
 }
 
 std::string AdaptiveAvgPool2d::extra_repr() const {
   return absl::StrCat("output_size=", output_size_.ToString());
+}
+
+AdaptiveAvgPool1d::AdaptiveAvgPool1d(int64_t output_size) : output_size_(output_size) {
+  RequirePositive("AdaptiveAvgPool1d", "output_size", output_size);
+}
+
+Tensor AdaptiveAvgPool1d::forward(const Tensor& x) {
+  RequireInput("AdaptiveAvgPool1d", x, {2, 3}, -1, "[N, C, L] or [C, L]");
+  const int64_t length = x.size(-1), rank = x.dim();
+  if (length % output_size_ != 0) return AdaptiveBands(x, rank - 1, output_size_);
+  // Even windows: each a row of a [..., out, L / out] view.
+  std::vector<int64_t> rows(x.shape().begin(), x.shape().end() - 1);
+  rows.push_back(output_size_);
+  rows.push_back(length / output_size_);
+  return mean(reshape(x, rows), {rank});
+}
+
+std::string AdaptiveAvgPool1d::extra_repr() const {
+  return absl::StrCat("output_size=", output_size_);
 }
 
 }  // namespace tc::nn

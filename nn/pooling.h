@@ -1,11 +1,12 @@
 // Pooling layers over [N, C, H, W], as torch.nn's MaxPool2d, AvgPool2d and
-// AdaptiveAvgPool2d: rectangular windows (an IntPair takes one int or one
-// per dim), the stride defaulting to the kernel size, padding of at most half
-// the kernel, and PyTorch's output sizes, ceil_mode and count_include_pad.
+// AdaptiveAvgPool2d (and AdaptiveAvgPool1d over [N, C, L]): rectangular windows (an IntPair takes
+// one int or one per dim), the stride defaulting to the kernel size, padding of at most half the
+// kernel, and PyTorch's output sizes, ceil_mode and count_include_pad.
 //
 //   nn::MaxPool2d pool(3, 2, 1, /*ceil_mode=*/true);
 //   nn::AvgPool2d avg({2, 3}, std::nullopt, 0, false, /*count_include_pad=*/false);
 //   nn::AdaptiveAvgPool2d gap(1);                   // global average pooling
+//   nn::AdaptiveAvgPool1d bins(4);                  // [N, C, L] -> [N, C, 4]
 #ifndef TENSORCUT_NN_POOLING_H_
 #define TENSORCUT_NN_POOLING_H_
 
@@ -59,6 +60,19 @@ class AdaptiveAvgPool2d : public Module {
 
  private:
   IntPair output_size_;
+};
+
+// Over [N, C, L] or [C, L]: output i is the mean of input
+// [floor(i L / out), ceil((i + 1) L / out)).
+class AdaptiveAvgPool1d : public Module {
+ public:
+  explicit AdaptiveAvgPool1d(int64_t output_size);
+  Tensor forward(const Tensor& x) override;
+  using Module::forward;
+  std::string extra_repr() const override;
+
+ private:
+  int64_t output_size_;
 };
 
 }  // namespace tc::nn

@@ -93,6 +93,27 @@ TEST_CASE("AdaptiveAvgPool2d averages PyTorch's overlapping bands") {
   CHECK(nn::AdaptiveAvgPool2d(1).ToString() == "AdaptiveAvgPool2d(output_size=1)");
 }
 
+TEST_CASE("AdaptiveAvgPool1d averages PyTorch's bands over the last dim") {
+  const Tensor x = from_vector<float>({1, 2, 3, 4, 5}, {1, 1, 5});
+  // [0, 3) and [2, 5): the bands overlap on the middle element.
+  CHECK(Values(nn::AdaptiveAvgPool1d(2)(x)) == std::vector<float>{2, 4});
+  CHECK(Values(nn::AdaptiveAvgPool1d(5)(x)) == std::vector<float>{1, 2, 3, 4, 5});
+  CHECK(Values(nn::AdaptiveAvgPool1d(1)(x)) == std::vector<float>{3});
+  // [C, L], even windows.
+  const Tensor rows = from_vector<float>({1, 2, 3, 4, 10, 20, 30, 40}, {2, 4});
+  CHECK(nn::AdaptiveAvgPool1d(2)(rows).shape() == Shape{2, 2});
+  CHECK(Values(nn::AdaptiveAvgPool1d(2)(rows)) == std::vector<float>{1.5, 3.5, 15, 35});
+  CHECK(nn::AdaptiveAvgPool1d(3)(zeros({2, 4, 7})).shape() == Shape{2, 4, 3});
+  CHECK(nn::AdaptiveAvgPool1d(3).ToString() == "AdaptiveAvgPool1d(output_size=3)");
+  CHECK(testing::ThrownMessage([] { nn::AdaptiveAvgPool1d(0); }) ==
+        "AdaptiveAvgPool1d: output_size must be positive, got 0");
+  CHECK(testing::ThrownMessage([] {
+          nn::AdaptiveAvgPool1d(2)(zeros({1, 1, 2, 2}));
+        }).find("AdaptiveAvgPool1d") != std::string::npos);
+  CheckLayer(Factory<nn::AdaptiveAvgPool1d>(int64_t{3}), RandomInput({2, 3, 7}, 5));
+  CheckLayer(Factory<nn::AdaptiveAvgPool1d>(int64_t{2}), RandomInput({3, 8}, 6));
+}
+
 TEST_CASE("pooling gradients and compiled results") {
   CheckLayer(Factory<nn::MaxPool2d>(nn::IntPair(3, 2), std::optional<nn::IntPair>(nn::IntPair(2)),
                                     nn::IntPair(1), true),
