@@ -626,12 +626,7 @@ absl::Status load(Module& module, const std::string& path, Optimizer* optimizer,
                   LRScheduler* scheduler) {
   TC_ASSIGN_OR_RETURN(NamedTensors file, LoadTensors(path));
   const NamedTensors module_tensors = CheckpointTensors(module, nullptr, nullptr);
-  // A checkpoint saved before the groups' options were saved loads without them.
-  const bool with_options =
-      absl::c_any_of(file, [](const auto& entry) { return IsGroupOptionName(entry.first); });
-  const NamedTensors state = optimizer == nullptr ? NamedTensors()
-                             : with_options       ? optimizer->state()
-                                                  : WithoutGroupOptions(optimizer->state());
+  const NamedTensors state = optimizer == nullptr ? NamedTensors() : optimizer->state_for(file);
   const NamedTensors schedule = scheduler ? scheduler->state() : NamedTensors();
   NamedTensors expected = module_tensors;
   expected.insert(expected.end(), state.begin(), state.end());

@@ -5,6 +5,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -61,10 +62,12 @@ void SgdLoop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t 
   }
 }
 
+// `v_max` (amsgrad): the largest v so far, which takes v's place in the
+// denominator; NaN propagates, as torch.maximum's.
 template <typename T>
-void AdamLoop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t n,
-              double lr, double beta1, double beta2, double eps, double weight_decay,
-              bool decoupled, int64_t step) {
+void AdamLoop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+              T* __restrict v_max, int64_t n, double lr, double beta1, double beta2, double eps,
+              double weight_decay, bool decoupled, int64_t step) {
   const double bias1 = 1 - std::pow(beta1, static_cast<double>(step));
   const double bias2 = 1 - std::pow(beta2, static_cast<double>(step));
   const T step_size = lr / bias1, bias2_sqrt = std::sqrt(bias2), eps_t = eps;
@@ -76,7 +79,12 @@ void AdamLoop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __rest
     const T gi = l2 != 0 ? g[i] + l2 * p[i] : g[i];
     m[i] += b1 * (gi - m[i]);  // PyTorch's lerp: beta1 * m + (1 - beta1) * g
     v[i] = b2 * v[i] + one_minus_b2 * gi * gi;
-    p[i] += -step_size * (m[i] / (std::sqrt(v[i]) / bias2_sqrt + eps_t));
+    T denominator = v[i];
+    if (v_max != nullptr) {
+      if (!(v_max[i] >= v[i])) v_max[i] = v[i];
+      denominator = v_max[i];
+    }
+    p[i] += -step_size * (m[i] / (std::sqrt(denominator) / bias2_sqrt + eps_t));
   }
 }
 
@@ -374,19 +382,25 @@ NamedTensors WithoutGroupOptions(const NamedTensors& state) {
   return out;
 }
 
+NamedTensors Optimizer::state_for(const NamedTensors& saved) const {
+  absl::flat_hash_set<absl::string_view> saved_names;
+  for (const auto& [name, t] : saved) saved_names.insert(name);
+  NamedTensors out;
+  for (const auto& entry : state()) {
+    if (!IsGroupOptionName(entry.first) || saved_names.contains(entry.first)) out.push_back(entry);
+  }
+  return out;
+}
+
 absl::Status Optimizer::load_state(const NamedTensors& state) {
-  // A state saved without the groups' options (before they were saved)
-  // leaves them as they are.
-  const bool with_options =
-      absl::c_any_of(state, [](const auto& entry) { return IsGroupOptionName(entry.first); });
-  const NamedTensors current = with_options ? this->state() : WithoutGroupOptions(this->state());
+  const NamedTensors current = state_for(state);
+  absl::flat_hash_map<std::string, const Tensor*> by_name;
+  for (const auto& [name, t] : state) by_name.emplace(name, &t);
   const std::string mismatch = DescribeMismatch(current, state, "got");
   if (!mismatch.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name_, " state does not match the optimizer: ", mismatch));
   }
-  absl::flat_hash_map<std::string, const Tensor*> by_name;
-  for (const auto& [name, t] : state) by_name.emplace(name, &t);
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string name = StateName(params_[i].first, "step");
     const int64_t count = by_name.at(name)->item<int64_t>();
@@ -395,10 +409,12 @@ absl::Status Optimizer::load_state(const NamedTensors& state) {
                                                      "; a step count cannot be negative"));
     }
   }
-  for (int g = 0; g < num_groups() && with_options; ++g) {
+  for (int g = 0; g < num_groups(); ++g) {
     std::vector<double> values;
-    for (const std::string& option : option_names_) {
-      values.push_back(by_name.at(GroupOptionName(g, option))->item<double>());
+    for (size_t o = 0; o < option_names_.size(); ++o) {
+      const auto given = by_name.find(GroupOptionName(g, option_names_[o]));
+      values.push_back(given != by_name.end() ? given->second->item<double>()
+                                              : *group_options_[g][o].data<double>());
     }
     std::string problem = Check(values);
     const std::vector<std::string> needed = definition_.slots(values);
@@ -472,33 +488,50 @@ void SGD::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
 
 namespace {
 
-enum AdamOption { kAdamLr, kAdamBeta1, kAdamBeta2, kAdamEps, kAdamWeightDecay };
+enum AdamOption { kAdamLr, kAdamBeta1, kAdamBeta2, kAdamEps, kAdamWeightDecay, kAdamAmsgrad };
 
-std::vector<std::string> AdamSlots(absl::Span<const double>) { return {"exp_avg", "exp_avg_sq"}; }
+std::vector<std::string> AdamSlots(absl::Span<const double> o) {
+  std::vector<std::string> slots = {"exp_avg", "exp_avg_sq"};
+  if (o[kAdamAmsgrad] != 0) slots.push_back("max_exp_avg_sq");
+  return slots;
+}
 
 std::string AdamCheck(absl::Span<const double> o) {
   if (!(o[kAdamBeta1] >= 0 && o[kAdamBeta1] < 1)) return Invalid("beta1", o[kAdamBeta1]);
   if (!(o[kAdamBeta2] >= 0 && o[kAdamBeta2] < 1)) return Invalid("beta2", o[kAdamBeta2]);
+  if (!IsFlag(o[kAdamAmsgrad])) return Invalid("amsgrad (0 or 1)", o[kAdamAmsgrad]);
   return RequireNonNegative(o, {{kAdamEps, "eps"}, {kAdamWeightDecay, "weight_decay"}});
 }
 
 }  // namespace
 
-Adam::Adam(ParamList params, double lr, double beta1, double beta2, double eps, double weight_decay)
-    : Adam(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay) {}
+Adam::Adam(ParamList params, double lr, double beta1, double beta2, double eps, double weight_decay,
+           bool amsgrad)
+    : Adam(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay,
+           amsgrad) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps,
-           double weight_decay)
-    : Adam("Adam", std::move(groups), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/false) {}
+           double weight_decay, bool amsgrad)
+    : Adam("Adam", std::move(groups), lr, beta1, beta2, eps, weight_decay, amsgrad,
+           /*decoupled=*/false) {}
+
+Adam::Adam(ParamList params, double lr, std::pair<double, double> betas, double eps,
+           double weight_decay, bool amsgrad)
+    : Adam(std::move(params), lr, betas.first, betas.second, eps, weight_decay, amsgrad) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
+           double weight_decay, bool amsgrad)
+    : Adam(std::move(groups), lr, betas.first, betas.second, eps, weight_decay, amsgrad) {}
 
 Adam::Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, double beta1,
-           double beta2, double eps, double weight_decay, bool decoupled)
+           double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled)
     : Optimizer({std::string(name),
                  {{"lr", lr},
                   {"beta1", beta1},
                   {"beta2", beta2},
                   {"eps", eps},
-                  {"weight_decay", weight_decay}},
+                  {"weight_decay", weight_decay},
+                  {"amsgrad", amsgrad ? 1.0 : 0.0}},
                  &AdamSlots,
                  &AdamCheck},
                 std::move(groups)),
@@ -508,19 +541,31 @@ void Adam::Update(const ParamUpdate& u, int64_t begin, int64_t end) {
   const absl::Span<const double> o = u.options;
   kernels::VisitFloatDType(u.param.dtype(), [&](auto zero) {
     using T = decltype(zero);
+    T* v_max = o[kAdamAmsgrad] != 0 ? SlotData<T>(u.slots, u.slot_names, "max_exp_avg_sq", begin)
+                                    : nullptr;
     AdamLoop(u.param.data<T>() + begin, u.grad.data<T>() + begin, u.slots[0].data<T>() + begin,
-             u.slots[1].data<T>() + begin, end - begin, o[kAdamLr], o[kAdamBeta1], o[kAdamBeta2],
-             o[kAdamEps], o[kAdamWeightDecay], decoupled_, u.step);
+             u.slots[1].data<T>() + begin, v_max, end - begin, o[kAdamLr], o[kAdamBeta1],
+             o[kAdamBeta2], o[kAdamEps], o[kAdamWeightDecay], decoupled_, u.step);
   });
 }
 
 AdamW::AdamW(ParamList params, double lr, double beta1, double beta2, double eps,
-             double weight_decay)
-    : AdamW(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay) {}
+             double weight_decay, bool amsgrad)
+    : AdamW(std::vector<ParamGroup>{{std::move(params)}}, lr, beta1, beta2, eps, weight_decay,
+            amsgrad) {}
 
 AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps,
-             double weight_decay)
-    : Adam("AdamW", std::move(groups), lr, beta1, beta2, eps, weight_decay, /*decoupled=*/true) {}
+             double weight_decay, bool amsgrad)
+    : Adam("AdamW", std::move(groups), lr, beta1, beta2, eps, weight_decay, amsgrad,
+           /*decoupled=*/true) {}
+
+AdamW::AdamW(ParamList params, double lr, std::pair<double, double> betas, double eps,
+             double weight_decay, bool amsgrad)
+    : AdamW(std::move(params), lr, betas.first, betas.second, eps, weight_decay, amsgrad) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
+             double weight_decay, bool amsgrad)
+    : AdamW(std::move(groups), lr, betas.first, betas.second, eps, weight_decay, amsgrad) {}
 
 // ---- RMSprop
 

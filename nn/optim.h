@@ -23,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -113,9 +114,13 @@ class Optimizer {
   // Copies `state` into this optimizer's state after checking that it has
   // exactly the names, dtypes and shapes of state(), non-negative step
   // counts and hyper-parameters this optimizer accepts; on error nothing
-  // changes. A state without any group options (saved before they were)
-  // leaves the groups' options as they are.
+  // changes. A group option the state lacks keeps its value (a state saved
+  // before the options were, or before an option was added).
   absl::Status load_state(const NamedTensors& state);
+  // state() without the group options `saved` lacks: what a saved state is
+  // checked against (the options it lacks keep their values; every option,
+  // for a state saved before they were; Adam's amsgrad, before it was).
+  NamedTensors state_for(const NamedTensors& saved) const;
 
  protected:
   // What a subclass declares: its hyper-parameters with their values for the
@@ -199,9 +204,9 @@ class Optimizer {
 // momentum buffers exist for groups built with a momentum.
 class SGD : public Optimizer {
  public:
-  SGD(ParamList params, double lr, double momentum = 0, double dampening = 0,
+  SGD(ParamList params, double lr = 1e-3, double momentum = 0, double dampening = 0,
       double weight_decay = 0, bool nesterov = false);
-  SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0, double dampening = 0,
+  SGD(std::vector<ParamGroup> groups, double lr = 1e-3, double momentum = 0, double dampening = 0,
       double weight_decay = 0, bool nesterov = false);
 
  private:
@@ -211,19 +216,27 @@ class SGD : public Optimizer {
 // torch.optim.Adam: with g the grad and t the step,
 //   g += weight_decay * p                                   (L2 penalty)
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g^2
+//   amsgrad: v_max = max(v_max, v), which takes v's place below
 //   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// Options lr, beta1, beta2, eps, weight_decay (PyTorch's betas as two).
+// Options lr, beta1, beta2, eps, weight_decay, amsgrad (0 or 1); PyTorch's
+// betas as two options, and as a pair in the constructors that take one:
+//   nn::Adam adam(model.named_parameters(), 1e-3, {0.9, 0.98}, 1e-9);
+// State exp_avg, exp_avg_sq, and max_exp_avg_sq where a group uses amsgrad.
 class Adam : public Optimizer {
  public:
   Adam(ParamList params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
-       double eps = 1e-8, double weight_decay = 0);
+       double eps = 1e-8, double weight_decay = 0, bool amsgrad = false);
   Adam(std::vector<ParamGroup> groups, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
-       double eps = 1e-8, double weight_decay = 0);
+       double eps = 1e-8, double weight_decay = 0, bool amsgrad = false);
+  Adam(ParamList params, double lr, std::pair<double, double> betas, double eps = 1e-8,
+       double weight_decay = 0, bool amsgrad = false);
+  Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas,
+       double eps = 1e-8, double weight_decay = 0, bool amsgrad = false);
 
  protected:
   // decoupled: AdamW's weight decay, p *= 1 - lr * weight_decay before the update.
   Adam(absl::string_view name, std::vector<ParamGroup> groups, double lr, double beta1,
-       double beta2, double eps, double weight_decay, bool decoupled);
+       double beta2, double eps, double weight_decay, bool amsgrad, bool decoupled);
 
  private:
   void Update(const ParamUpdate& update, int64_t begin, int64_t end) override;
@@ -236,9 +249,13 @@ class Adam : public Optimizer {
 class AdamW : public Adam {
  public:
   AdamW(ParamList params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
-        double eps = 1e-8, double weight_decay = 1e-2);
+        double eps = 1e-8, double weight_decay = 1e-2, bool amsgrad = false);
   AdamW(std::vector<ParamGroup> groups, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
-        double eps = 1e-8, double weight_decay = 1e-2);
+        double eps = 1e-8, double weight_decay = 1e-2, bool amsgrad = false);
+  AdamW(ParamList params, double lr, std::pair<double, double> betas, double eps = 1e-8,
+        double weight_decay = 1e-2, bool amsgrad = false);
+  AdamW(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas,
+        double eps = 1e-8, double weight_decay = 1e-2, bool amsgrad = false);
 };
 
 // torch.optim.RMSprop: with g the grad,

@@ -74,7 +74,7 @@ ModelSpec MakeStructured(Generator* gen) {
 // The features-512-512-classes MLP, with Dropout(p) after each ReLU when p > 0.
 ModelSpec MakeMlpWith(Generator* gen, double p, int64_t features = 784, int64_t classes = 10) {
   Modules layers;
-  for (const auto [in, out] : {std::pair<int64_t, int64_t>{features, 512}, {512, 512}}) {
+  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{features, 512}, {512, 512}}) {
     layers.push_back(std::make_shared<Linear>(in, out, true, gen));
     layers.push_back(std::make_shared<ReLU>());
     if (p > 0) layers.push_back(std::make_shared<Dropout>(p));

@@ -3,6 +3,7 @@
 // check that a step allocates nothing.
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -89,12 +90,13 @@ struct RefSgd {
 struct RefAdam {
   double lr, beta1, beta2, eps, weight_decay;
   bool decoupled;
-  Vec m, v;
+  bool amsgrad = false;
+  Vec m, v, v_max;
   int step = 0;
 
   void Step(Vec& p, const Vec& grad) {
     ++step;
-    if (m.empty()) m.assign(p.size(), 0), v.assign(p.size(), 0);
+    if (m.empty()) m.assign(p.size(), 0), v.assign(p.size(), 0), v_max.assign(p.size(), 0);
     const double bias1 = 1 - std::pow(beta1, step), bias2 = 1 - std::pow(beta2, step);
     for (size_t i = 0; i < p.size(); ++i) {
       double g = grad[i];
@@ -105,7 +107,8 @@ struct RefAdam {
       }
       m[i] = beta1 * m[i] + (1 - beta1) * g;
       v[i] = beta2 * v[i] + (1 - beta2) * g * g;
-      const double m_hat = m[i] / bias1, v_hat = v[i] / bias2;
+      v_max[i] = std::max(v_max[i], v[i]);
+      const double m_hat = m[i] / bias1, v_hat = (amsgrad ? v_max[i] : v[i]) / bias2;
       p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
     }
   }
@@ -238,6 +241,77 @@ TEST_CASE("Adam and AdamW match torch.optim over three steps") {
                       ToleranceFor(dtype));
     }
   }
+}
+
+TEST_CASE("amsgrad divides by the largest second moment so far") {
+  // Grads that shrink, so that v falls below its earlier maximum.
+  const std::vector<Vec> grads = {{2.0, -1.0, 0.5, 3.0},
+                                  {1.5, -0.5, 0.5, 2.0},
+                                  {0.01, 0.02, -0.01, 0.0},
+                                  {0.02, -0.01, 0.0, 0.01}};
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    for (bool decoupled : {false, true}) {
+      INFO((decoupled ? "AdamW " : "Adam ") << DTypeName(dtype));
+      const Tensor p = MakeTensor(kInit, dtype), plain_p = MakeTensor(kInit, dtype);
+      std::unique_ptr<Optimizer> opt, plain;
+      if (decoupled) {
+        opt = std::make_unique<AdamW>(ParamList{p}, 0.1, std::pair{0.9, 0.5}, 1e-8, 0.01, true);
+        plain = std::make_unique<AdamW>(ParamList{plain_p}, 0.1, 0.9, 0.5, 1e-8, 0.01);
+      } else {
+        opt = std::make_unique<Adam>(ParamList{p}, 0.1, std::pair{0.9, 0.5}, 1e-8, 0.01, true);
+        plain = std::make_unique<Adam>(ParamList{plain_p}, 0.1, 0.9, 0.5, 1e-8, 0.01);
+      }
+      RefAdam ref{0.1, 0.9, 0.5, 1e-8, 0.01, decoupled, /*amsgrad=*/true};
+      Vec expected = kInit;
+      for (const Vec& g : grads) {
+        ref.Step(expected, g);
+        p.set_grad(MakeTensor(g, dtype));
+        plain_p.set_grad(MakeTensor(g, dtype));
+        opt->step();
+        plain->step();
+      }
+      REQUIRE_TENSORS_CLOSE(p.to(DType::kF64), MakeTensor(expected, DType::kF64),
+                            ToleranceFor(dtype), ToleranceFor(dtype));
+      // Without amsgrad the last steps differ: the test sees the maximum.
+      CHECK(testing::CompareTensors(plain_p.to(DType::kF64), MakeTensor(expected, DType::kF64),
+                                    1e-3, 1e-3) != "");
+      CHECK(Names(opt->state())[3] == "optim.0.max_exp_avg_sq");
+    }
+  }
+  Tensor w = MakeTensor(kInit, DType::kF32);
+  CHECK(ThrownMessage([&] {
+          Adam({{{w}, {{"amsgrad", 2}}}});
+        }) == "Adam: invalid amsgrad (0 or 1) 2");
+}
+
+TEST_CASE("SGD's learning rate defaults to PyTorch's, for groups that all set their own") {
+  Tensor a = MakeTensor({1.0}, DType::kF64), b = MakeTensor({1.0}, DType::kF64);
+  SGD sgd({{{a}, {{"lr", 0.5}}}, {{b}, {{"lr", 0.25}}}});
+  CHECK(SGD({a}).lr() == 1e-3);
+  a.set_grad(MakeTensor({1.0}, DType::kF64));
+  b.set_grad(MakeTensor({1.0}, DType::kF64));
+  sgd.step();
+  CHECK(a.to_vector<double>() == Vec{0.5});
+  CHECK(b.to_vector<double>() == Vec{0.75});
+}
+
+TEST_CASE("a state saved before an option existed loads, the option keeping its value") {
+  Tensor w = MakeTensor(kInit, DType::kF32);
+  w.set_grad(MakeTensor(GradAt(1), DType::kF32));
+  Adam saved({w}, 0.05);
+  saved.step();
+  NamedTensors old_state;  // as 0.2 saved it: no amsgrad
+  for (const auto& [name, t] : saved.state()) {
+    if (name != "optim.param_groups.0.amsgrad") old_state.emplace_back(name, t.clone());
+  }
+  Adam restored({MakeTensor(kInit, DType::kF32)}, 0.01);
+  REQUIRE(restored.load_state(old_state).ok());
+  CHECK(restored.lr() == 0.05);
+  CHECK(restored.option(0, "amsgrad") == 0);
+  // An option the state gives but this optimizer lacks is still a mismatch.
+  NamedTensors extra = saved.state();
+  extra.emplace_back("optim.param_groups.0.nesterov", scalar(0, DType::kF64));
+  CHECK(!restored.load_state(extra).ok());
 }
 
 TEST_CASE("RMSprop and Adagrad match torch.optim over three steps") {
@@ -438,7 +512,8 @@ TEST_CASE("state names follow the parameter keys, then the groups' options") {
   CHECK(names == std::vector<std::string>{"optim.0.step", "optim.0.exp_avg", "optim.0.exp_avg_sq",
                                           "optim.param_groups.0.lr", "optim.param_groups.0.beta1",
                                           "optim.param_groups.0.beta2", "optim.param_groups.0.eps",
-                                          "optim.param_groups.0.weight_decay"});
+                                          "optim.param_groups.0.weight_decay",
+                                          "optim.param_groups.0.amsgrad"});
   // No momentum: the step count and the options only.
   CHECK(SGD({w}, 0.1).state().size() == 1 + 5);
 }
