@@ -276,7 +276,14 @@ std::vector<double> LinearLR::ClosedFormLr() {
 // ---- OneCycleLR
 
 OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, const OneCycleOptions& options)
+    : OneCycleLR(optimizer, std::vector<double>(optimizer.num_groups(), max_lr), options) {}
+
+OneCycleLR::OneCycleLR(Optimizer& optimizer, const std::vector<double>& max_lrs,
+                       const OneCycleOptions& options)
     : LRScheduler("OneCycleLR", optimizer), options_(options) {
+  Require(static_cast<int>(max_lrs.size()) == num_groups(), name_,
+          absl::StrCat("expected one max_lr per parameter group (", num_groups(), "), got ",
+                       max_lrs.size()));
   Require(options.total_steps > 0, name_,
           absl::StrCat("total_steps must be > 0, got ", options.total_steps));
   Require(options.pct_start >= 0 && options.pct_start <= 1, name_,
@@ -291,9 +298,9 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, const OneCycleOption
                          "pass cycle_momentum = false"));
   }
   for (int g = 0; g < num_groups(); ++g) {
-    const double initial = max_lr / options.div_factor;
+    const double initial = max_lrs[g] / options.div_factor;
     initial_lrs_.push_back(initial);
-    max_lrs_.push_back(max_lr);
+    max_lrs_.push_back(max_lrs[g]);
     min_lrs_.push_back(initial / options.final_div_factor);
     // The cycle starts from its own initial rate, as PyTorch's sets it.
     optimizer.set_option(g, "lr", initial);
@@ -371,6 +378,8 @@ bool ReduceLROnPlateau::IsBetter(double value) const {
   return value > (rel ? best * (t + 1) : best + t);
 }
 
+void LRScheduler::step(double) { step(); }
+
 void ReduceLROnPlateau::step() { Fail(name_, "step() needs the metric: call step(metric)"); }
 
 void ReduceLROnPlateau::step(double metric) {
@@ -443,6 +452,16 @@ void ChainedScheduler::step() {
   ++last_epoch_;
   for (const auto& s : schedulers_) s->step();
   Apply(ComputeLr());
+}
+
+void ChainedScheduler::step(double metric) {
+  ++last_epoch_;
+  for (const auto& s : schedulers_) s->step(metric);
+  Apply(ComputeLr());
+}
+
+bool ChainedScheduler::needs_metric() const {
+  return absl::c_any_of(schedulers_, [](const auto& s) { return s->needs_metric(); });
 }
 
 std::vector<double> ChainedScheduler::ComputeLr() {

@@ -43,6 +43,11 @@ class LRScheduler {
 
   // One more step (an epoch or an iteration, as the schedule counts them).
   virtual void step();
+  // The same, given the metric a schedule may watch: ReduceLROnPlateau's
+  // step; the others ignore it. What a loop calls that holds any scheduler.
+  virtual void step(double metric);
+  // Whether step() needs the metric (ReduceLROnPlateau).
+  virtual bool needs_metric() const { return false; }
   // The rates the last step set, one per group.
   const std::vector<double>& get_last_lr() const { return last_lrs_; }
   int64_t last_epoch() const { return last_epoch_; }
@@ -191,6 +196,9 @@ struct OneCycleOptions {
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, double max_lr, const OneCycleOptions& options);
+  // One max_lr per parameter group, as PyTorch's list.
+  OneCycleLR(Optimizer& optimizer, const std::vector<double>& max_lrs,
+             const OneCycleOptions& options);
 
  protected:
   std::vector<double> ComputeLr() override;
@@ -221,9 +229,10 @@ struct PlateauOptions {
 class ReduceLROnPlateau : public LRScheduler {
  public:
   explicit ReduceLROnPlateau(Optimizer& optimizer, const PlateauOptions& options = {});
-  void step(double metric);
+  void step(double metric) override;
   // Without a metric: an error (a plateau needs one).
   void step() override;
+  bool needs_metric() const override { return true; }
 
  protected:
   std::vector<double> ComputeLr() override;
@@ -243,6 +252,9 @@ class ChainedScheduler : public LRScheduler {
  public:
   explicit ChainedScheduler(std::vector<std::shared_ptr<LRScheduler>> schedulers);
   void step() override;
+  // Each scheduler's step(metric): a ReduceLROnPlateau may be among them.
+  void step(double metric) override;
+  bool needs_metric() const override;
 
  protected:
   std::vector<double> ComputeLr() override;
@@ -259,6 +271,7 @@ class SequentialLR : public LRScheduler {
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
   void step() override;
+  using LRScheduler::step;
 
  protected:
   std::vector<double> ComputeLr() override;

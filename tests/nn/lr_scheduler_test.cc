@@ -179,6 +179,42 @@ TEST_CASE("ReduceLROnPlateau cuts the rate after patience bad steps, then cools 
   CHECK_THROWS_WITH(strict.step(), "ReduceLROnPlateau: step() needs the metric: call step(metric)");
 }
 
+TEST_CASE("OneCycleLR takes one max_lr per group") {
+  auto sgd = MakeSgd({0.1, 0.1});
+  OneCycleLR one_cycle(*sgd, std::vector<double>{1.0, 0.2}, {.total_steps = 100});
+  CHECK(sgd->option(0, "lr") == Approx(1.0 / 25));
+  CHECK(sgd->option(1, "lr") == Approx(0.2 / 25));
+  for (int t = 1; t <= 29; ++t) one_cycle.step();
+  CHECK(sgd->option(0, "lr") == Approx(1.0));  // the peak, at the end of pct_start
+  CHECK(sgd->option(1, "lr") == Approx(0.2));
+  CHECK_THROWS_WITH(OneCycleLR(*sgd, std::vector<double>{1.0}, {.total_steps = 10}),
+                    "OneCycleLR: expected one max_lr per parameter group (2), got 1");
+}
+
+TEST_CASE("any scheduler steps through the base with a metric; only a plateau watches it") {
+  auto sgd = MakeSgd();
+  std::vector<std::unique_ptr<LRScheduler>> schedulers;
+  schedulers.push_back(std::make_unique<StepLR>(*sgd, 1, 0.5));
+  auto watched = MakeSgd();
+  schedulers.push_back(
+      std::make_unique<ReduceLROnPlateau>(*watched, PlateauOptions{.patience = 0}));
+  CHECK(!schedulers[0]->needs_metric());
+  CHECK(schedulers[1]->needs_metric());
+  for (double metric : {3.0, 4.0}) {
+    for (auto& s : schedulers) s->step(metric);
+  }
+  CHECK(sgd->lr() == Approx(0.025));     // two halvings, the metric ignored
+  CHECK(watched->lr() == Approx(0.01));  // 4 is no better than 3: cut once
+  // A chain passes the metric on.
+  auto chained_opt = MakeSgd();
+  auto plateau = std::make_shared<ReduceLROnPlateau>(*chained_opt, PlateauOptions{.patience = 0});
+  ChainedScheduler chain({std::make_shared<StepLR>(*chained_opt, 1, 0.5), plateau});
+  CHECK(chain.needs_metric());
+  chain.step(3.0);
+  chain.step(4.0);
+  CHECK(chained_opt->lr() == Approx(0.1 * 0.25 * 0.1));
+}
+
 // 80 steps, a snapshot of the optimizer's and the scheduler's state, a fresh
 // optimizer and scheduler loaded from it, 80 more steps: the rates (and
 // momentum) equal an uninterrupted run's at every step, bit for bit.
