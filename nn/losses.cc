@@ -262,14 +262,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   CheckPair(kLoss, "logits", logits, "targets", targets);
   CheckReduction(kLoss, options.reduction);
   CheckBroadcastWeight(kLoss, "weight", options.weight, logits);
+  CheckBroadcastWeight(kLoss, "pos_weight", options.pos_weight, logits);
   const Tensor& pw = options.pos_weight;
-  if (pw.defined() && (logits.dim() == 0 || pw.dim() != 1 || pw.size(0) != logits.size(-1) ||
-                       pw.dtype() != logits.dtype())) {
-    ThrowInvalid(kLoss,
-                 absl::StrCat("expected pos_weight ", DTypeName(logits.dtype()), "[",
-                              logits.dim() == 0 ? 1 : logits.size(-1),
-                              "], one per class of the last dim, got ", pw.type().ToString()));
-  }
   const DType dtype = logits.dtype();
   // log(1 + exp(-x)) in a form that cannot overflow. maximum splits the
   // gradient at x = 0 evenly, which gives the exact derivative there.

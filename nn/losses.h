@@ -68,8 +68,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, absl::string_view r
                   double delta = 1);
 
 // The options of the binary losses. `weight` broadcasts against the input;
-// `pos_weight` (with_logits only) against its last dim, weighting the
-// positive term of each class.
+// so does `pos_weight` (with_logits only), weighting the positive term: [C]
+// for classes on the last dim, [C, 1, 1] for the channels of NCHW logits.
 struct BinaryLossOptions {
   Tensor weight;
   Tensor pos_weight;

@@ -304,8 +304,25 @@ TEST_CASE("binary_cross_entropy_with_logits weights the positive term by pos_wei
       logits, targets);
   CHECK_THROWS_WITH(nn::binary_cross_entropy_with_logits(
                         logits, targets, {.pos_weight = zeros({2, 3}, DType::kF64)}),
-                    "binary_cross_entropy_with_logits: expected pos_weight f64[3], one per class "
-                    "of the last dim, got f64[2,3]");
+                    "binary_cross_entropy_with_logits: expected pos_weight of dtype f64 that "
+                    "broadcasts to f64[4,3], got f64[2,3]");
+  // Broadcast as PyTorch's: [C, 1, 1] over the channels of NCHW logits.
+  const Tensor maps = Random({2, 3, 2, 2}, DType::kF64, 9);
+  const Tensor map_targets = Random({2, 3, 2, 2}, DType::kF64, 10) * 0.5 + 0.5;
+  const Tensor channel_weight = from_vector<double>({3, 1, 0.5}, {3, 1, 1});
+  const Tensor per_channel = nn::binary_cross_entropy_with_logits(
+      maps, map_targets, {.pos_weight = channel_weight, .reduction = "none"});
+  for (int64_t c = 0; c < 3; ++c) {
+    const Tensor one = nn::binary_cross_entropy_with_logits(
+        slice(maps, 1, c, c + 1), slice(map_targets, 1, c, c + 1),
+        {.pos_weight = slice(channel_weight, 0, c, c + 1).reshape({1}), .reduction = "none"});
+    CHECK(testing::CompareTensors(slice(per_channel, 1, c, c + 1), one, 1e-15, 0) == "");
+  }
+  CheckLoss(
+      [=](const Tensor& a, const Tensor& b) {
+        return nn::binary_cross_entropy_with_logits(a, b, {.pos_weight = channel_weight});
+      },
+      maps, map_targets);
 }
 
 TEST_CASE("kl_div: target (log target - input), 0 where the target is 0") {
