@@ -8,6 +8,11 @@
 namespace tc::testing {
 
 std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  // Undefined (a grad that never came) matches only undefined.
+  if (!actual.defined() || !expected.defined()) {
+    if (actual.defined() == expected.defined()) return "";
+    return absl::StrCat(actual.defined() ? "expected" : "actual", " is undefined");
+  }
   if (actual.shape() != expected.shape()) {
     return absl::StrCat("shapes differ: actual ", actual.type().ToString(), ", expected ",
                         expected.type().ToString());

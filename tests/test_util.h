@@ -13,7 +13,8 @@
 namespace tc::testing {
 
 // Empty when `actual` matches `expected` (same shape; |a - e| <= atol + rtol |e|
-// elementwise, NaNs equal), else a message naming the worst element.
+// elementwise, NaNs equal; both undefined), else a message naming the worst
+// element.
 std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol, double atol);
 
 // A tensor with `t`'s values and shape whose strides are not contiguous: the

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/containers.h"
 #include "runtime/autograd_meta.h"
 #include "tests/nn/layer_check.h"
 #include "tests/nn/nn_test_util.h"
@@ -170,6 +171,118 @@ TEST_CASE("masked attention: gradients against finite differences, compiled agai
       [] { return std::make_shared<PaddedSelfAttention>(); },
       TensorTree::Tuple({TensorTree::MakeLeaf(Random({2, 4, 8}, DType::kF64, 14).requires_grad_()),
                          TensorTree::MakeLeaf(pad)}));
+}
+
+// Each head's softmax(q_h k_h^T / sqrt(d) + mask): [B, H, S, T], in f64.
+Tensor ReferenceWeights(const nn::MultiheadAttention& attn, int64_t heads, const Tensor& query,
+                        const Tensor& key, const Tensor& mask) {
+  const int64_t e = query.size(2), d = e / heads;
+  const Tensor& w = attn.in_proj_weight();
+  const Tensor& b = attn.in_proj_bias();
+  std::vector<Tensor> per_head;
+  for (int64_t h = 0; h < heads; ++h) {
+    auto project = [&](const Tensor& x, int64_t part) {
+      const int64_t lo = part * e + h * d;
+      return matmul(x, transpose(Rows(w, lo, lo + d), 0, 1)) + Rows(b, lo, lo + d);
+    };
+    Tensor scores =
+        matmul(project(query, 0), transpose(project(key, 1), 1, 2)) / std::sqrt(double(d)) + mask;
+    per_head.push_back(softmax(scores, 2));
+  }
+  return stack(per_head, 1);
+}
+
+TEST_CASE("attend_with_weights returns each head's weights or their mean, as PyTorch") {
+  nn::MultiheadAttention attn(8, 2);
+  attn.to(DType::kF64);
+  RandomizeBiases(attn);
+  const Tensor q = Random({2, 3, 8}, DType::kF64, 20), kv = Random({2, 5, 8}, DType::kF64, 21);
+  const Tensor bias = Random({3, 5}, DType::kF64, 22);
+  const auto [out, mean_weights] = attn.attend_with_weights(q, kv, kv, Tensor(), bias);
+  const Tensor reference = ReferenceWeights(attn, 2, q, kv, bias);
+  CHECK(mean_weights.shape() == Shape{2, 3, 5});
+  REQUIRE_TENSORS_CLOSE(mean_weights, mean(reference, {1}), 1e-12, 1e-12);
+  REQUIRE_TENSORS_CLOSE(sum(mean_weights, {2}), ones({2, 3}, DType::kF64), 1e-12, 1e-12);
+  // The written-out output equals the fused one.
+  REQUIRE_TENSORS_CLOSE(out, attn.attend(q, kv, kv, Tensor(), bias), 1e-12, 1e-12);
+  const Tensor per_head =
+      attn.attend_with_weights(q, kv, kv, Tensor(), bias, /*average_attn_weights=*/false).weights;
+  CHECK(per_head.shape() == Shape{2, 2, 3, 5});
+  REQUIRE_TENSORS_CLOSE(per_head, reference, 1e-12, 1e-12);
+}
+
+// Self-attention's output beside its mean attention weights, as one output.
+class SelfAttentionWeights : public nn::Module {
+ public:
+  SelfAttentionWeights() {
+    Generator gen(5);
+    attn_ = register_module("attn", std::make_shared<nn::MultiheadAttention>(8, 2, true, &gen));
+    to(DType::kF64);
+    RandomizeBiases(*attn_);
+  }
+  Tensor forward(const Tensor& x) override {
+    const auto [out, weights] = attn_->attend_with_weights(x, x, x);
+    return concat({out, weights}, 2);
+  }
+  using nn::Module::forward;
+
+ private:
+  std::shared_ptr<nn::MultiheadAttention> attn_;
+};
+
+TEST_CASE("attention weights: gradients against finite differences, compiled against eager") {
+  testing::CheckLayer([] { return std::make_shared<SelfAttentionWeights>(); },
+                      TensorTree::MakeLeaf(Random({2, 4, 8}, DType::kF64, 23).requires_grad_()));
+}
+
+TEST_CASE("batch_first = false takes and returns [S, B, E]") {
+  Generator gen(6);
+  nn::MultiheadAttention batch_first(8, 2, /*causal=*/true, &gen);
+  nn::MultiheadAttention seq_first(8, 2, {.causal = true, .batch_first = false});
+  batch_first.to(DType::kF64);
+  seq_first.to(DType::kF64);
+  RandomizeBiases(batch_first);
+  REQUIRE(seq_first.load_state_dict(batch_first.state_dict()).ok());
+  const Tensor x = Random({2, 4, 8}, DType::kF64, 24);
+  const Tensor pad =
+      from_vector<bool>({false, false, false, true, false, false, false, false}, {2, 4});
+  REQUIRE_TENSORS_CLOSE(
+      seq_first.attend(transpose(x, 0, 1), transpose(x, 0, 1), transpose(x, 0, 1), pad),
+      transpose(batch_first.attend(x, x, x, pad), 0, 1), 1e-12, 1e-12);
+  // The weights stay batch first, as PyTorch's.
+  REQUIRE_TENSORS_CLOSE(
+      seq_first.attend_with_weights(transpose(x, 0, 1), transpose(x, 0, 1), transpose(x, 0, 1))
+          .weights,
+      batch_first.attend_with_weights(x, x, x).weights, 1e-12, 1e-12);
+  CHECK_THROWS_WITH(seq_first(zeros({3, 4, 7})),
+                    "MultiheadAttention: expected query, key and value [seq, batch, 8], got "
+                    "f32[3,4,7]");
+}
+
+TEST_CASE("masks reach forward through a dict, so masked attention sits in a Sequential") {
+  Generator gen(7);
+  auto attn = std::make_shared<nn::MultiheadAttention>(8, 2, false, &gen);
+  auto head = std::make_shared<nn::Linear>(8, 3, true, &gen);
+  nn::Sequential model({attn, head});
+  model.to(DType::kF64);
+  const Tensor x = Random({2, 4, 8}, DType::kF64, 25), kv = Random({2, 5, 8}, DType::kF64, 26);
+  const Tensor pad =
+      from_vector<bool>({false, false, false, true, false, false, false, false}, {2, 4});
+  const Tensor got = model(TensorTree::Dict({{"query", TensorTree::MakeLeaf(x)},
+                                             {"key_padding_mask", TensorTree::MakeLeaf(pad)}}))
+                         .leaf();
+  REQUIRE_TENSORS_CLOSE(got, (*head)(attn->attend(x, x, x, pad)), 1e-12, 1e-12);
+  const Tensor cross = (*attn)(TensorTree::Dict({{"query", TensorTree::MakeLeaf(x)},
+                                                 {"key", TensorTree::MakeLeaf(kv)}}))
+                           .leaf();
+  REQUIRE_TENSORS_CLOSE(cross, attn->attend(x, kv, kv), 1e-12, 1e-12);
+  CHECK_THROWS_WITH((*attn)(TensorTree::Dict({{"key", TensorTree::MakeLeaf(x)}})),
+                    "MultiheadAttention: expected a tensor or a dict with \"query\" (and "
+                    "optionally \"key\", \"value\", \"key_padding_mask\", \"attn_mask\")");
+  CHECK_THROWS_WITH((*attn)(TensorTree::Dict(
+                        {{"query", TensorTree::MakeLeaf(x)}, {"mask", TensorTree::MakeLeaf(pad)}})),
+                    "MultiheadAttention: unknown input \"mask\" (expected query, key, value, "
+                    "key_padding_mask, attn_mask)");
 }
 
 }  // namespace
