@@ -30,7 +30,20 @@ int ExitCode(absl::string_view subcommand, const absl::Status& status) {
   if (status.ok()) return 0;
   std::fprintf(stderr, "tensorcut %s: %s\n", std::string(subcommand).c_str(),
                std::string(status.message()).c_str());
-  return 1;
+  switch (status.code()) {
+    case absl::StatusCode::kCancelled:
+      return kExitInterrupted;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnimplemented:
+      return kExitBadInput;
+    default:
+      return kExitFailed;
+  }
 }
 
 namespace {

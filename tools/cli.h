@@ -32,8 +32,16 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since);
 
+// The program's exit codes besides 0 (the README lists them).
+inline constexpr int kExitFailed = 1;         // anything else that went wrong
+inline constexpr int kExitBadInput = 2;       // a flag, a file, a model or data refused
+inline constexpr int kExitInterrupted = 130;  // SIGINT or SIGTERM stopped training
+
 // A subcommand's exit code: 0 for OK; otherwise prints
-// "tensorcut <subcommand>: <message>" to stderr and returns 1.
+// "tensorcut <subcommand>: <message>" to stderr and returns the code of the
+// status: Cancelled (an interrupt) kExitInterrupted; InvalidArgument,
+// NotFound, OutOfRange, AlreadyExists, PermissionDenied, FailedPrecondition
+// and Unimplemented kExitBadInput; the rest kExitFailed.
 int ExitCode(absl::string_view subcommand, const absl::Status& status);
 
 // The flags given on the command line, by name ("batch"), as main() found

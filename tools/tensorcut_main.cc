@@ -9,6 +9,7 @@
 //   tensorcut --version         # the version and the build's configuration
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -123,15 +124,26 @@ int IgnoredFlag(const Subcommand& s, const std::vector<std::string>& given) {
     if (!anyones || std::find(own.begin(), own.end(), name) != own.end()) continue;
     std::fprintf(stderr, "tensorcut %s: --%s is not a flag of %s (its flags: --%s)\n", s.name,
                  std::string(name).c_str(), s.name, absl::StrJoin(own, " --").c_str());
-    return 1;
+    return tc::kExitBadInput;
   }
   return 0;
+}
+
+// What is wrong with a flag's value that no subcommand would accept, or "".
+std::string InvalidFlagValue() {
+  if (const int threads = absl::GetFlag(FLAGS_threads); threads < 0) {
+    return absl::StrCat("--threads must be at least 1 (0: OpenMP's default), got ", threads);
+  }
+  if (const double lr = absl::GetFlag(FLAGS_lr); !(lr >= 0 && std::isfinite(lr))) {
+    return absl::StrCat("--lr must be a finite number >= 0, got ", lr);
+  }
+  return "";
 }
 
 int UnknownSubcommand(absl::string_view name) {
   std::fprintf(stderr, "tensorcut: unknown subcommand '%s'\n\n%s", std::string(name).c_str(),
                Usage().c_str());
-  return 2;
+  return kExitBadInput;
 }
 
 // `tensorcut [SUB] --help` and `tensorcut help [SUB]`: the usage on stdout,
@@ -195,9 +207,13 @@ int main(int argc, char** argv) {
   }
   if (args.size() > 2) {
     std::fprintf(stderr, "tensorcut: expected at most one subcommand\n\n%s", tc::Usage().c_str());
-    return 2;
+    return tc::kExitBadInput;
   }
   if (help) return tc::Help(args.size() == 2 ? args[1] : "");
+  if (const std::string problem = tc::InvalidFlagValue(); !problem.empty()) {
+    std::fprintf(stderr, "tensorcut: %s\n", problem.c_str());
+    return tc::kExitBadInput;
+  }
   if (const int threads = absl::GetFlag(FLAGS_threads); threads > 0) tc::SetNumThreads(threads);
 
   const absl::string_view name = args.size() == 2 ? args[1] : "demo";
@@ -207,14 +223,14 @@ int main(int argc, char** argv) {
   tc::SetGivenFlags(std::move(given));
   if (const absl::Status gemm = tc::SetGemmChoiceFromFlag(); !gemm.ok()) {
     std::fprintf(stderr, "tensorcut %s: --%s\n", s->name, std::string(gemm.message()).c_str());
-    return 2;
+    return tc::kExitBadInput;
   }
   if (const absl::StatusOr<tc::Precision> precision =
           tc::ParsePrecision(absl::GetFlag(FLAGS_precision));
       !precision.ok()) {
     std::fprintf(stderr, "tensorcut %s: --%s\n", s->name,
                  std::string(precision.status().message()).c_str());
-    return 2;
+    return tc::kExitBadInput;
   }
   try {
     return s->run();

@@ -158,7 +158,7 @@ absl::Status Run(dist::ProcessGroup& group) {
     examples += stats.examples;
     if (!std::isfinite(stats.loss)) {
       // The update it made is not saved: the last checkpoint stays as it was.
-      return absl::InvalidArgumentError(absl::StrCat(
+      return absl::AbortedError(absl::StrCat(
           "step ", t.step(), ": the loss is ", stats.loss, "; training stopped without saving (",
           saved_step >= 0 ? absl::StrCat(checkpoint, " holds step ", saved_step)
                           : absl::StrCat(checkpoint, " is as it was before this run"),

@@ -150,56 +150,65 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.err.rfind("tensorcut: unknown subcommand 'frobnicate'\n", 0) == 0);
   REQUIRE(Tensorcut("help frobnicate").code == 2);
 
+  // Values no subcommand accepts: exit 2 before anything runs.
+  r = Tensorcut("train --model linear --threads -2");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "tensorcut: --threads must be at least 1 (0: OpenMP's default), got -2\n");
+  r = Tensorcut("train --model linear --lr inf");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "tensorcut: --lr must be a finite number >= 0, got inf\n");
+  REQUIRE(Tensorcut("train --model linear --lr=-1").code == 2);
+
   r = Tensorcut("partition --model resnet");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut partition: unknown model \"resnet\"; known models: linear, convbn, "
           "structured, mlp, mlp_dropout, cnn, transformer, transformer_dropout; in the zoo: "
           "resnet18, vgg11, mobilenetv2, unet, gpt, lstm\n");
   r = Tensorcut("graph --model linear --stage optimized");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut graph: unknown --stage \"optimized\"; known stages: captured, joint, "
           "forward, backward\n");
   r = Tensorcut("partition --model linear --strategy magic");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err.rfind("tensorcut partition: ", 0) == 0);
   REQUIRE(Contains(r.err, "magic"));
   r = Tensorcut("train --model linear --optimizer lion");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut train: unknown optimizer \"lion\"; known optimizers: sgd, adam, adamw\n");
   r = Tensorcut(absl::StrCat("train --model linear --resume ", TempPath("none.safetensors")));
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err == absl::StrCat("tensorcut train: cannot open checkpoint ",
                                 TempPath("none.safetensors"), ": No such file or directory\n"));
   REQUIRE(Tensorcut("train --no_such_flag").code != 0);
   // A flag that does not apply to the model's data, and an unwritable
   // checkpoint: refused before the first step.
   r = Tensorcut("train --model linear --batch 64");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut train: --batch applies to the models trained on Fashion-MNIST (mlp, "
           "mlp_dropout); linear trains on synthetic batches of its example inputs' size\n");
   r = Tensorcut("train --model cnn --data /tmp");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(Contains(r.err, "tensorcut train: --data applies to the models trained on"));
   r = Tensorcut("train --model linear --checkpoint /nonexistent/x");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.out.empty());
   REQUIRE(r.err ==
           "tensorcut train: --checkpoint /nonexistent/x: cannot write in /nonexistent: No such "
           "file or directory\n");
   // A flag of another subcommand would be ignored: refused before any work.
   r = Tensorcut("train --model linear --strategy budget");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
           "--steps --batch --drop_last --sync_batchnorm --lr --optimizer --partition --budget "
           "--checkpoint --save_every --resume --seed --data --label_column --features --labels "
           "--test_data --threads --gemm --precision)\n");
   r = Tensorcut("partition --model linear --threads 2");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
 }
 
@@ -225,7 +234,7 @@ TEST_CASE("train writes a checkpoint that --resume continues from") {
   REQUIRE(Contains(r.out, "\ntrained 5 steps in "));
 
   r = Tensorcut(absl::StrCat("train --model convbn --steps 20 --resume ", ckpt));
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err == absl::StrCat("tensorcut train: checkpoint ", ckpt,
                                 " was written with --model linear, not convbn\n"));
 }
@@ -274,10 +283,10 @@ TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
 
   // Mistakes name the flag or the file's line.
   r = Tensorcut(absl::StrCat("train --model mlp --data ", train, " --label-column z --steps 1"));
-  CHECK(r.code == 1);
+  CHECK(r.code == 2);
   CHECK(Contains(r.err, absl::StrCat(train, ": no column \"z\" (columns: x0, x1, y)")));
   r = Tensorcut(absl::StrCat("train --model cnn --data ", train, " --label-column y --steps 1"));
-  CHECK(r.code == 1);
+  CHECK(r.code == 2);
   CHECK(Contains(r.err,
                  "model \"cnn\" takes no data of its own; the mlp models (mlp, mlp_dropout) do"));
 }
@@ -321,7 +330,7 @@ TEST_CASE("train reads .npz arrays with their test split") {
   CHECK(std::stod(r.out.substr(at + 14)) > 90);
   const Result missing =
       Tensorcut(absl::StrCat("train --model mlp --data ", path, " --labels labels --steps 1"));
-  CHECK(missing.code == 1);
+  CHECK(missing.code == 2);
   CHECK(Contains(missing.err, absl::StrCat("--data ", path,
                                            " has no array \"labels\" (--labels); its "
                                            "arrays: x, y, x_test, y_test")));
@@ -333,7 +342,7 @@ TEST_CASE("train reads .npz arrays with their test split") {
   const std::string nan_path = TempPath("nan.npz");
   std::ofstream(nan_path, std::ios::binary) << std::string(with_nan.begin(), with_nan.end());
   const Result nan = Tensorcut(absl::StrCat("train --model mlp --data ", nan_path, " --steps 1"));
-  CHECK(nan.code == 1);
+  CHECK(nan.code == 2);
   CHECK(Contains(nan.err, absl::StrCat(nan_path,
                                        ": features f32[300,2]: example 7, element 1 is "
                                        "nan: features must be finite f32 values")));
@@ -343,7 +352,7 @@ TEST_CASE("train reads .npz arrays with their test split") {
   REQUIRE(nn::SaveTensors({{"x", features}, {"y", from_vector<int64_t>({0, 1, 0}, {3})}}, inf_path)
               .ok());
   const Result inf = Tensorcut(absl::StrCat("train --model mlp --data ", inf_path, " --steps 1"));
-  CHECK(inf.code == 1);
+  CHECK(inf.code == 2);
   CHECK(Contains(inf.err, absl::StrCat(inf_path,
                                        ": features f64[3,2]: example 2, element 0 is "
                                        "inf: features must be finite f32 values")));
@@ -371,7 +380,7 @@ TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --sav
   const std::string interrupted = TempPath("interrupted.safetensors");
   r = Tensorcut(absl::StrCat("train --model transformer --steps 100000 --checkpoint ", interrupted),
                 /*interrupt_after=*/3);
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 130);
   REQUIRE(Contains(r.err, "tensorcut train: interrupted (SIGINT) at step "));
   REQUIRE(Contains(r.err, absl::StrCat(": checkpoint ", interrupted, " saved; --resume ")));
   REQUIRE(Contains(r.err, absl::StrCat("at step ", SavedStep(interrupted), ":")));
@@ -390,7 +399,7 @@ TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --sav
   r = Tensorcut(absl::StrCat("train --model mlp --data ", big,
                              " --label-column y --steps 5 --checkpoint ", interrupted),
                 /*interrupt_after=*/1);
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 130);
   REQUIRE(Contains(r.err, absl::StrCat("tensorcut train: interrupted (SIGINT) before the first "
                                        "step: nothing saved (",
                                        interrupted, " is as it was)")));
@@ -477,14 +486,14 @@ TEST_CASE("compare tables every strategy with its planned peak and resident grow
 
   // The sweep's outputs without the sweep are a mistake, not ignored.
   const Result csv_alone = Tensorcut("compare --model mlp --csv x.csv");
-  REQUIRE(csv_alone.code == 1);
+  REQUIRE(csv_alone.code == 2);
   REQUIRE(Contains(csv_alone.err, "--csv is an output of --sweep; add --sweep"));
   REQUIRE(Tensorcut("compare --model mlp --json=false --steps 1").code == 0);
   const Result all = Tensorcut("compare --model all");
-  REQUIRE(all.code == 1);
+  REQUIRE(all.code == 2);
   REQUIRE(Contains(all.err, "--model all: all models, or a list, need --sweep"));
   const Result budget = Tensorcut("compare --model mlp --sweep --budget 0.3");
-  REQUIRE(budget.code == 1);
+  REQUIRE(budget.code == 2);
   REQUIRE(Contains(budget.err, "--budget does not apply to --sweep"));
 }
 
@@ -601,7 +610,7 @@ TEST_CASE("graph prints each stage's IR as the library does") {
   REQUIRE(Contains(r.out, "= all_reduce_wait(%5) {group=\"world\"}  # bucket 0"));
   REQUIRE(ToString(Parse(r.out).value()) == r.out);
   r = Tensorcut("graph --model linear --stage forward --data-parallel");
-  REQUIRE(r.code == 1);
+  REQUIRE(r.code == 2);
   REQUIRE(r.err ==
           "tensorcut graph: --data_parallel shows the backward's all-reduce: it takes --stage "
           "backward, not forward\n");
