@@ -195,7 +195,8 @@ Tensor operator/(double a, const Tensor& b) { return div(scalar(a, b.dtype()), b
 // ---- reductions
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  return Call1(OpKind::kSum, {x}, ReduceAttrs(std::move(dims), keepdim));
+  const Tensor& counted = x.dtype() == DType::kBool ? cast(x, DType::kI64) : x;
+  return Call1(OpKind::kSum, {counted}, ReduceAttrs(std::move(dims), keepdim));
 }
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   return Call1(OpKind::kMean, {x}, ReduceAttrs(std::move(dims), keepdim));

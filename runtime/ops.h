@@ -105,6 +105,7 @@ Tensor operator/(double a, const Tensor& b);
 
 // ---- reductions ({} dims = all dims). Gradients: max/min share the
 // gradient evenly among the elements equal to the extremum.
+// A bool x is counted: the sum is i64, as PyTorch's.
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);

@@ -1,5 +1,5 @@
 // The ops written with other ops (select, stack, squeeze, unsqueeze, the
-// logical ops, masked_fill, linear without a bias), as PyTorch's of the same
+// logical ops, masked_fill, linear without a bias, the sum of bools), as PyTorch's of the same
 // names: values against hand-worked ones, gradients against finite
 // differences in f64, and every error a caller can hit.
 #include "autodiff/gradcheck.h"
@@ -125,6 +125,14 @@ TEST_CASE("masked_fill sets the masked elements and passes no gradient to them")
       gradcheck([rows](const TensorList& in) { return TensorList{masked_fill(in[0], rows, 2)}; },
                 {Grad({4, 3}, 5)})
           .ok());
+}
+
+TEST_CASE("the sum of a bool tensor counts its true elements, in i64") {
+  const Tensor flags = Bools({1, 0, 1, 1, 0, 1}, {2, 3});
+  CHECK(sum(flags).dtype() == DType::kI64);
+  CHECK(sum(flags).item<int64_t>() == 4);
+  CHECK(sum(flags, {1}).to_vector<int64_t>() == std::vector<int64_t>{2, 2});
+  CHECK(sum(gt(Iota({5}), scalar(1.5, DType::kF64))).item<int64_t>() == 3);
 }
 
 TEST_CASE("linear without a bias is x w^T at any rank") {
