@@ -14,7 +14,14 @@ absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
                                                   const Attrs& attrs) {
   const std::vector<int64_t>& shape = attrs.Ints("shape");
   TC_RETURN_IF_ERROR(CheckShapeSize(shape));
-  return One(attrs.Dtype("dtype"), shape);
+  const DType dtype = attrs.Dtype("dtype");
+  // Converting a double outside int64 to one is undefined (it gave the most
+  // negative value): refused, as PyTorch refuses the overflow.
+  const double value = attrs.Float("value");
+  if (dtype == DType::kI64 && !(value >= -0x1p63 && value < 0x1p63)) {
+    return Invalid("value ", value, " cannot be converted to i64 without overflow");
+  }
+  return One(dtype, shape);
 }
 
 absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>,

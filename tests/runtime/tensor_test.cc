@@ -1,4 +1,6 @@
 // Tensor handles, storage, views, creation and printing.
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 
 #include "catch2/catch.hpp"
@@ -103,6 +105,13 @@ TEST_CASE("creation errors are statuses") {
              {{"start", 0.0}, {"end", 1.0}, {"step", 0.0}, {"dtype", DType::kI64}})
             .status()
             .message() == "arange: step must be nonzero");
+  CHECK_THROWS_WITH(full({2}, 1e30, DType::kI64),
+                    "full: value 1e+30 cannot be converted to i64 without overflow");
+  CHECK_THROWS_WITH(full({2}, std::nan(""), DType::kI64),
+                    "full: value nan cannot be converted to i64 without overflow");
+  CHECK(full({1}, -0x1p63, DType::kI64).item<int64_t>() == INT64_MIN);
+  CHECK_THROWS_WITH(full({1}, 0x1p63, DType::kI64),
+                    "full: value 9.22337e+18 cannot be converted to i64 without overflow");
   CHECK_THROWS_WITH(from_vector<float>({1, 2, 3}, {2, 2}),
                     "from_vector: 3 values do not fill shape [2,2]");
   CHECK_THROWS_WITH(randn({2}, DType::kI64), "random tensors must be f32 or f64, got i64");
