@@ -498,15 +498,14 @@ absl::Status WithPath(const absl::Status& status, const std::string& path) {
   return absl::Status(status.code(), absl::StrCat("checkpoint ", path, ": ", status.message()));
 }
 
-// The module's state_dict, then the optimizer's and the scheduler's states.
-NamedTensors CheckpointTensors(const Module& module, const Optimizer* optimizer,
-                               const LRScheduler* scheduler) {
+// The module's state_dict, then the optimizer's, the scheduler's and the
+// data loader's states.
+NamedTensors CheckpointTensors(const Module& module, const TrainingState& state) {
   NamedTensors out = module.state_dict();
-  if (optimizer != nullptr) {
-    for (auto& entry : optimizer->state()) out.push_back(std::move(entry));
-  }
-  if (scheduler != nullptr) {
-    for (auto& entry : scheduler->state()) out.push_back(std::move(entry));
+  for (const NamedTensors& part : {state.optimizer ? state.optimizer->state() : NamedTensors(),
+                                   state.scheduler ? state.scheduler->state() : NamedTensors(),
+                                   state.data ? state.data->state() : NamedTensors()}) {
+    out.insert(out.end(), part.begin(), part.end());
   }
   return out;
 }
@@ -619,59 +618,97 @@ absl::StatusOr<NamedArrays> LoadArrays(const std::string& path) {
 
 absl::Status save(const Module& module, const std::string& path, const Optimizer* optimizer,
                   const LRScheduler* scheduler) {
-  return SaveTensors(CheckpointTensors(module, optimizer, scheduler), path);
+  return save(module, path,
+              TrainingState{.optimizer = const_cast<Optimizer*>(optimizer),
+                            .scheduler = const_cast<LRScheduler*>(scheduler)});
+}
+
+absl::Status save(const Module& module, const std::string& path, const TrainingState& state) {
+  return SaveTensors(CheckpointTensors(module, state), path);
 }
 
 absl::Status load(Module& module, const std::string& path, Optimizer* optimizer,
                   LRScheduler* scheduler) {
+  return load(module, path, {.optimizer = optimizer, .scheduler = scheduler});
+}
+
+absl::Status load(Module& module, const std::string& path, const TrainingState& training,
+                  const LoadOptions& options) {
   TC_ASSIGN_OR_RETURN(NamedTensors file, LoadTensors(path));
-  const NamedTensors module_tensors = CheckpointTensors(module, nullptr, nullptr);
+  absl::flat_hash_set<absl::string_view> in_file;
+  for (const auto& [name, t] : file) in_file.insert(name);
+  // Not strict: the module's entries the file lacks keep their values.
+  NamedTensors module_tensors;
+  for (auto& entry : module.state_dict()) {
+    if (options.strict || in_file.contains(entry.first)) module_tensors.push_back(std::move(entry));
+  }
+  Optimizer* optimizer = training.optimizer;
+  LRScheduler* scheduler = training.scheduler;
+  DataLoader* data = training.data;
   const NamedTensors state = optimizer == nullptr ? NamedTensors() : optimizer->state_for(file);
   const NamedTensors schedule = scheduler ? scheduler->state() : NamedTensors();
+  const NamedTensors position = data ? data->state() : NamedTensors();
   NamedTensors expected = module_tensors;
-  expected.insert(expected.end(), state.begin(), state.end());
-  expected.insert(expected.end(), schedule.begin(), schedule.end());
-  absl::flat_hash_set<absl::string_view> expected_names, state_names, schedule_names;
+  for (const NamedTensors* part : {&state, &schedule, &position}) {
+    expected.insert(expected.end(), part->begin(), part->end());
+  }
+  absl::flat_hash_set<absl::string_view> expected_names, state_names, schedule_names,
+      position_names;
   for (const auto& [name, t] : expected) expected_names.insert(name);
   for (const auto& [name, t] : state) state_names.insert(name);
   for (const auto& [name, t] : schedule) schedule_names.insert(name);
-  NamedTensors relevant, state_part, schedule_part;
+  for (const auto& [name, t] : position) position_names.insert(name);
+  NamedTensors relevant, state_part, schedule_part, position_part;
   for (const auto& [name, t] : file) {
-    // Without an optimizer (or a scheduler), a training checkpoint's state
-    // for it is skipped.
-    const bool skipped =
-        absl::StartsWith(name, kSchedulerStatePrefix)
-            ? scheduler == nullptr
-            : optimizer == nullptr && absl::StartsWith(name, kOptimizerStatePrefix);
+    // Without an optimizer (a scheduler, a data loader), a training
+    // checkpoint's state for it is skipped; not strict, any name the
+    // module lacks.
+    const bool skipped = !options.strict                                  ? true
+                         : absl::StartsWith(name, kSchedulerStatePrefix)  ? scheduler == nullptr
+                         : absl::StartsWith(name, kOptimizerStatePrefix)  ? optimizer == nullptr
+                         : absl::StartsWith(name, kDataLoaderStatePrefix) ? data == nullptr
+                                                                          : false;
     if (skipped && !expected_names.contains(name)) continue;
     relevant.emplace_back(name, t);
     if (state_names.contains(name)) state_part.emplace_back(name, t);
     if (schedule_names.contains(name)) schedule_part.emplace_back(name, t);
+    if (position_names.contains(name)) position_part.emplace_back(name, t);
   }
   const std::string mismatch = DescribeMismatch(expected, relevant, "file has");
   if (!mismatch.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", path, " does not match the module: ", mismatch));
   }
-  // The scheduler and the optimizer check their states before changing
-  // anything; after that nothing can fail.
+  // The data loader's position is set first and put back if anything after
+  // it fails; the scheduler and the optimizer check their states before
+  // changing anything; after that nothing can fail.
+  std::optional<DataLoader::Position> before;
+  if (data != nullptr) {
+    before = data->position();
+    absl::Status status = data->load_state(position_part);
+    if (!status.ok()) return WithPath(status, path);
+  }
+  auto failed = [&](const absl::Status& status) {
+    if (before.has_value()) data->set_position(*before).IgnoreError();
+    return WithPath(status, path);
+  };
   if (scheduler != nullptr) {
     absl::Status status = scheduler->CheckState(schedule_part);
-    if (!status.ok()) return WithPath(status, path);
+    if (!status.ok()) return failed(status);
   }
   if (optimizer != nullptr) {
     absl::Status status = optimizer->load_state(state_part);
-    if (!status.ok()) return WithPath(status, path);
+    if (!status.ok()) return failed(status);
   }
   if (scheduler != nullptr) {
     absl::Status status = scheduler->load_state(schedule_part);
-    if (!status.ok()) return WithPath(status, path);
+    if (!status.ok()) return failed(status);
   }
   absl::flat_hash_map<absl::string_view, const Tensor*> by_name;
   for (const auto& [name, t] : relevant) by_name.emplace(name, &t);
   NamedTensors module_part;
   for (const auto& [name, t] : module_tensors) module_part.emplace_back(name, *by_name.at(name));
-  return module.load_state_dict(module_part).status();
+  return module.load_state_dict(module_part, options.strict).status();
 }
 
 }  // namespace tc::nn

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nn/data/array.h"
+#include "nn/data/data_loader.h"
 #include "nn/lr_scheduler.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -56,18 +57,41 @@ absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* meta
 // makes; errors start with the path.
 absl::StatusOr<NamedArrays> LoadArrays(const std::string& path);
 
+// What a training checkpoint holds beside the module, each when given: the
+// optimizer's state under its names ("optim.fc.weight.exp_avg"), the
+// learning-rate scheduler's ("optim.lr_scheduler.last_epoch") and the data
+// loader's position ("data_loader.epoch", "data_loader.batch"), so that a
+// resumed run sees the batches the uninterrupted one would have. save()
+// only reads them.
+struct TrainingState {
+  Optimizer* optimizer = nullptr;
+  LRScheduler* scheduler = nullptr;
+  DataLoader* data = nullptr;
+};
+
+// strict = false, as PyTorch's load_state_dict(strict=False): the module's
+// entries the file lacks keep their values, and entries the module lacks are
+// ignored; dtypes and shapes must still match, and the training state given
+// must still be there in full.
+struct LoadOptions {
+  bool strict = true;
+};
+
 // Saves the module's state_dict (parameters and persistent buffers, by FQN)
-// and, when given, the optimizer's state under its names ("optim.fc.weight.exp_avg")
-// and the learning-rate scheduler's ("optim.lr_scheduler.last_epoch").
+// and the training state given.
+//   nn::save(model, "ckpt.safetensors", {.optimizer = &adam, .data = &loader});
+absl::Status save(const Module& module, const std::string& path, const TrainingState& state);
 absl::Status save(const Module& module, const std::string& path,
                   const Optimizer* optimizer = nullptr, const LRScheduler* scheduler = nullptr);
 
 // Loads a checkpoint written by save() into the existing tensors (handles stay
-// valid). The file must hold exactly the module's state_dict (and the
-// optimizer's and the scheduler's states when they are given; without them,
-// their entries in the file are ignored) with the same dtypes and shapes;
-// otherwise the status lists what is missing, unexpected and mismatched, and
-// nothing changes.
+// valid). The file must hold exactly the module's state_dict (and the states
+// of the training state given; without them, their entries in the file are
+// ignored) with the same dtypes and shapes; otherwise the status lists what
+// is missing, unexpected and mismatched, and nothing changes (the data
+// loader's position included).
+absl::Status load(Module& module, const std::string& path, const TrainingState& state,
+                  const LoadOptions& options = {});
 absl::Status load(Module& module, const std::string& path, Optimizer* optimizer = nullptr,
                   LRScheduler* scheduler = nullptr);
 

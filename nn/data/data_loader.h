@@ -107,6 +107,9 @@ struct DataLoaderOptions {
   int ranks = 1;
 };
 
+// The data loader's state names start with this prefix (nn/checkpoint.h).
+inline constexpr absl::string_view kDataLoaderStatePrefix = "data_loader.";
+
 class DataLoader {
  public:
   // Throws tc::Error for batch_size < 1, an empty epoch (no examples, or

@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "nn/attention.h"
+#include "nn/data/data_loader.h"
 #include "nn/init.h"
 #include "nn/layers.h"
 #include "nn/models/models.h"
@@ -547,6 +548,114 @@ TEST_CASE("a learning-rate scheduler's state is saved and restored with the opti
             " does not match the module: missing: optim.lr_scheduler.best, "
             "optim.lr_scheduler.num_bad_epochs, optim.lr_scheduler.cooldown_counter");
   CHECK(Snapshot(other) == before);
+}
+
+// n examples: features f32 [n, 1] = i, labels i64 [n] = i.
+std::shared_ptr<ArrayDataset> Numbered(int64_t n) {
+  Array x{ElementType::kU8, {n, 1}, std::vector<uint8_t>(static_cast<size_t>(n))};
+  Array y{ElementType::kI64, {n}, std::vector<uint8_t>(static_cast<size_t>(8 * n))};
+  for (int64_t i = 0; i < n; ++i) {
+    x.bytes[i] = static_cast<uint8_t>(i);
+    std::memcpy(&y.bytes[8 * i], &i, 8);
+  }
+  return std::make_shared<ArrayDataset>(
+      std::vector<ArrayDataset::Field>{{x, DType::kF32, 1.0}, {y, DType::kI64}});
+}
+
+TEST_CASE("a data loader's position is saved and restored with the training state") {
+  const std::string path = TempPath("resumable.safetensors");
+  const DataLoaderOptions shuffled{.batch_size = 3, .shuffle = true, .seed = 4};
+  Net net(DType::kF32, 1);
+  Adam opt(net.named_parameters(), 0.1);
+  DataLoader loader(Numbered(10), shuffled);
+  for (int i = 0; i < 5; ++i) REQUIRE(loader.Next().ok());
+  REQUIRE(loader.position() == DataLoader::Position{1, 1});
+  REQUIRE(save(net, path, {.optimizer = &opt, .data = &loader}).ok());
+  CHECK(ReadFile(path).find("\"data_loader.epoch\"") != std::string::npos);
+
+  Net resumed(DType::kF32, 9);
+  Adam resumed_opt(resumed.named_parameters(), 0.1);
+  DataLoader resumed_loader(Numbered(10), shuffled);
+  REQUIRE(load(resumed, path, {.optimizer = &resumed_opt, .data = &resumed_loader}).ok());
+  CHECK(resumed_loader.position() == DataLoader::Position{1, 1});
+  for (int i = 0; i < 4; ++i) {
+    CHECK(resumed_loader.Next().value()[1].to_vector<int64_t>() ==
+          loader.Next().value()[1].to_vector<int64_t>());
+  }
+
+  // Without a data loader the position is skipped; a loader whose epoch has
+  // no batch 1 is refused and nothing changes.
+  Net plain(DType::kF32, 9);
+  REQUIRE(load(plain, path).ok());
+  CHECK(Snapshot(plain) == Snapshot(net));
+  Net other(DType::kF32, 9);
+  Adam other_opt(other.named_parameters(), 0.1);
+  DataLoader short_loader(Numbered(3), shuffled);
+  const std::vector<std::string> before = Snapshot(other);
+  const absl::Status status = load(other, path, {.optimizer = &other_opt, .data = &short_loader});
+  CHECK(status.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(status.message().find("checkpoint " + path + ": ") == 0);
+  CHECK(Snapshot(other) == before);
+  CHECK(short_loader.position() == DataLoader::Position{0, 0});
+}
+
+TEST_CASE("a load that fails after the data loader's position was read puts the position back") {
+  const std::string path = TempPath("bad_step.safetensors");
+  Net net(DType::kF32, 1);
+  Adam opt(net.named_parameters(), 0.1);
+  DataLoader loader(Numbered(10), {.batch_size = 3});
+  REQUIRE(loader.Next().ok());
+  REQUIRE(save(net, path, {.optimizer = &opt, .data = &loader}).ok());
+  // A negative step count: the optimizer refuses it after the position was set.
+  NamedTensors file = LoadTensors(path).value();
+  for (auto& [name, t] : file) {
+    if (name == "optim.scale.step") t = full({}, -1, DType::kI64);
+  }
+  REQUIRE(SaveTensors(file, path).ok());
+
+  Net resumed(DType::kF32, 9);
+  Adam resumed_opt(resumed.named_parameters(), 0.1);
+  DataLoader resumed_loader(Numbered(10), {.batch_size = 3});
+  for (int i = 0; i < 2; ++i) REQUIRE(resumed_loader.Next().ok());
+  const std::vector<std::string> before = Snapshot(resumed);
+  const absl::Status status =
+      load(resumed, path, {.optimizer = &resumed_opt, .data = &resumed_loader});
+  CHECK(status.message() == "checkpoint " + path +
+                                ": Adam state: optim.scale.step is -1; a step count cannot be "
+                                "negative");
+  CHECK(resumed_loader.position() == DataLoader::Position{0, 2});
+  CHECK(Snapshot(resumed) == before);
+}
+
+TEST_CASE("a load that is not strict keeps what the file lacks and ignores what the module lacks") {
+  const std::string path = TempPath("partial.safetensors");
+  Net source(DType::kF32, 1);
+  // The file: fc.weight only, and a key of another model.
+  REQUIRE(SaveTensors({{"fc.weight", source.fc->weight}, {"head.weight", zeros({4})}}, path).ok());
+  Net net(DType::kF32, 9);
+  const std::vector<float> bias = net.fc->bias.to_vector<float>();
+  CHECK(load(net, path).message() ==
+        "checkpoint " + path +
+            " does not match the module: missing: scale, count, fc.bias; unexpected: head.weight");
+  REQUIRE(load(net, path, TrainingState{}, {.strict = false}).ok());
+  CHECK(net.fc->weight.to_vector<float>() == source.fc->weight.to_vector<float>());
+  CHECK(net.fc->bias.to_vector<float>() == bias);
+
+  // Shapes and dtypes must still match, and nothing changes when they do not.
+  REQUIRE(SaveTensors({{"fc.weight", zeros({3, 2})}, {"scale", zeros({})}}, path).ok());
+  const std::vector<std::string> before = Snapshot(net);
+  CHECK(load(net, path, TrainingState{}, {.strict = false}).message() ==
+        "checkpoint " + path +
+            " does not match the module: mismatched: fc.weight (expected f32[2,3], file has "
+            "f32[3,2])");
+  CHECK(Snapshot(net) == before);
+
+  // The training state given must be there in full.
+  Adam opt(net.named_parameters(), 0.1);
+  REQUIRE(SaveTensors({{"fc.weight", source.fc->weight}}, path).ok());
+  CHECK(load(net, path, {.optimizer = &opt}, {.strict = false}).message().find("missing: optim.") !=
+        std::string::npos);
+  CHECK(Snapshot(net) == before);
 }
 
 TEST_CASE("saving is atomic") {
