@@ -23,6 +23,8 @@ packages=(
   clang                # the fuzz targets (tools/fuzz.sh): clang 14,
   libclang-rt-14-dev   # its libFuzzer and sanitizer runtimes,
   libomp-14-dev        # and its OpenMP runtime
+  libonnx-dev          # ONNX 1.12's protobuf messages, read and written by nn/onnx/
+  libprotobuf-dev      # and protobuf 3.21 under them
   dataset-fashion-mnist  # the demo's data
 )
 

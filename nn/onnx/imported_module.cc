@@ -1,0 +1,167 @@
+#include "nn/onnx/imported_module.h"
+
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/error.h"
+
+namespace tc::onnx {
+namespace {
+
+absl::Status NodeError(absl::string_view source, const Node& node, int64_t opset,
+                       absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ": node '", node.name, "' (", node.op_type,
+                                                 ", opset ", opset, "): ", what));
+}
+
+std::string TypeText(const ValueInfo& info) {
+  std::vector<std::string> dims;
+  for (const Dim& d : info.shape) {
+    dims.push_back(!d.name.empty() ? d.name : d.size >= 0 ? absl::StrCat(d.size) : "?");
+  }
+  return absl::StrCat(DTypeName(info.dtype), "[", absl::StrJoin(dims, ","), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model model,
+                                                                       absl::string_view source) {
+  std::shared_ptr<ImportedModule> module(new ImportedModule());
+  // Running statistics are buffers; the other floating initializers are
+  // parameters; integers and booleans are constants (shapes, axes).
+  absl::flat_hash_set<std::string> statistics;
+  for (const Node& node : model.nodes) {
+    const Operator* op = FindOperator(node.op_type);
+    if (op == nullptr) {
+      return NodeError(source, node, model.opset,
+                       absl::StrCat("operator ", node.op_type, " is not supported; ",
+                                    "tensorcut runs ", absl::StrJoin(SupportedOperators(), ", ")));
+    }
+    for (const auto& [name, value] : node.attributes) {
+      if (!absl::c_linear_search(op->attributes, name)) {
+        return NodeError(source, node, model.opset,
+                         absl::StrCat("attribute '", name, "' is not supported"));
+      }
+    }
+    module->operators_.push_back(op);
+    if (node.op_type == "BatchNormalization" && node.inputs.size() == 5) {
+      statistics.insert(node.inputs[3]);
+      statistics.insert(node.inputs[4]);
+    }
+  }
+  for (auto& [name, tensor] : model.initializers) {
+    if (!IsFloating(tensor.dtype())) {
+      module->constants_.emplace(name, std::move(tensor));
+    } else if (statistics.contains(name)) {
+      module->state_.emplace(name, module->register_buffer(name, std::move(tensor)));
+    } else {
+      module->state_.emplace(name, module->register_parameter(name, std::move(tensor)));
+    }
+  }
+  model.initializers.clear();
+  // Constant nodes run once, here.
+  for (const Node& node : model.nodes) {
+    if (node.op_type != "Constant") continue;
+    absl::StatusOr<std::vector<Tensor>> values = CatchErrors(
+        [&] { return FindOperator("Constant")->run(NodeCall(node, model.opset, false, {}, {})); });
+    if (!values.ok())
+      return absl::InvalidArgumentError(absl::StrCat(source, ": ", values.status().message()));
+    module->constants_.emplace(node.outputs.at(0), values->at(0));
+  }
+  module->model_ = std::move(model);
+  return module;
+}
+
+std::string ImportedModule::extra_repr() const {
+  std::vector<std::string> ins, outs;
+  for (const ValueInfo& v : model_.inputs) ins.push_back(absl::StrCat(v.name, ": ", TypeText(v)));
+  for (const ValueInfo& v : model_.outputs) outs.push_back(absl::StrCat(v.name, ": ", TypeText(v)));
+  return absl::StrCat("opset=", model_.opset, ", nodes=", model_.nodes.size(), ", inputs=(",
+                      absl::StrJoin(ins, ", "), "), outputs=(", absl::StrJoin(outs, ", "), ")");
+}
+
+std::vector<Tensor> ImportedModule::Arguments(const TensorTree& input) const {
+  const std::vector<ValueInfo>& declared = model_.inputs;
+  std::vector<Tensor> given;
+  if (input.is_leaf() && declared.size() == 1) {
+    given.push_back(input.leaf());
+  } else if (input.kind() == TreeKind::kDict) {
+    for (const ValueInfo& info : declared) {
+      const TensorTree* entry = input.Find(info.name);
+      if (entry == nullptr || !entry->is_leaf()) {
+        throw Error(absl::InvalidArgumentError(
+            absl::StrCat("ImportedModule: input '", info.name, "' is not given (a tensor)")));
+      }
+      given.push_back(entry->leaf());
+    }
+  } else if ((input.kind() == TreeKind::kTuple || input.kind() == TreeKind::kList) &&
+             input.items().size() == declared.size() &&
+             absl::c_all_of(input.items(), [](const TensorTree& t) { return t.is_leaf(); })) {
+    for (const TensorTree& item : input.items()) given.push_back(item.leaf());
+  } else {
+    std::vector<std::string> names;
+    for (const ValueInfo& info : declared) names.push_back(info.name);
+    throw Error(absl::InvalidArgumentError(absl::StrCat(
+        "ImportedModule: expected ", declared.size() == 1 ? "one tensor" : "a dict or a tuple",
+        " of the model's inputs (", absl::StrJoin(names, ", "), ")")));
+  }
+  for (size_t i = 0; i < declared.size(); ++i) {
+    const ValueInfo& info = declared[i];
+    const Tensor& t = given[i];
+    bool matches = t.dtype() == info.dtype &&
+                   (info.shape.empty() || t.dim() == static_cast<int64_t>(info.shape.size()));
+    for (size_t d = 0; matches && d < info.shape.size(); ++d) {
+      const int64_t size = info.shape[d].size;
+      matches = size < 0 || t.size(static_cast<int64_t>(d)) == size;
+    }
+    if (!matches) {
+      throw Error(absl::InvalidArgumentError(absl::StrCat("ImportedModule: input '", info.name,
+                                                          "': expected ", TypeText(info), ", got ",
+                                                          t.type().ToString())));
+    }
+  }
+  return given;
+}
+
+TensorTree ImportedModule::forward(const TensorTree& input) {
+  const std::vector<Tensor> arguments = Arguments(input);
+  absl::flat_hash_map<std::string, Tensor> values = state_;
+  for (const auto& [name, t] : constants_) values.emplace(name, t);
+  for (size_t i = 0; i < arguments.size(); ++i) values[model_.inputs[i].name] = arguments[i];
+  for (size_t n = 0; n < model_.nodes.size(); ++n) {
+    const Node& node = model_.nodes[n];
+    if (node.op_type == "Constant") continue;
+    std::vector<Tensor> inputs;
+    for (const std::string& name : node.inputs) {
+      inputs.push_back(name.empty() ? Tensor() : values.at(name));
+    }
+    const NodeCall call(node, model_.opset, is_training(), std::move(inputs), constants_);
+    const std::vector<Tensor> outputs = operators_[n]->run(call);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o].empty()) continue;
+      if (o >= outputs.size()) call.Fail(absl::StrCat("output ", o, " is not supported"));
+      values[node.outputs[o]] = outputs[o];
+    }
+  }
+  if (model_.outputs.size() == 1) return TensorTree::MakeLeaf(values.at(model_.outputs[0].name));
+  std::vector<std::pair<std::string, TensorTree>> entries;
+  for (const ValueInfo& info : model_.outputs) {
+    entries.emplace_back(info.name, TensorTree::MakeLeaf(values.at(info.name)));
+  }
+  return TensorTree::Dict(std::move(entries));
+}
+
+Tensor ImportedModule::forward(const Tensor& input) {
+  const TensorTree out = forward(TensorTree::MakeLeaf(input));
+  if (!out.is_leaf()) {
+    throw Error(absl::InvalidArgumentError(
+        absl::StrCat("ImportedModule: the model has ", model_.outputs.size(),
+                     " outputs; call forward(TensorTree) for the dict of them")));
+  }
+  return out.leaf();
+}
+
+}  // namespace tc::onnx

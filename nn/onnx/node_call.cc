@@ -1,0 +1,96 @@
+// NodeCall: a node's inputs and attributes as a kernel reads them.
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nn/onnx/operators.h"
+#include "runtime/error.h"
+
+namespace tc::onnx {
+
+NodeCall::NodeCall(const Node& node, int64_t opset, bool training, std::vector<Tensor> inputs,
+                   const Constants& constants)
+    : node_(node),
+      opset_(opset),
+      training_(training),
+      inputs_(std::move(inputs)),
+      constants_(constants) {}
+
+void NodeCall::Fail(absl::string_view what) const {
+  throw Error(absl::InvalidArgumentError(
+      absl::StrCat("node '", node_.name, "' (", node_.op_type, ", opset ", opset_, "): ", what)));
+}
+
+const Tensor& NodeCall::input(size_t i) const {
+  if (!has_input(i)) Fail(absl::StrCat("input ", i, " is required"));
+  return inputs_[i];
+}
+
+const Tensor& NodeCall::ConstantInput(size_t i) const {
+  input(i);
+  const auto it = constants_.find(node_.inputs[i]);
+  if (it == constants_.end()) {
+    Fail(absl::StrCat("input ", i, " ('", node_.inputs[i],
+                      "') must be a constant (an initializer of integers or a Constant node); "
+                      "values computed at run time are not supported"));
+  }
+  return it->second;
+}
+
+std::vector<int64_t> NodeCall::constant_ints(size_t i) const {
+  const Tensor& t = ConstantInput(i);
+  if (t.dtype() != DType::kI64 || t.dim() > 1) {
+    Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must be a 0-d or 1-d integer ",
+                      "tensor, got ", t.type().ToString()));
+  }
+  return t.to_vector<int64_t>();
+}
+
+double NodeCall::constant_scalar(size_t i) const {
+  const Tensor& t = ConstantInput(i);
+  if (t.numel() != 1) {
+    Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must hold one value, got ",
+                      t.type().ToString()));
+  }
+  switch (t.dtype()) {
+    case DType::kF32:
+      return t.to_vector<float>()[0];
+    case DType::kF64:
+      return t.to_vector<double>()[0];
+    case DType::kBool:
+      return t.to_vector<bool>()[0] ? 1 : 0;
+    default:
+      return static_cast<double>(t.to_vector<int64_t>()[0]);
+  }
+}
+
+template <typename T>
+const T* NodeCall::Find(absl::string_view name) const {
+  const auto it = node_.attributes.find(std::string(name));
+  if (it == node_.attributes.end()) return nullptr;
+  const T* value = std::get_if<T>(&it->second);
+  if (value == nullptr) Fail(absl::StrCat("attribute '", name, "' has the wrong type"));
+  return value;
+}
+
+int64_t NodeCall::attr_int(absl::string_view name, int64_t fallback) const {
+  const int64_t* v = Find<int64_t>(name);
+  return v != nullptr ? *v : fallback;
+}
+
+double NodeCall::attr_float(absl::string_view name, double fallback) const {
+  const double* v = Find<double>(name);
+  return v != nullptr ? *v : fallback;
+}
+
+std::string NodeCall::attr_string(absl::string_view name, absl::string_view fallback) const {
+  const std::string* v = Find<std::string>(name);
+  return v != nullptr ? *v : std::string(fallback);
+}
+
+std::vector<int64_t> NodeCall::attr_ints(absl::string_view name,
+                                         std::vector<int64_t> fallback) const {
+  const std::vector<int64_t>* v = Find<std::vector<int64_t>>(name);
+  return v != nullptr ? *v : fallback;
+}
+
+}  // namespace tc::onnx

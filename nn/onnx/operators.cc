@@ -1,0 +1,360 @@
+// Each ONNX operator as tensorcut ops, following the ONNX operator specs for
+// opsets 13 to 17; where PyTorch and the spec differ (a running variance
+// updated with the unbiased batch variance), PyTorch's behaviour is kept,
+// since that is what an exported model was trained with.
+#include "nn/onnx/operators.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "graph/symbolic.h"
+#include "nn/activations.h"
+#include "nn/module.h"
+#include "runtime/autograd_meta.h"
+#include "runtime/ops.h"
+
+namespace tc::onnx {
+namespace {
+
+using Outputs = std::vector<Tensor>;
+
+int64_t Axis(const NodeCall& call, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) {
+    call.Fail(absl::StrCat("axis ", axis, " is outside a rank-", rank, " input"));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---- elementwise
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+Outputs Binary(const NodeCall& call) {
+  const Tensor &a = call.input(0), &b = call.input(1);
+  if (a.dtype() != b.dtype()) {
+    call.Fail(absl::StrCat("inputs must have one type, got ", a.type().ToString(), " and ",
+                           b.type().ToString()));
+  }
+  return {F(a, b)};
+}
+
+template <Tensor (*F)(const Tensor&)>
+Outputs Unary(const NodeCall& call) {
+  return {F(call.input(0))};
+}
+
+Outputs Identity(const NodeCall& call) { return {call.input(0)}; }
+
+Outputs Pow(const NodeCall& call) { return {pow(call.input(0), call.constant_scalar(1))}; }
+
+Outputs LeakyRelu(const NodeCall& call) {
+  return {nn::leaky_relu(call.input(0), call.attr_float("alpha", 0.01))};
+}
+
+Outputs Softmax(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  return {softmax(x, Axis(call, call.attr_int("axis", -1), x.dim()))};
+}
+
+Outputs LogSoftmax(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  return {log_softmax(x, Axis(call, call.attr_int("axis", -1), x.dim()))};
+}
+
+// ---- products
+
+Outputs Gemm(const NodeCall& call) {
+  Tensor a = call.input(0), b = call.input(1);
+  if (a.dim() != 2 || b.dim() != 2) {
+    call.Fail(absl::StrCat("A and B must be 2-d, got ", a.type().ToString(), " and ",
+                           b.type().ToString()));
+  }
+  const double alpha = call.attr_float("alpha", 1), beta = call.attr_float("beta", 1);
+  if (call.attr_int("transA", 0) != 0) a = transpose(a, 0, 1);
+  const bool trans_b = call.attr_int("transB", 0) != 0;
+  // PyTorch's Linear exports as Gemm with transB = 1: linear() is its product.
+  Tensor y = trans_b ? linear(a, b) : matmul(a, b);
+  if (alpha != 1) y = y * alpha;
+  if (call.has_input(2) && beta != 0) y = y + (beta == 1 ? call.input(2) : call.input(2) * beta);
+  return {y};
+}
+
+Outputs MatMul(const NodeCall& call) { return {matmul(call.input(0), call.input(1))}; }
+
+// ---- convolution and pooling (2-d)
+
+// pads [top, left, bottom, right] as symmetric padding; auto_pad only NOTSET
+// or VALID (no padding).
+std::array<int64_t, 2> Padding(const NodeCall& call) {
+  const std::string auto_pad = call.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    call.Fail(absl::StrCat("auto_pad ", auto_pad, " is not supported (NOTSET and VALID are)"));
+  }
+  const std::vector<int64_t> pads = call.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
+    call.Fail(absl::StrCat("pads [", absl::StrJoin(pads, ","),
+                           "] must be 4 values, the same at both ends of each dim"));
+  }
+  return {pads[0], pads[1]};
+}
+
+std::array<int64_t, 2> Pair(const NodeCall& call, absl::string_view name) {
+  const std::vector<int64_t> v = call.attr_ints(name, {1, 1});
+  if (v.size() != 2) {
+    call.Fail(absl::StrCat(name, " [", absl::StrJoin(v, ","), "] must be 2 values (2-d only)"));
+  }
+  return {v[0], v[1]};
+}
+
+void Require4d(const NodeCall& call, const Tensor& x) {
+  if (x.dim() != 4) {
+    call.Fail(absl::StrCat("only 2-d spatial inputs [N, C, H, W] are supported, got ",
+                           x.type().ToString()));
+  }
+}
+
+Outputs Conv(const NodeCall& call) {
+  const Tensor &x = call.input(0), &w = call.input(1);
+  Require4d(call, x);
+  const Conv2dOptions options{.stride = Pair(call, "strides"),
+                              .padding = Padding(call),
+                              .dilation = Pair(call, "dilations"),
+                              .groups = call.attr_int("group", 1)};
+  return {call.has_input(2) ? conv2d(x, w, call.input(2), options) : conv2d(x, w, options)};
+}
+
+Pool2dOptions PoolOptions(const NodeCall& call) {
+  if (call.attr_int("ceil_mode", 0) != 0) call.Fail("ceil_mode 1 is not supported");
+  const std::vector<int64_t> kernel = call.attr_ints("kernel_shape", {});
+  if (kernel.size() != 2) {
+    call.Fail(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ","), "] must be 2 values"));
+  }
+  return {
+      .kernel = {kernel[0], kernel[1]}, .stride = Pair(call, "strides"), .padding = Padding(call)};
+}
+
+Outputs MaxPool(const NodeCall& call) {
+  Require4d(call, call.input(0));
+  if (call.node().outputs.size() > 1) call.Fail("the Indices output is not supported");
+  if (call.attr_int("storage_order", 0) != 0) call.Fail("storage_order 1 is not supported");
+  if (Pair(call, "dilations") != std::array<int64_t, 2>{1, 1}) {
+    call.Fail("dilations other than 1 are not supported");
+  }
+  return {max_pool2d(call.input(0), PoolOptions(call))};
+}
+
+Outputs AveragePool(const NodeCall& call) {
+  Require4d(call, call.input(0));
+  const Pool2dOptions options = PoolOptions(call);
+  // The kernel divides by the whole window, padding included.
+  if (call.attr_int("count_include_pad", 0) == 0 && options.padding != std::array<int64_t, 2>{}) {
+    call.Fail("count_include_pad 0 with padding is not supported (1 is)");
+  }
+  return {avg_pool2d(call.input(0), options)};
+}
+
+Outputs GlobalAveragePool(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  if (x.dim() < 3) call.Fail(absl::StrCat("expected [N, C, ...], got ", x.type().ToString()));
+  std::vector<int64_t> spatial;
+  for (int64_t d = 2; d < x.dim(); ++d) spatial.push_back(d);
+  return {mean(x, spatial, /*keepdim=*/true)};
+}
+
+// ---- normalization and dropout
+
+// Running statistics are updated in place (the inputs are the module's
+// buffers) in training, with PyTorch's unbiased batch variance.
+Outputs BatchNormalization(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  const Tensor &scale = call.input(1), &bias = call.input(2);
+  const Tensor &running_mean = call.input(3), &running_var = call.input(4);
+  const double eps = call.attr_float("epsilon", 1e-5);
+  const double momentum = call.attr_float("momentum", 0.9);
+  // Training-mode nodes: opset 13's extra outputs, training_mode from 14.
+  const bool exported_for_training =
+      call.opset() >= 14 ? call.attr_int("training_mode", 0) != 0 : call.node().outputs.size() > 1;
+  if (x.dim() < 2 || x.dim() > 4) {
+    call.Fail(
+        absl::StrCat("expected [N, C], [N, C, L] or [N, C, H, W], got ", x.type().ToString()));
+  }
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
+  const Tensor x4 =
+      x.dim() == 4 ? x : reshape(x, {x.size(0), x.size(1), x.dim() == 3 ? x.size(2) : 1, 1});
+  auto back = [&](const Tensor& y) { return x.dim() == 4 ? y : reshape(y, shape); };
+  if (!(exported_for_training && call.training())) {
+    const Tensor y = back(batch_norm_inference(x4, scale, bias, running_mean, running_var, eps));
+    return {y, running_mean, running_var};
+  }
+  NormResult r = batch_norm(x4, scale, bias, eps);
+  {
+    NoGradGuard no_grad;
+    const int64_t n = *DimDivide(x4.numel(), x4.size(1));
+    const Tensor unbiased =
+        IsSymbolic(n) ? r.var * size_scalar(n, x.dtype()) / size_scalar(DimSub(n, 1), x.dtype())
+                      : r.var * (static_cast<double>(n) / static_cast<double>(n - 1));
+    nn::AssignInPlace(running_mean, running_mean * momentum + r.mean * (1 - momentum));
+    nn::AssignInPlace(running_var, running_var * momentum + unbiased * (1 - momentum));
+  }
+  return {back(r.y), running_mean, running_var};
+}
+
+Outputs Dropout(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  const double ratio = call.has_input(1) ? call.constant_scalar(1) : 0.5;
+  const bool training_mode = call.has_input(2) && call.constant_scalar(2) != 0;
+  if (call.node().outputs.size() > 1) call.Fail("the mask output is not supported");
+  if (!(training_mode && call.training()) || ratio == 0) return {x};
+  if (!(ratio > 0 && ratio < 1)) call.Fail(absl::StrCat("ratio ", ratio, " is outside [0, 1)"));
+  return {dropout(x, ratio)};
+}
+
+// ---- layout
+
+Outputs Flatten(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  const int64_t axis = call.attr_int("axis", 1);
+  if (axis < -x.dim() || axis > x.dim()) {
+    call.Fail(absl::StrCat("axis ", axis, " is outside a rank-", x.dim(), " input"));
+  }
+  const int64_t a = axis < 0 ? axis + x.dim() : axis;
+  int64_t inner = 1;
+  for (int64_t d = a; d < x.dim(); ++d) inner = DimMul(inner, x.size(d));
+  return {reshape(x, {-1, inner})};
+}
+
+Outputs Reshape(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  std::vector<int64_t> shape = call.constant_ints(1);
+  const bool allow_zero = call.attr_int("allowzero", 0) != 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !allow_zero) {
+      if (static_cast<int64_t>(d) >= x.dim()) {
+        call.Fail(absl::StrCat("shape dim ", d, " is 0 (copy the input's) but the input is ",
+                               x.type().ToString()));
+      }
+      shape[d] = x.size(static_cast<int64_t>(d));
+    }
+  }
+  return {reshape(x, shape)};
+}
+
+Outputs Transpose(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  std::vector<int64_t> reversed(static_cast<size_t>(x.dim()));
+  for (int64_t d = 0; d < x.dim(); ++d) reversed[static_cast<size_t>(d)] = x.dim() - 1 - d;
+  return {permute(x, call.attr_ints("perm", reversed))};
+}
+
+Outputs Concat(const NodeCall& call) {
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < call.node().inputs.size(); ++i) parts.push_back(call.input(i));
+  return {concat(parts, Axis(call, call.attr_int("axis", 0), parts.at(0).dim()))};
+}
+
+Outputs Unsqueeze(const NodeCall& call) {
+  Tensor x = call.input(0);
+  std::vector<int64_t> axes = call.constant_ints(1);
+  const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
+  for (int64_t& a : axes) a = Axis(call, a, rank);
+  absl::c_sort(axes);
+  for (int64_t a : axes) x = unsqueeze(x, a);
+  return {x};
+}
+
+Outputs Squeeze(const NodeCall& call) {
+  Tensor x = call.input(0);
+  if (!call.has_input(1)) return {squeeze(x)};
+  std::vector<int64_t> axes = call.constant_ints(1);
+  for (int64_t& a : axes) a = Axis(call, a, x.dim());
+  absl::c_sort(axes, std::greater<>());
+  for (int64_t a : axes) {
+    if (x.size(a) != 1) call.Fail(absl::StrCat("axis ", a, " has size ", x.size(a), ", not 1"));
+    x = squeeze(x, a);
+  }
+  return {x};
+}
+
+Outputs Constant(const NodeCall& call) {
+  const auto& attributes = call.node().attributes;
+  if (attributes.size() != 1) call.Fail("expected exactly one value attribute");
+  const auto& [name, value] = *attributes.begin();
+  if (const Tensor* t = std::get_if<Tensor>(&value); t != nullptr && name == "value") return {*t};
+  if (const double* f = std::get_if<double>(&value); f != nullptr && name == "value_float") {
+    return {scalar(*f)};
+  }
+  if (const int64_t* i = std::get_if<int64_t>(&value); i != nullptr && name == "value_int") {
+    return {scalar(static_cast<double>(*i), DType::kI64)};
+  }
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&value); v && name == "value_ints") {
+    return {from_vector(*v, {static_cast<int64_t>(v->size())})};
+  }
+  if (const auto* v = std::get_if<std::vector<double>>(&value); v && name == "value_floats") {
+    return {cast(from_vector(*v, {static_cast<int64_t>(v->size())}), DType::kF32)};
+  }
+  call.Fail(absl::StrCat("attribute '", name, "' of the wrong type"));
+}
+
+const std::vector<Operator>& Table() {
+  static const auto* table = new std::vector<Operator>{
+      {"Abs", {}, Unary<abs>},
+      {"Add", {}, Binary<add>},
+      {"AveragePool",
+       {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
+       AveragePool},
+      {"BatchNormalization", {"epsilon", "momentum", "training_mode"}, BatchNormalization},
+      {"Concat", {"axis"}, Concat},
+      {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}, Constant},
+      {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, Conv},
+      {"Div", {}, Binary<div>},
+      {"Dropout", {}, Dropout},
+      {"Exp", {}, Unary<exp>},
+      {"Flatten", {"axis"}, Flatten},
+      {"Gemm", {"alpha", "beta", "transA", "transB"}, Gemm},
+      {"GlobalAveragePool", {}, GlobalAveragePool},
+      {"Identity", {}, Identity},
+      {"LeakyRelu", {"alpha"}, LeakyRelu},
+      {"Log", {}, Unary<log>},
+      {"LogSoftmax", {"axis"}, LogSoftmax},
+      {"MatMul", {}, MatMul},
+      {"MaxPool",
+       {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
+       MaxPool},
+      {"Mul", {}, Binary<mul>},
+      {"Neg", {}, Unary<neg>},
+      {"Pow", {}, Pow},
+      {"Relu", {}, Unary<relu>},
+      {"Reshape", {"allowzero"}, Reshape},
+      {"Sigmoid", {}, Unary<sigmoid>},
+      {"Softmax", {"axis"}, Softmax},
+      {"Sqrt", {}, Unary<sqrt>},
+      {"Squeeze", {}, Squeeze},
+      {"Sub", {}, Binary<sub>},
+      {"Tanh", {}, Unary<tanh>},
+      {"Transpose", {"perm"}, Transpose},
+      {"Unsqueeze", {}, Unsqueeze},
+  };
+  return *table;
+}
+
+}  // namespace
+
+const Operator* FindOperator(absl::string_view op_type) {
+  for (const Operator& op : Table()) {
+    if (op.op_type == op_type) return &op;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> SupportedOperators() {
+  std::vector<std::string> names;
+  for (const Operator& op : Table()) names.emplace_back(op.op_type);
+  absl::c_sort(names);
+  return names;
+}
+
+}  // namespace tc::onnx

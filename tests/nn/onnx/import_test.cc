@@ -1,0 +1,303 @@
+// ONNX import: models built here from C++ (tests/nn/onnx/onnx_builder.h)
+// imported and compared with tensorcut's own modules holding the same
+// weights (outputs, gradients, running statistics), every operator's
+// gradient against finite differences in f64 and its compiled function
+// against eager (tests/nn/layer_check.h), and every kind of bad file giving
+// an error that names the file and the node, initializer or input.
+#include "nn/onnx/import.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "nn/activations.h"
+#include "nn/conv.h"
+#include "nn/layers.h"
+#include "nn/normalization.h"
+#include "nn/pooling.h"
+#include "runtime/ops.h"
+#include "tests/nn/layer_check.h"
+#include "tests/nn/onnx/onnx_builder.h"
+#include "tests/test_util.h"
+
+namespace tc::onnx {
+namespace {
+
+using testing::OnnxBuilder;
+
+std::shared_ptr<ImportedModule> ImportOrFail(const OnnxBuilder& model) {
+  absl::StatusOr<std::shared_ptr<ImportedModule>> imported = ImportFromString(model.Bytes());
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  return *imported;
+}
+
+std::string ImportError(const OnnxBuilder& model) {
+  return std::string(ImportFromString(model.Bytes(), "m.onnx").status().message());
+}
+
+std::vector<std::string> Names(const nn::NamedTensors& tensors) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : tensors) names.push_back(name);
+  return names;
+}
+
+// The gradients of sum(y * r) for every parameter, by name.
+nn::NamedTensors Gradients(nn::Module& module, const Tensor& y, const Tensor& r) {
+  module.zero_grad();
+  sum(y * r).backward();
+  nn::NamedTensors grads;
+  for (const auto& [name, p] : module.named_parameters()) grads.emplace_back(name, p.grad());
+  return grads;
+}
+
+void CheckSameGradients(const nn::NamedTensors& actual, const nn::NamedTensors& expected) {
+  for (const auto& [name, g] : expected) {
+    const auto it = std::find_if(actual.begin(), actual.end(),
+                                 [&](const auto& entry) { return entry.first == name; });
+    REQUIRE(it != actual.end());
+    INFO(name);
+    CHECK(testing::CompareTensors(it->second, g, 1e-12, 1e-12) == "");
+  }
+}
+
+// PyTorch's nn.Sequential(Linear(6, 5), ReLU(), Linear(5, 3)) as its ONNX
+// export writes it: Gemm with transB = 1, initializers under state_dict names.
+OnnxBuilder MlpModel(const nn::Module& reference) {
+  OnnxBuilder model;
+  model.Input("x", DType::kF64, {"N", int64_t{6}});
+  for (const auto& [name, t] : reference.state_dict()) model.Initializer(name, t);
+  model.Node("Gemm", {"x", "0.weight", "0.bias"}, {"h"}, "fc1").Int("transB", 1);
+  model.Node("Relu", {"h"}, {"a"});
+  model.Node("Gemm", {"a", "2.weight", "2.bias"}, {"y"}, "fc2").Int("transB", 1);
+  model.Output("y", DType::kF64);
+  return model;
+}
+
+std::shared_ptr<nn::Sequential> NativeMlp() {
+  auto mlp = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(6, 5), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(5, 3)});
+  mlp->to(DType::kF64);
+  return mlp;
+}
+
+TEST_CASE("an imported MLP has the state_dict names, outputs and gradients of the native one") {
+  auto native = NativeMlp();
+  auto imported = ImportOrFail(MlpModel(*native));
+  CHECK(Names(imported->state_dict()) ==
+        std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+  CHECK(imported->inputs().at(0).shape.at(0).name == "N");
+  const Tensor x = testing::Random({4, 6}, DType::kF64, 1);
+  const Tensor r = testing::Random({4, 3}, DType::kF64, 2);
+  const Tensor y = (*imported)(x);
+  const Tensor expected = (*native)(x);
+  CHECK(testing::CompareTensors(y, expected, 0, 0) == "");
+  CheckSameGradients(Gradients(*imported, y, r), Gradients(*native, (*native)(x), r));
+  testing::CheckLayer([&] { return std::shared_ptr<nn::Module>(ImportOrFail(MlpModel(*native))); },
+                      testing::RandomInput({3, 6}, 3));
+}
+
+// conv (padding 1) -> batch norm -> relu -> max pool 2 -> flatten -> linear,
+// PyTorch's layer names.
+class NativeCnn : public nn::Module {
+ public:
+  NativeCnn()
+      : conv(register_module("0", std::make_shared<nn::Conv2d>(2, 3, 3, 1, 1))),
+        norm(register_module("1", std::make_shared<nn::BatchNorm2d>(3))),
+        fc(register_module("5", std::make_shared<nn::Linear>(12, 4))) {
+    to(DType::kF64);
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor h = max_pool2d(relu((*norm)((*conv)(x))), {.kernel = {2, 2}, .stride = {2, 2}});
+    return (*fc)(reshape(h, {h.size(0), -1}));
+  }
+  using Module::forward;
+  std::shared_ptr<nn::Conv2d> conv;
+  std::shared_ptr<nn::BatchNorm2d> norm;
+  std::shared_ptr<nn::Linear> fc;
+};
+
+// As PyTorch exports the CNN with training=TrainingMode.TRAINING at opset 15.
+OnnxBuilder CnnModel(const nn::Module& reference) {
+  OnnxBuilder model(15);
+  model.Input("images", DType::kF64, {"N", int64_t{2}, int64_t{4}, int64_t{4}});
+  for (const auto& [name, t] : reference.state_dict()) {
+    if (name != "1.num_batches_tracked") model.Initializer(name, t);
+  }
+  model.Node("Conv", {"images", "0.weight", "0.bias"}, {"c"}, "conv")
+      .Ints("kernel_shape", {3, 3})
+      .Ints("pads", {1, 1, 1, 1})
+      .Ints("strides", {1, 1});
+  model
+      .Node("BatchNormalization", {"c", "1.weight", "1.bias", "1.running_mean", "1.running_var"},
+            {"n", "1.running_mean_out", "1.running_var_out"}, "norm")
+      .Float("epsilon", 1e-5)
+      .Float("momentum", 0.9)
+      .Int("training_mode", 1);
+  model.Node("Relu", {"n"}, {"a"});
+  model.Node("MaxPool", {"a"}, {"p"}, "pool").Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
+  model.Node("Flatten", {"p"}, {"f"}).Int("axis", 1);
+  model.Node("Gemm", {"f", "5.weight", "5.bias"}, {"logits"}, "fc").Int("transB", 1);
+  model.Output("logits", DType::kF64);
+  return model;
+}
+
+TEST_CASE("an imported CNN trains as the native one: batch and running statistics included") {
+  NativeCnn native;
+  auto imported = ImportOrFail(CnnModel(native));
+  CHECK(Names(imported->named_buffers()) ==
+        std::vector<std::string>{"1.running_mean", "1.running_var"});
+  const Tensor x = testing::Random({2, 2, 4, 4}, DType::kF64, 4) * 2.0 + 1.0;
+  const Tensor r = testing::Random({2, 4}, DType::kF64, 5);
+  const Tensor y = (*imported)(x);
+  const Tensor expected = native(x);
+  CHECK(testing::CompareTensors(y, expected, 1e-12, 1e-12) == "");
+  // The forward updated both modules' running statistics alike, but for the
+  // momentum, which an ONNX attribute holds as a float (1 - 0.9f is 0.1 + 2.4e-8).
+  for (int i : {0, 1}) {
+    CHECK(testing::CompareTensors(imported->named_buffers()[i].second,
+                                  native.norm->named_buffers()[i].second, 1e-6, 0) == "");
+  }
+  CheckSameGradients(Gradients(*imported, y, r), Gradients(native, expected, r));
+  imported->eval();
+  native.eval();
+  CHECK(testing::CompareTensors((*imported)(x), native(x), 1e-7, 1e-9) == "");
+  testing::CheckLayer([&] { return std::shared_ptr<nn::Module>(ImportOrFail(CnnModel(native))); },
+                      testing::RandomInput({3, 2, 4, 4}, 6));
+}
+
+// Every other operator once, in one f64 model over x [2, 3, 4, 4], against
+// the same computation written with tensorcut's ops.
+TEST_CASE("elementwise, layout, pooling and constant operators compute what the spec says") {
+  OnnxBuilder model(13);
+  model.Input("x", DType::kF64, {int64_t{2}, int64_t{3}, int64_t{4}, int64_t{4}});
+  const Tensor w = testing::Random({3, 2}, DType::kF64, 7);
+  model.Initializer("w", w);
+  model.Initializer("shape", from_vector<int64_t>({0, -1, 4}, {3}));
+  model.Initializer("axes", from_vector<int64_t>({1}, {1}));
+  model.Node("Constant", {}, {"two"}).TensorValue("value", full({}, 2.0, DType::kF64));
+  model.Node("Constant", {}, {"half"}).TensorValue("value", full({}, 0.5, DType::kF64));
+  model.Node("Mul", {"x", "x"}, {"xx"});
+  model.Node("Add", {"xx", "two"}, {"a"});
+  model.Node("Sqrt", {"a"}, {"s"});
+  model.Node("Log", {"s"}, {"l"});
+  model.Node("Pow", {"l", "two"}, {"p"});
+  model.Node("Sigmoid", {"x"}, {"sg"});
+  model.Node("Tanh", {"x"}, {"th"});
+  model.Node("Sub", {"sg", "th"}, {"d"});
+  model.Node("Abs", {"d"}, {"ab"});
+  model.Node("Neg", {"ab"}, {"ng"});
+  model.Node("Exp", {"ng"}, {"ex"});
+  model.Node("Div", {"p", "ex"}, {"q"});
+  model.Node("LeakyRelu", {"x"}, {"lr"}).Float("alpha", 0.25);
+  model.Node("Mul", {"lr", "half"}, {"lh"});
+  model.Node("Add", {"q", "lh"}, {"e"});
+  model.Node("AveragePool", {"e"}, {"ap"}).Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
+  model.Node("GlobalAveragePool", {"e"}, {"gp"});
+  model.Node("Add", {"ap", "gp"}, {"pooled"});                      // [2, 3, 2, 2]
+  model.Node("Reshape", {"pooled", "shape"}, {"rs"});               // [2, 3, 4]
+  model.Node("Transpose", {"rs"}, {"tr"}).Ints("perm", {0, 2, 1});  // [2, 4, 3]
+  model.Node("MatMul", {"tr", "w"}, {"mm"}, "matmul");              // [2, 4, 2]
+  model.Node("Softmax", {"mm"}, {"sm"}).Int("axis", 1);
+  model.Node("LogSoftmax", {"mm"}, {"lsm"}).Int("axis", -1);
+  model.Node("Concat", {"sm", "lsm"}, {"cat"}).Int("axis", 2);  // [2, 4, 4]
+  model.Node("Unsqueeze", {"cat", "axes"}, {"us"});             // [2, 1, 4, 4]
+  model.Node("Squeeze", {"us", "axes"}, {"sq"});
+  model.Node("Dropout", {"sq"}, {"dr"});
+  model.Node("Identity", {"dr"}, {"y"});
+  model.Output("y", DType::kF64);
+
+  auto imported = ImportOrFail(model);
+  CHECK(Names(imported->named_parameters()) == std::vector<std::string>{"w"});
+  const Tensor x = testing::Random({2, 3, 4, 4}, DType::kF64, 8);
+  const Tensor p = pow(log(sqrt(x * x + 2.0)), 2.0);
+  const Tensor q = p / exp(-abs(sigmoid(x) - tanh(x)));
+  const Tensor e = q + nn::leaky_relu(x, 0.25) * 0.5;
+  const Tensor pooled = avg_pool2d(e, {.kernel = {2, 2}, .stride = {2, 2}}) + mean(e, {2, 3}, true);
+  const Tensor mm = matmul(transpose(reshape(pooled, {2, 3, 4}), 1, 2), w);
+  const Tensor expected = concat({softmax(mm, 1), log_softmax(mm, 2)}, 2);
+  CHECK(testing::CompareTensors((*imported)(x), expected, 1e-12, 1e-12) == "");
+  testing::CheckLayer([&] { return std::shared_ptr<nn::Module>(ImportOrFail(model)); },
+                      testing::RandomInput({2, 3, 4, 4}, 9));
+}
+
+TEST_CASE("a file that is not a model, or a model tensorcut cannot run, is a clear error") {
+  CHECK(ImportFromString("certainly not protobuf", "m.onnx").status().message() ==
+        "m.onnx: not an ONNX model (the file does not parse as a ModelProto; truncated or "
+        "another format)");
+  CHECK(Import("/nonexistent/m.onnx").status().code() == absl::StatusCode::kNotFound);
+  auto native = NativeMlp();
+  {
+    OnnxBuilder old(12);
+    old.Input("x", DType::kF32, {int64_t{1}});
+    old.Node("Relu", {"x"}, {"y"});
+    old.Output("y", DType::kF32);
+    CHECK(ImportError(old) ==
+          "m.onnx: opset_import: opset 12 of the default domain; tensorcut reads opsets 13 to 17");
+  }
+  {
+    OnnxBuilder model = MlpModel(*native);
+    model.Node("NonMaxSuppression", {"y"}, {"z"}, "nms");
+    CHECK(ImportError(model).rfind(
+              "m.onnx: node 'nms' (NonMaxSuppression, opset 15): operator NonMaxSuppression is "
+              "not supported; tensorcut runs Abs, Add, ",
+              0) == 0);
+  }
+  {
+    OnnxBuilder model = MlpModel(*native);
+    model.Node("Relu", {"y"}, {"z"}, "act").Int("inplace", 1);
+    CHECK(ImportError(model) ==
+          "m.onnx: node 'act' (Relu, opset 15): attribute 'inplace' is not supported");
+  }
+  {
+    OnnxBuilder model = MlpModel(*native);
+    model.proto().mutable_graph()->mutable_initializer(1)->mutable_raw_data()->resize(12);
+    CHECK(ImportError(model) ==
+          "m.onnx: initializer '0.bias': raw_data holds 12 bytes; dims [5] of DOUBLE (11) need "
+          "40");
+  }
+  {
+    OnnxBuilder model = MlpModel(*native);
+    model.proto().mutable_graph()->mutable_initializer(1)->set_data_type(
+        ::onnx::TensorProto::FLOAT16);
+    CHECK(ImportError(model) ==
+          "m.onnx: initializer '0.bias': data type FLOAT16 (10) is not supported (FLOAT, DOUBLE, "
+          "BOOL and the integers are)");
+  }
+  {
+    // A node that reads what a later node writes: a cycle, or nodes out of order.
+    OnnxBuilder model = MlpModel(*native);
+    model.proto().mutable_graph()->mutable_node(0)->set_input(0, "a");
+    CHECK(ImportError(model) ==
+          "m.onnx: node 'fc1' (Gemm): reads 'a', which no earlier node, input or initializer "
+          "defines (a cycle, or nodes out of order)");
+  }
+  {
+    // Cut anywhere, the file is refused whole.
+    const std::string bytes = MlpModel(*native).Bytes();
+    for (size_t cut : {size_t{0}, size_t{10}, bytes.size() / 2, bytes.size() - 1}) {
+      INFO("cut at " << cut);
+      CHECK_FALSE(ImportFromString(bytes.substr(0, cut), "m.onnx").ok());
+    }
+  }
+}
+
+TEST_CASE("what a node or an input cannot run is an error naming it when the forward runs") {
+  auto mlp = ImportOrFail(MlpModel(*NativeMlp()));
+  CHECK(testing::ThrownMessage([&] {
+          (*mlp)(testing::Random({4, 7}, DType::kF64, 1));
+        }) == "ImportedModule: input 'x': expected f64[N,6], got f64[4,7]");
+  OnnxBuilder model;
+  model.Input("x", DType::kF32, {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}});
+  model.Node("MaxPool", {"x"}, {"y"}, "pool").Ints("kernel_shape", {2, 2}).Int("ceil_mode", 1);
+  model.Output("y", DType::kF32);
+  auto pool = ImportOrFail(model);
+  CHECK(testing::ThrownMessage([&] {
+          (*pool)(zeros({1, 1, 4, 4}));
+        }) == "node 'pool' (MaxPool, opset 15): ceil_mode 1 is not supported");
+}
+
+}  // namespace
+}  // namespace tc::onnx
