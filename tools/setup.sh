@@ -25,6 +25,8 @@ packages=(
   libomp-14-dev        # and its OpenMP runtime
   libonnx-dev          # ONNX 1.12's protobuf messages, read and written by nn/onnx/
   libprotobuf-dev      # and protobuf 3.21 under them
+  python3-torch        # tests only: models exported by PyTorch 1.13 and eager references
+  python3-onnx         # (tests/nn/onnx/torch_reference.py), never the engine
   dataset-fashion-mnist  # the demo's data
 )
 

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "runtime/error.h"
 
 namespace tc::onnx {
@@ -16,6 +17,24 @@ absl::Status NodeError(absl::string_view source, const Node& node, int64_t opset
   return absl::InvalidArgumentError(absl::StrCat(source, ": node '", node.name, "' (", node.op_type,
                                                  ", opset ", opset, "): ", what));
 }
+
+// An integer tensor of rank 0 or 1 as a known value, else the tensor.
+void AddKnown(const std::string& name, Tensor value, KnownValues& known) {
+  if (value.dtype() == DType::kI64 && value.dim() <= 1) {
+    known.ints.emplace(name, IntValue{value.to_vector<int64_t>(), value.dim() == 0});
+  } else {
+    known.constants.emplace(name, std::move(value));
+  }
+}
+
+// A child module of an imported one: a scope of dotted names.
+class Scope : public nn::Module {
+ public:
+  std::string type_name() const override { return "Scope"; }
+  using nn::Module::register_buffer;
+  using nn::Module::register_module;
+  using nn::Module::register_parameter;
+};
 
 std::string TypeText(const ValueInfo& info) {
   std::vector<std::string> dims;
@@ -54,25 +73,62 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
   }
   for (auto& [name, tensor] : model.initializers) {
     if (!IsFloating(tensor.dtype())) {
-      module->constants_.emplace(name, std::move(tensor));
+      AddKnown(name, std::move(tensor), module->known_);
     } else if (statistics.contains(name)) {
-      module->state_.emplace(name, module->register_buffer(name, std::move(tensor)));
+      module->state_.emplace(name, module->Register(name, std::move(tensor), /*buffer=*/true));
     } else {
-      module->state_.emplace(name, module->register_parameter(name, std::move(tensor)));
+      module->state_.emplace(name, module->Register(name, std::move(tensor), /*buffer=*/false));
     }
   }
   model.initializers.clear();
   // Constant nodes run once, here.
   for (const Node& node : model.nodes) {
     if (node.op_type != "Constant") continue;
-    absl::StatusOr<std::vector<Tensor>> values = CatchErrors(
-        [&] { return FindOperator("Constant")->run(NodeCall(node, model.opset, false, {}, {})); });
-    if (!values.ok())
+    const KnownValues none;
+    absl::StatusOr<std::vector<Tensor>> values = CatchErrors([&] {
+      return FindOperator("Constant")->run(NodeCall(node, model.opset, false, {}, none));
+    });
+    if (!values.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": ", values.status().message()));
-    module->constants_.emplace(node.outputs.at(0), values->at(0));
+    }
+    AddKnown(node.outputs.at(0), values->at(0), module->known_);
   }
   module->model_ = std::move(model);
   return module;
+}
+
+Tensor ImportedModule::Register(const std::string& name, Tensor value, bool buffer) {
+  const std::vector<std::string> path = absl::StrSplit(name, '.');
+  // Nested unless a part is empty or a tensor already holds a prefix's name;
+  // then the name stays whole at the top.
+  bool nested = absl::c_none_of(path, [](const std::string& part) { return part.empty(); });
+  for (size_t depth = 1; nested && depth < path.size(); ++depth) {
+    nested = !state_.contains(absl::StrJoin(path.begin(), path.begin() + depth, "."));
+  }
+  Scope* scope = nullptr;  // nullptr: this module
+  for (size_t depth = 0; nested && depth + 1 < path.size(); ++depth) {
+    const nn::Module& parent = scope != nullptr ? static_cast<const nn::Module&>(*scope) : *this;
+    std::shared_ptr<Scope> child;
+    for (const auto& [child_name, module] : parent.named_children()) {
+      if (child_name == path[depth]) child = std::static_pointer_cast<Scope>(module);
+    }
+    if (child == nullptr) {
+      child = std::make_shared<Scope>();
+      if (scope != nullptr) {
+        scope->register_module(path[depth], child);
+      } else {
+        register_module(path[depth], child);
+      }
+    }
+    scope = child.get();
+  }
+  const std::string leaf = nested ? path.back() : name;
+  if (scope == nullptr) {
+    return buffer ? register_buffer(leaf, std::move(value))
+                  : register_parameter(leaf, std::move(value));
+  }
+  return buffer ? scope->register_buffer(leaf, std::move(value))
+                : scope->register_parameter(leaf, std::move(value));
 }
 
 std::string ImportedModule::extra_repr() const {
@@ -129,27 +185,56 @@ std::vector<Tensor> ImportedModule::Arguments(const TensorTree& input) const {
 TensorTree ImportedModule::forward(const TensorTree& input) {
   const std::vector<Tensor> arguments = Arguments(input);
   absl::flat_hash_map<std::string, Tensor> values = state_;
-  for (const auto& [name, t] : constants_) values.emplace(name, t);
   for (size_t i = 0; i < arguments.size(); ++i) values[model_.inputs[i].name] = arguments[i];
+  KnownValues known = known_;  // and the shape arithmetic of this call
+  // Optional outputs a kernel does not make, with the node that did not.
+  absl::flat_hash_map<std::string, const Node*> not_made;
+  auto tensor = [&](const std::string& name) -> Tensor {
+    if (name.empty()) return Tensor();
+    if (const auto it = not_made.find(name); it != not_made.end()) {
+      const Node& node = *it->second;
+      const size_t index = absl::c_find(node.outputs, name) - node.outputs.begin();
+      NodeCall(node, model_.opset, is_training(), {}, known)
+          .Fail(absl::StrCat("output ", index, " ('", name, "') is read but not supported"));
+    }
+    if (const auto it = values.find(name); it != values.end()) return it->second;
+    if (const auto it = known.ints.find(name); it != known.ints.end()) {
+      return Materialize(it->second);
+    }
+    return known.constants.at(name);  // ParseModel checked that each input is defined
+  };
   for (size_t n = 0; n < model_.nodes.size(); ++n) {
     const Node& node = model_.nodes[n];
     if (node.op_type == "Constant") continue;
-    std::vector<Tensor> inputs;
+    std::vector<Tensor> computed;  // what the graph computed, without known values
     for (const std::string& name : node.inputs) {
-      inputs.push_back(name.empty() ? Tensor() : values.at(name));
+      const auto it = values.find(name);
+      computed.push_back(it != values.end() ? it->second : Tensor());
     }
-    const NodeCall call(node, model_.opset, is_training(), std::move(inputs), constants_);
+    const NodeCall probe(node, model_.opset, is_training(), std::move(computed), known);
+    if (std::optional<std::vector<IntValue>> ints = EvaluateShapeArithmetic(probe)) {
+      for (size_t o = 0; o < node.outputs.size() && o < ints->size(); ++o) {
+        known.ints[node.outputs[o]] = (*ints)[o];
+      }
+      continue;
+    }
+    std::vector<Tensor> inputs;
+    for (const std::string& name : node.inputs) inputs.push_back(tensor(name));
+    const NodeCall call(node, model_.opset, is_training(), std::move(inputs), known);
     const std::vector<Tensor> outputs = operators_[n]->run(call);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;
-      if (o >= outputs.size()) call.Fail(absl::StrCat("output ", o, " is not supported"));
-      values[node.outputs[o]] = outputs[o];
+      if (o < outputs.size()) {
+        values[node.outputs[o]] = outputs[o];
+      } else {
+        not_made.emplace(node.outputs[o], &node);
+      }
     }
   }
-  if (model_.outputs.size() == 1) return TensorTree::MakeLeaf(values.at(model_.outputs[0].name));
+  if (model_.outputs.size() == 1) return TensorTree::MakeLeaf(tensor(model_.outputs[0].name));
   std::vector<std::pair<std::string, TensorTree>> entries;
   for (const ValueInfo& info : model_.outputs) {
-    entries.emplace_back(info.name, TensorTree::MakeLeaf(values.at(info.name)));
+    entries.emplace_back(info.name, TensorTree::MakeLeaf(tensor(info.name)));
   }
   return TensorTree::Dict(std::move(entries));
 }

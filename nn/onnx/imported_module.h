@@ -42,11 +42,14 @@ class ImportedModule : public nn::Module {
 
  private:
   ImportedModule() = default;
+  // Registers an initializer under its ONNX name, in child modules by its
+  // dotted path ("layer1.0.conv1.weight"), as PyTorch's state_dict nests.
+  Tensor Register(const std::string& name, Tensor value, bool buffer);
   // The tensors given, by input name, checked against the declared types.
   std::vector<Tensor> Arguments(const TensorTree& input) const;
 
-  Model model_;  // its initializers moved into the module's state
-  Constants constants_;
+  Model model_;        // its initializers moved into the module's state
+  KnownValues known_;  // integer initializers and Constant outputs
   absl::flat_hash_map<std::string, Tensor> state_;  // initializer name -> registered handle
   std::vector<const Operator*> operators_;          // one per node
 };

@@ -2,18 +2,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/symbolic.h"
 #include "nn/onnx/operators.h"
 #include "runtime/error.h"
 
 namespace tc::onnx {
 
 NodeCall::NodeCall(const Node& node, int64_t opset, bool training, std::vector<Tensor> inputs,
-                   const Constants& constants)
-    : node_(node),
-      opset_(opset),
-      training_(training),
-      inputs_(std::move(inputs)),
-      constants_(constants) {}
+                   const KnownValues& known)
+    : node_(node), opset_(opset), training_(training), inputs_(std::move(inputs)), known_(known) {}
 
 void NodeCall::Fail(absl::string_view what) const {
   throw Error(absl::InvalidArgumentError(
@@ -25,28 +22,35 @@ const Tensor& NodeCall::input(size_t i) const {
   return inputs_[i];
 }
 
-const Tensor& NodeCall::ConstantInput(size_t i) const {
-  input(i);
-  const auto it = constants_.find(node_.inputs[i]);
-  if (it == constants_.end()) {
-    Fail(absl::StrCat("input ", i, " ('", node_.inputs[i],
-                      "') must be a constant (an initializer of integers or a Constant node); "
-                      "values computed at run time are not supported"));
-  }
-  return it->second;
+const IntValue* NodeCall::known_ints(size_t i) const {
+  if (i >= node_.inputs.size() || node_.inputs[i].empty()) return nullptr;
+  const auto it = known_.ints.find(node_.inputs[i]);
+  return it == known_.ints.end() ? nullptr : &it->second;
+}
+
+void NodeCall::FailNotKnown(size_t i) const {
+  Fail(absl::StrCat("input ", i, " ('", i < node_.inputs.size() ? node_.inputs[i] : "",
+                    "') must be known when the model is built (a constant, or computed from "
+                    "shapes and constants); values computed from the data are not supported"));
 }
 
 std::vector<int64_t> NodeCall::constant_ints(size_t i) const {
-  const Tensor& t = ConstantInput(i);
-  if (t.dtype() != DType::kI64 || t.dim() > 1) {
-    Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must be a 0-d or 1-d integer ",
-                      "tensor, got ", t.type().ToString()));
-  }
-  return t.to_vector<int64_t>();
+  const IntValue* known = known_ints(i);
+  if (known == nullptr) FailNotKnown(i);
+  return known->values;
 }
 
 double NodeCall::constant_scalar(size_t i) const {
-  const Tensor& t = ConstantInput(i);
+  if (const IntValue* known = known_ints(i); known != nullptr) {
+    if (known->values.size() != 1 || IsSymbolic(known->values[0])) {
+      Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must hold one number"));
+    }
+    return static_cast<double>(known->values[0]);
+  }
+  const auto it =
+      i < node_.inputs.size() ? known_.constants.find(node_.inputs[i]) : known_.constants.end();
+  if (it == known_.constants.end()) FailNotKnown(i);
+  const Tensor& t = it->second;
   if (t.numel() != 1) {
     Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must hold one value, got ",
                       t.type().ToString()));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -139,7 +140,6 @@ Pool2dOptions PoolOptions(const NodeCall& call) {
 
 Outputs MaxPool(const NodeCall& call) {
   Require4d(call, call.input(0));
-  if (call.node().outputs.size() > 1) call.Fail("the Indices output is not supported");
   if (call.attr_int("storage_order", 0) != 0) call.Fail("storage_order 1 is not supported");
   if (Pair(call, "dilations") != std::array<int64_t, 2>{1, 1}) {
     call.Fail("dilations other than 1 are not supported");
@@ -207,7 +207,6 @@ Outputs Dropout(const NodeCall& call) {
   const Tensor& x = call.input(0);
   const double ratio = call.has_input(1) ? call.constant_scalar(1) : 0.5;
   const bool training_mode = call.has_input(2) && call.constant_scalar(2) != 0;
-  if (call.node().outputs.size() > 1) call.Fail("the mask output is not supported");
   if (!(training_mode && call.training()) || ratio == 0) return {x};
   if (!(ratio > 0 && ratio < 1)) call.Fail(absl::StrCat("ratio ", ratio, " is outside [0, 1)"));
   return {dropout(x, ratio)};
@@ -299,6 +298,189 @@ Outputs Constant(const NodeCall& call) {
   call.Fail(absl::StrCat("attribute '", name, "' of the wrong type"));
 }
 
+// ---- reductions
+
+Outputs Reduce(const NodeCall& call, std::vector<int64_t> axes) {
+  const Tensor& x = call.input(0);
+  const bool keepdims = call.attr_int("keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (call.attr_int("noop_with_empty_axes", 0) != 0) return {x};
+    for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = Axis(call, a, x.dim());
+  return {call.node().op_type == "ReduceMean" ? mean(x, axes, keepdims) : sum(x, axes, keepdims)};
+}
+
+// Opset 13: ReduceMean's axes are an attribute, ReduceSum's an input.
+Outputs ReduceMean(const NodeCall& call) { return Reduce(call, call.attr_ints("axes", {})); }
+Outputs ReduceSum(const NodeCall& call) {
+  return Reduce(call, call.has_input(1) ? call.constant_ints(1) : std::vector<int64_t>{});
+}
+
+// ---- indexing, types and broadcasting
+
+DType DTypeOfOnnx(const NodeCall& call, int64_t onnx_type) {
+  switch (onnx_type) {
+    case 1:
+      return DType::kF32;
+    case 11:
+      return DType::kF64;
+    case 6:
+    case 7:
+      return DType::kI64;
+    case 9:
+      return DType::kBool;
+    default:
+      call.Fail(absl::StrCat("casting to ", OnnxTypeName(static_cast<int32_t>(onnx_type)),
+                             " is not supported (FLOAT, DOUBLE, INT32, INT64 and BOOL are)"));
+  }
+}
+
+Outputs Cast(const NodeCall& call) {
+  return {cast(call.input(0), DTypeOfOnnx(call, call.attr_int("to", 0)))};
+}
+
+// Known indices pick slices (select); indices computed by the graph gather
+// rows along axis 0 (embedding).
+Outputs Gather(const NodeCall& call) {
+  const Tensor& data = call.input(0);
+  const int64_t axis = Axis(call, call.attr_int("axis", 0), data.dim());
+  const int64_t size = data.size(axis);
+  if (const IntValue* known = call.known_ints(1); known != nullptr) {
+    std::vector<Tensor> picked;
+    for (int64_t i : known->values) {
+      if (IsSymbolic(size) || i < -size || i >= size) {
+        call.Fail(absl::StrCat("index ", i, " is outside a dim of size ", size));
+      }
+      picked.push_back(select(data, axis, i < 0 ? i + size : i));
+    }
+    return {known->scalar ? picked.at(0) : stack(picked, axis)};
+  }
+  const Tensor& indices = call.input(1);
+  if (axis != 0 || indices.dtype() != DType::kI64) {
+    call.Fail("indices computed by the graph must be integers gathering along axis 0");
+  }
+  std::vector<int64_t> rest(data.shape().begin() + 1, data.shape().end());
+  int64_t row = 1;
+  for (int64_t d : rest) row = DimMul(row, d);
+  std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), rest.begin(), rest.end());
+  return {reshape(embedding(reshape(data, {size, row}), indices), shape)};
+}
+
+Outputs Slice(const NodeCall& call) {
+  Tensor x = call.input(0);
+  const std::vector<int64_t> starts = call.constant_ints(1), ends = call.constant_ints(2);
+  std::vector<int64_t> axes(starts.size()), steps(starts.size(), 1);
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  if (call.has_input(3)) axes = call.constant_ints(3);
+  if (call.has_input(4)) steps = call.constant_ints(4);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size()) {
+    call.Fail("starts, ends, axes and steps must have one length");
+  }
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = Axis(call, axes[i], x.dim());
+    const int64_t size = x.size(axis);
+    if (steps[i] < 1) call.Fail(absl::StrCat("step ", steps[i], " is not supported (only >= 1)"));
+    // INT64_MAX and beyond mean "to the end"; negatives count from it.
+    auto bound = [&](int64_t v) {
+      if (v < 0) return IsSymbolic(size) ? v : std::max<int64_t>(v + size, 0);
+      return IsSymbolic(size) || v < size ? v : size;
+    };
+    const int64_t begin = bound(starts[i]);
+    const int64_t end = ends[i] >= std::numeric_limits<int32_t>::max() ? size : bound(ends[i]);
+    x = slice(x, axis, begin, end, steps[i]);
+  }
+  return {x};
+}
+
+Outputs Split(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  const int64_t axis = Axis(call, call.attr_int("axis", 0), x.dim());
+  const int64_t size = x.size(axis);
+  const int64_t parts = static_cast<int64_t>(call.node().outputs.size());
+  std::vector<int64_t> lengths = call.has_input(1) ? call.constant_ints(1) : std::vector<int64_t>{};
+  if (lengths.empty()) {
+    if (IsSymbolic(size) || size % parts != 0) {
+      call.Fail(absl::StrCat("a dim of size ", size, " does not split into ", parts, " parts"));
+    }
+    lengths.assign(static_cast<size_t>(parts), size / parts);
+  }
+  Outputs out;
+  int64_t begin = 0;
+  for (int64_t length : lengths) {
+    out.push_back(slice(x, axis, begin, begin + length));
+    begin += length;
+  }
+  if (begin != size) {
+    call.Fail(absl::StrCat("split lengths add up to ", begin, ", the dim has ", size));
+  }
+  return out;
+}
+
+// ONNX's Expand broadcasts both ways: a 1 in the shape keeps the input's dim.
+Outputs Expand(const NodeCall& call) {
+  Tensor x = call.input(0);
+  std::vector<int64_t> shape = call.constant_ints(1);
+  const size_t rank = std::max<size_t>(shape.size(), static_cast<size_t>(x.dim()));
+  shape.insert(shape.begin(), rank - shape.size(), 1);
+  std::vector<int64_t> given(x.shape().begin(), x.shape().end());
+  given.insert(given.begin(), rank - given.size(), 1);
+  for (size_t d = 0; d < rank; ++d) {
+    if (shape[d] == 1) {
+      shape[d] = given[d];
+    } else if (given[d] != 1 && given[d] != shape[d]) {
+      call.Fail(absl::StrCat("dim ", d, " of size ", given[d], " cannot expand to ", shape[d]));
+    }
+  }
+  return {expand(reshape(x, given), shape)};
+}
+
+Outputs ConstantOfShape(const NodeCall& call) {
+  const std::vector<int64_t> shape = call.constant_ints(0);
+  const auto it = call.node().attributes.find("value");
+  if (it == call.node().attributes.end()) return {zeros(shape)};
+  const Tensor* value = std::get_if<Tensor>(&it->second);
+  if (value == nullptr || value->numel() != 1) call.Fail("value must be a one-element tensor");
+  const double v = value->dtype() == DType::kF32   ? value->to_vector<float>()[0]
+                   : value->dtype() == DType::kF64 ? value->to_vector<double>()[0]
+                   : value->dtype() == DType::kBool
+                       ? (value->to_vector<bool>()[0] ? 1.0 : 0.0)
+                       : static_cast<double>(value->to_vector<int64_t>()[0]);
+  return {full(shape, v, value->dtype())};
+}
+
+// Shape always runs as shape arithmetic; as a tensor, its dims.
+Outputs Shape(const NodeCall& call) {
+  return {Materialize(EvaluateShapeArithmetic(call).value().at(0))};
+}
+
+Outputs Where(const NodeCall& call) { return {where(call.input(0), call.input(1), call.input(2))}; }
+
+// Between min and max (inputs, each optional); the gradient passes where x is
+// inside, bounds included, as PyTorch's clamp.
+Outputs Clip(const NodeCall& call) {
+  Tensor x = call.input(0);
+  if (call.has_input(1)) {
+    const Tensor low = full({}, call.constant_scalar(1), x.dtype());
+    x = where(lt(x, low), low, x);
+  }
+  if (call.has_input(2)) {
+    const Tensor high = full({}, call.constant_scalar(2), x.dtype());
+    x = where(gt(x, high), high, x);
+  }
+  return {x};
+}
+
+Outputs LayerNormalization(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  const int64_t axis = Axis(call, call.attr_int("axis", -1), x.dim());
+  const Tensor& scale = call.input(1);
+  const Tensor bias = call.has_input(2) ? call.input(2) : zeros(scale.shape(), scale.dtype());
+  return {layer_norm(x, scale, bias, axis, call.attr_float("epsilon", 1e-5)).y};
+}
+
 const std::vector<Operator>& Table() {
   static const auto* table = new std::vector<Operator>{
       {"Abs", {}, Unary<abs>},
@@ -307,16 +489,23 @@ const std::vector<Operator>& Table() {
        {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
        AveragePool},
       {"BatchNormalization", {"epsilon", "momentum", "training_mode"}, BatchNormalization},
+      {"Cast", {"to"}, Cast},
+      {"Clip", {}, Clip},
       {"Concat", {"axis"}, Concat},
       {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}, Constant},
+      {"ConstantOfShape", {"value"}, ConstantOfShape},
       {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, Conv},
       {"Div", {}, Binary<div>},
       {"Dropout", {}, Dropout},
+      {"Equal", {}, Binary<eq>},
       {"Exp", {}, Unary<exp>},
+      {"Expand", {}, Expand},
       {"Flatten", {"axis"}, Flatten},
+      {"Gather", {"axis"}, Gather},
       {"Gemm", {"alpha", "beta", "transA", "transB"}, Gemm},
       {"GlobalAveragePool", {}, GlobalAveragePool},
       {"Identity", {}, Identity},
+      {"LayerNormalization", {"axis", "epsilon"}, LayerNormalization},
       {"LeakyRelu", {"alpha"}, LeakyRelu},
       {"Log", {}, Unary<log>},
       {"LogSoftmax", {"axis"}, LogSoftmax},
@@ -327,16 +516,22 @@ const std::vector<Operator>& Table() {
       {"Mul", {}, Binary<mul>},
       {"Neg", {}, Unary<neg>},
       {"Pow", {}, Pow},
+      {"ReduceMean", {"axes", "keepdims"}, ReduceMean},
+      {"ReduceSum", {"keepdims", "noop_with_empty_axes"}, ReduceSum},
       {"Relu", {}, Unary<relu>},
       {"Reshape", {"allowzero"}, Reshape},
+      {"Shape", {"end", "start"}, Shape},
       {"Sigmoid", {}, Unary<sigmoid>},
+      {"Slice", {}, Slice},
       {"Softmax", {"axis"}, Softmax},
+      {"Split", {"axis"}, Split},
       {"Sqrt", {}, Unary<sqrt>},
       {"Squeeze", {}, Squeeze},
       {"Sub", {}, Binary<sub>},
       {"Tanh", {}, Unary<tanh>},
       {"Transpose", {"perm"}, Transpose},
       {"Unsqueeze", {}, Unsqueeze},
+      {"Where", {}, Where},
   };
   return *table;
 }
