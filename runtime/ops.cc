@@ -159,6 +159,7 @@ Tensor neg(const Tensor& x) { return Unary(OpKind::kNeg, x); }
 Tensor exp(const Tensor& x) { return Unary(OpKind::kExp, x); }
 Tensor log(const Tensor& x) { return Unary(OpKind::kLog, x); }
 Tensor log1p(const Tensor& x) { return Unary(OpKind::kLog1p, x); }
+Tensor erf(const Tensor& x) { return Unary(OpKind::kErf, x); }
 Tensor sqrt(const Tensor& x) { return Unary(OpKind::kSqrt, x); }
 Tensor rsqrt(const Tensor& x) { return Unary(OpKind::kRsqrt, x); }
 Tensor abs(const Tensor& x) { return Unary(OpKind::kAbs, x); }

@@ -72,6 +72,7 @@ Tensor neg(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor log(const Tensor& x);
 Tensor log1p(const Tensor& x);  // log(1 + x), exact for small x
+Tensor erf(const Tensor& x);    // the error function
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor abs(const Tensor& x);  // gradient 0 at 0, as relu's

@@ -47,6 +47,8 @@ TensorList Neg(const VjpContext& c) { return {-G(c)}; }
 TensorList Exp(const VjpContext& c) { return {G(c) * Y(c)}; }
 TensorList Log(const VjpContext& c) { return {G(c) / X(c)}; }
 TensorList Log1p(const VjpContext& c) { return {G(c) / (X(c) + 1.0)}; }
+// d erf(x) / dx = 2 / sqrt(pi) exp(-x^2).
+TensorList Erf(const VjpContext& c) { return {G(c) * exp(-X(c) * X(c)) * 1.1283791670955126}; }
 TensorList Sqrt(const VjpContext& c) { return {G(c) * 0.5 / Y(c)}; }
 TensorList Rsqrt(const VjpContext& c) { return {G(c) * -0.5 * Y(c) / X(c)}; }
 // abs: the subgradient 0 at 0, as PyTorch.
@@ -85,6 +87,7 @@ void RegisterElementwiseVjps(VjpTable& t) {
   set(OpKind::kExp, &Exp);
   set(OpKind::kLog, &Log);
   set(OpKind::kLog1p, &Log1p);
+  set(OpKind::kErf, &Erf);
   set(OpKind::kSqrt, &Sqrt);
   set(OpKind::kRsqrt, &Rsqrt);
   set(OpKind::kAbs, &Abs);

@@ -141,6 +141,7 @@ std::vector<OpDef> ElementwiseOpDefs() {
       FloatUnary(OpKind::kExp),
       FloatUnary(OpKind::kLog),
       FloatUnary(OpKind::kLog1p),
+      FloatUnary(OpKind::kErf),
       FloatUnary(OpKind::kSqrt),
       FloatUnary(OpKind::kRsqrt),
       NumericUnary(OpKind::kAbs),

@@ -498,6 +498,7 @@ const std::vector<Operator>& Table() {
       {"Div", {}, Binary<div>},
       {"Dropout", {}, Dropout},
       {"Equal", {}, Binary<eq>},
+      {"Erf", {}, Unary<erf>},
       {"Exp", {}, Unary<exp>},
       {"Expand", {}, Expand},
       {"Flatten", {"axis"}, Flatten},

@@ -169,6 +169,12 @@ struct Log1p : UnaryFormula {
     return std::log1p(x);
   }
 };
+struct Erf : UnaryFormula {
+  template <typename T>
+  T operator()(T x) const {
+    return std::erf(x);
+  }
+};
 // The identity: stop_gradient's value (its effect is on the VJP only).
 struct StopGradient : UnaryFormula {
   template <typename T>
@@ -369,6 +375,8 @@ bool VisitPlainOp(OpKind op, Fn&& fn) {
       return Call(fn, Log{});
     case OpKind::kLog1p:
       return Call(fn, Log1p{});
+    case OpKind::kErf:
+      return Call(fn, Erf{});
     case OpKind::kStopGradient:
       return Call(fn, StopGradient{});
     case OpKind::kSqrt:

@@ -105,6 +105,7 @@ std::map<OpKind, std::vector<Case>> AllCases() {
   c[OpKind::kExp] = UnaryCases(exp);
   c[OpKind::kLog] = UnaryCases(log, /*positive=*/true);
   c[OpKind::kLog1p] = UnaryCases(log1p, /*positive=*/true);
+  c[OpKind::kErf] = UnaryCases(erf);
   c[OpKind::kSqrt] = UnaryCases(sqrt, true);
   c[OpKind::kRsqrt] = UnaryCases(rsqrt, true);
   c[OpKind::kAbs] = UnaryCases(abs, false, /*away_from_zero=*/true);

@@ -748,7 +748,8 @@ const std::map<OpKind, OpEntry>& Table() {
     set({K::kEq, K::kNe, K::kLt, K::kLe, K::kGt, K::kGe}, {DType::kF32, DType::kF64, DType::kI64},
         BinaryCases);
     set({K::kWhere}, floats, WhereCases);
-    set({K::kNeg, K::kExp, K::kAbs, K::kSign, K::kRelu, K::kSigmoid, K::kTanh, K::kStopGradient},
+    set({K::kNeg, K::kExp, K::kAbs, K::kSign, K::kRelu, K::kSigmoid, K::kTanh, K::kErf,
+         K::kStopGradient},
         floats, UnaryCases(Domain::kAny));
     set({K::kLog, K::kLog1p, K::kSqrt, K::kRsqrt}, floats, UnaryCases(Domain::kPositive));
     set({K::kGelu}, floats, Cross(UnaryCases(Domain::kAny), kGeluForms));

@@ -201,6 +201,10 @@ TEST_CASE("log") {
   CheckUnaryOp(
       log, [](double x) { return std::log(x); }, kFloats, Positive);
 }
+TEST_CASE("erf") {
+  CheckUnaryOp(
+      erf, [](double x) { return std::erf(x); }, kFloats);
+}
 TEST_CASE("log1p") {
   CheckUnaryOp(
       log1p, [](double x) { return std::log1p(x); }, kFloats, Positive);

@@ -193,7 +193,9 @@ TEST_CASE("elementwise, layout, pooling and constant operators compute what the 
   model.Node("Div", {"p", "ex"}, {"q"});
   model.Node("LeakyRelu", {"x"}, {"lr"}).Float("alpha", 0.25);
   model.Node("Mul", {"lr", "half"}, {"lh"});
-  model.Node("Add", {"q", "lh"}, {"e"});
+  model.Node("Erf", {"x"}, {"er"});
+  model.Node("Add", {"q", "lh"}, {"qlh"});
+  model.Node("Add", {"qlh", "er"}, {"e"});
   model.Node("AveragePool", {"e"}, {"ap"}).Ints("kernel_shape", {2, 2}).Ints("strides", {2, 2});
   model.Node("GlobalAveragePool", {"e"}, {"gp"});
   model.Node("Add", {"ap", "gp"}, {"pooled"});                      // [2, 3, 2, 2]
@@ -214,7 +216,7 @@ TEST_CASE("elementwise, layout, pooling and constant operators compute what the 
   const Tensor x = testing::Random({2, 3, 4, 4}, DType::kF64, 8);
   const Tensor p = pow(log(sqrt(x * x + 2.0)), 2.0);
   const Tensor q = p / exp(-abs(sigmoid(x) - tanh(x)));
-  const Tensor e = q + nn::leaky_relu(x, 0.25) * 0.5;
+  const Tensor e = q + nn::leaky_relu(x, 0.25) * 0.5 + erf(x);
   const Tensor pooled = avg_pool2d(e, {.kernel = {2, 2}, .stride = {2, 2}}) + mean(e, {2, 3}, true);
   const Tensor mm = matmul(transpose(reshape(pooled, {2, 3, 4}), 1, 2), w);
   const Tensor expected = concat({softmax(mm, 1), log_softmax(mm, 2)}, 2);

@@ -72,6 +72,6 @@ tokens = torch.randn(3, 5, 16)
 export("encoder_train", encoder, tokens, TRAINING, 15, 3)
 export("encoder_eval", encoder, tokens, EVAL, 14, 3)
 
-mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.Tanh(),
+mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(),
                           torch.nn.Linear(16, 4), torch.nn.LogSoftmax(dim=1))
 export("mlp_train", mlp, torch.randn(5, 8), TRAINING, 17, 5)
