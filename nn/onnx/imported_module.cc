@@ -81,17 +81,34 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
     }
   }
   model.initializers.clear();
-  // Constant nodes run once, here.
-  for (const Node& node : model.nodes) {
-    if (node.op_type != "Constant") continue;
-    const KnownValues none;
+  // Constant folding: a node that reads only known values (Constant nodes,
+  // integer initializers, what folded before it) runs once, here, unless it
+  // draws random numbers or holds state.
+  KnownValues& known = module->known_;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    const Node& node = model.nodes[n];
+    const bool foldable =
+        node.op_type != "Dropout" && node.op_type != "BatchNormalization" &&
+        absl::c_all_of(node.inputs, [&](const std::string& name) {
+          return name.empty() || known.ints.contains(name) || known.constants.contains(name);
+        });
+    module->folded_.push_back(foldable);
+    if (!foldable) continue;
+    std::vector<Tensor> inputs;
+    for (const std::string& name : node.inputs) {
+      inputs.push_back(name.empty()                ? Tensor()
+                       : known.ints.contains(name) ? Materialize(known.ints.at(name))
+                                                   : known.constants.at(name));
+    }
     absl::StatusOr<std::vector<Tensor>> values = CatchErrors([&] {
-      return FindOperator("Constant")->run(NodeCall(node, model.opset, false, {}, none));
+      return module->operators_[n]->run(NodeCall(node, model.opset, false, inputs, known));
     });
     if (!values.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": ", values.status().message()));
     }
-    AddKnown(node.outputs.at(0), values->at(0), module->known_);
+    for (size_t o = 0; o < node.outputs.size() && o < values->size(); ++o) {
+      if (!node.outputs[o].empty()) AddKnown(node.outputs[o], (*values)[o], known);
+    }
   }
   module->model_ = std::move(model);
   return module;
@@ -205,7 +222,7 @@ TensorTree ImportedModule::forward(const TensorTree& input) {
   };
   for (size_t n = 0; n < model_.nodes.size(); ++n) {
     const Node& node = model_.nodes[n];
-    if (node.op_type == "Constant") continue;
+    if (folded_[n]) continue;
     std::vector<Tensor> computed;  // what the graph computed, without known values
     for (const std::string& name : node.inputs) {
       const auto it = values.find(name);

@@ -48,8 +48,9 @@ class ImportedModule : public nn::Module {
   // The tensors given, by input name, checked against the declared types.
   std::vector<Tensor> Arguments(const TensorTree& input) const;
 
-  Model model_;        // its initializers moved into the module's state
-  KnownValues known_;  // integer initializers and Constant outputs
+  Model model_;               // its initializers moved into the module's state
+  KnownValues known_;         // integer initializers and what constant folding made
+  std::vector<bool> folded_;  // per node: its outputs are in known_
   absl::flat_hash_map<std::string, Tensor> state_;  // initializer name -> registered handle
   std::vector<const Operator*> operators_;          // one per node
 };

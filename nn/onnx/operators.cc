@@ -16,6 +16,7 @@
 #include "graph/symbolic.h"
 #include "nn/activations.h"
 #include "nn/module.h"
+#include "nn/pooling.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/ops.h"
 
@@ -128,14 +129,44 @@ Outputs Conv(const NodeCall& call) {
   return {call.has_input(2) ? conv2d(x, w, call.input(2), options) : conv2d(x, w, options)};
 }
 
-Pool2dOptions PoolOptions(const NodeCall& call) {
-  if (call.attr_int("ceil_mode", 0) != 0) call.Fail("ceil_mode 1 is not supported");
+// The transposed convolution is the data gradient of the convolution whose
+// weight this is, [C_in, C_out / group, kH, kW], as nn::ConvTranspose2d.
+Outputs ConvTranspose(const NodeCall& call) {
+  const Tensor &x = call.input(0), &w = call.input(1);
+  Require4d(call, x);
+  if (call.node().attributes.count("output_shape") != 0) call.Fail("output_shape is not supported");
+  const Conv2dOptions options{.stride = Pair(call, "strides"),
+                              .padding = Padding(call),
+                              .dilation = Pair(call, "dilations"),
+                              .groups = call.attr_int("group", 1)};
+  const std::vector<int64_t> extra = call.attr_ints("output_padding", {0, 0});
+  if (extra.size() != 2) call.Fail("output_padding must be 2 values");
+  std::vector<int64_t> out_shape = {x.size(0), w.size(1) * options.groups, 0, 0};
+  for (int d = 0; d < 2; ++d) {
+    out_shape[2 + d] = (x.size(2 + d) - 1) * options.stride[d] - 2 * options.padding[d] +
+                       options.dilation[d] * (w.size(2 + d) - 1) + extra[d] + 1;
+  }
+  Tensor y = conv2d_backward_data(x, w, out_shape, options);
+  if (call.has_input(2)) y = y + reshape(call.input(2), {1, -1, 1, 1});
+  return {y};
+}
+
+// The window a pooling node reads, as nn::MaxPool2d and nn::AvgPool2d take it.
+struct Window {
+  nn::IntPair kernel, stride, padding;
+  bool ceil_mode;
+};
+
+Window PoolWindow(const NodeCall& call) {
   const std::vector<int64_t> kernel = call.attr_ints("kernel_shape", {});
   if (kernel.size() != 2) {
     call.Fail(absl::StrCat("kernel_shape [", absl::StrJoin(kernel, ","), "] must be 2 values"));
   }
-  return {
-      .kernel = {kernel[0], kernel[1]}, .stride = Pair(call, "strides"), .padding = Padding(call)};
+  const std::array<int64_t, 2> stride = Pair(call, "strides"), padding = Padding(call);
+  return {{kernel[0], kernel[1]},
+          {stride[0], stride[1]},
+          {padding[0], padding[1]},
+          call.attr_int("ceil_mode", 0) != 0};
 }
 
 Outputs MaxPool(const NodeCall& call) {
@@ -144,17 +175,16 @@ Outputs MaxPool(const NodeCall& call) {
   if (Pair(call, "dilations") != std::array<int64_t, 2>{1, 1}) {
     call.Fail("dilations other than 1 are not supported");
   }
-  return {max_pool2d(call.input(0), PoolOptions(call))};
+  const Window w = PoolWindow(call);
+  return {nn::MaxPool2d(w.kernel, w.stride, w.padding, w.ceil_mode).forward(call.input(0))};
 }
 
 Outputs AveragePool(const NodeCall& call) {
   Require4d(call, call.input(0));
-  const Pool2dOptions options = PoolOptions(call);
-  // The kernel divides by the whole window, padding included.
-  if (call.attr_int("count_include_pad", 0) == 0 && options.padding != std::array<int64_t, 2>{}) {
-    call.Fail("count_include_pad 0 with padding is not supported (1 is)");
-  }
-  return {avg_pool2d(call.input(0), options)};
+  const Window w = PoolWindow(call);
+  const bool count_include_pad = call.attr_int("count_include_pad", 0) != 0;
+  return {nn::AvgPool2d(w.kernel, w.stride, w.padding, w.ceil_mode, count_include_pad)
+              .forward(call.input(0))};
 }
 
 Outputs GlobalAveragePool(const NodeCall& call) {
@@ -210,6 +240,82 @@ Outputs Dropout(const NodeCall& call) {
   if (!(training_mode && call.training()) || ratio == 0) return {x};
   if (!(ratio > 0 && ratio < 1)) call.Fail(absl::StrCat("ratio ", ratio, " is outside [0, 1)"));
   return {dropout(x, ratio)};
+}
+
+// ---- recurrent
+
+// One direction of an LSTM over x [T, N, I] from h, c [N, H]: the outputs
+// [T, N, H] (in x's order) and the last h and c. ONNX's gate order is
+// input, output, forget, cell.
+struct LstmRun {
+  Tensor y, h, c;
+};
+
+LstmRun LstmDirection(const Tensor& x, const Tensor& w, const Tensor& r, const Tensor& bias,
+                      Tensor h, Tensor c, bool reverse) {
+  const int64_t steps = x.size(0), hidden = r.size(1);
+  const Tensor projected = matmul(x, transpose(w, 0, 1)) + bias;  // [T, N, 4H]
+  const Tensor r_t = transpose(r, 0, 1);
+  std::vector<Tensor> outputs(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = reverse ? steps - 1 - s : s;
+    const Tensor gates = select(projected, 0, t) + matmul(h, r_t);
+    auto gate = [&](int64_t k) { return slice(gates, 1, k * hidden, (k + 1) * hidden); };
+    c = sigmoid(gate(2)) * c + sigmoid(gate(0)) * tanh(gate(3));
+    h = sigmoid(gate(1)) * tanh(c);
+    outputs[static_cast<size_t>(t)] = h;
+  }
+  return {stack(outputs, 0), h, c};
+}
+
+Outputs Lstm(const NodeCall& call) {
+  if (call.has_input(4)) call.Fail("sequence_lens is not supported (all sequences full length)");
+  if (call.has_input(7)) call.Fail("peephole weights (P) are not supported");
+  if (call.attr_int("input_forget", 0) != 0) call.Fail("input_forget 1 is not supported");
+  const auto& attributes = call.node().attributes;
+  for (const char* name : {"clip", "activations", "activation_alpha", "activation_beta"}) {
+    if (attributes.count(name) != 0) {
+      call.Fail(absl::StrCat(name, " is not supported (sigmoid, tanh, tanh without clipping)"));
+    }
+  }
+  const bool batch_first = call.attr_int("layout", 0) != 0;
+  const Tensor x = batch_first ? transpose(call.input(0), 0, 1) : call.input(0);
+  const Tensor &w = call.input(1), &r = call.input(2);
+  const std::string direction = call.attr_string("direction", "forward");
+  const int64_t directions = direction == "bidirectional" ? 2 : 1;
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") {
+    call.Fail(absl::StrCat("direction '", direction,
+                           "' is not one of forward, reverse, "
+                           "bidirectional"));
+  }
+  const int64_t hidden = call.attr_int("hidden_size", r.size(-1));
+  if (x.dim() != 3 || w.dim() != 3 || r.dim() != 3 || w.size(0) != directions ||
+      w.size(1) != 4 * hidden || r.size(1) != 4 * hidden || r.size(2) != hidden) {
+    call.Fail(absl::StrCat("expected X [T, N, I], W [", directions, ", ", 4 * hidden, ", I], R [",
+                           directions, ", ", 4 * hidden, ", ", hidden, "], got ",
+                           x.type().ToString(), ", ", w.type().ToString(), ", ",
+                           r.type().ToString()));
+  }
+  if (IsSymbolic(x.size(0))) call.Fail("the sequence length must be fixed, not a symbol");
+  const Tensor zero_state = zeros({directions, x.size(1), hidden}, x.dtype());
+  const Tensor h0 = call.has_input(5) ? call.input(5) : zero_state;
+  const Tensor c0 = call.has_input(6) ? call.input(6) : zero_state;
+  std::vector<Tensor> ys, hs, cs;
+  for (int64_t d = 0; d < directions; ++d) {
+    Tensor bias = zeros({4 * hidden}, x.dtype());
+    if (call.has_input(3)) {
+      const Tensor b = select(call.input(3), 0, d);  // [8H]: W's bias, then R's
+      bias = slice(b, 0, 0, 4 * hidden) + slice(b, 0, 4 * hidden, 8 * hidden);
+    }
+    const LstmRun run = LstmDirection(x, select(w, 0, d), select(r, 0, d), bias, select(h0, 0, d),
+                                      select(c0, 0, d), direction == "reverse" || d == 1);
+    ys.push_back(run.y);
+    hs.push_back(run.h);
+    cs.push_back(run.c);
+  }
+  const Tensor y = stack(ys, 1);  // [T, dirs, N, H]
+  if (!batch_first) return {y, stack(hs, 0), stack(cs, 0)};
+  return {permute(y, {2, 0, 1, 3}), stack(hs, 1), stack(cs, 1)};  // [N, T, dirs, H], [N, dirs, H]
 }
 
 // ---- layout
@@ -495,6 +601,10 @@ const std::vector<Operator>& Table() {
       {"Constant", {"value", "value_float", "value_floats", "value_int", "value_ints"}, Constant},
       {"ConstantOfShape", {"value"}, ConstantOfShape},
       {"Conv", {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, Conv},
+      {"ConvTranspose",
+       {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+        "strides"},
+       ConvTranspose},
       {"Div", {}, Binary<div>},
       {"Dropout", {}, Dropout},
       {"Equal", {}, Binary<eq>},
@@ -506,6 +616,10 @@ const std::vector<Operator>& Table() {
       {"Gemm", {"alpha", "beta", "transA", "transB"}, Gemm},
       {"GlobalAveragePool", {}, GlobalAveragePool},
       {"Identity", {}, Identity},
+      {"LSTM",
+       {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+        "input_forget", "layout"},
+       Lstm},
       {"LayerNormalization", {"axis", "epsilon"}, LayerNormalization},
       {"LeakyRelu", {"alpha"}, LeakyRelu},
       {"Log", {}, Unary<log>},

@@ -6,6 +6,7 @@
 // an error that names the file and the node, initializer or input.
 #include "nn/onnx/import.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -225,6 +226,72 @@ TEST_CASE("elementwise, layout, pooling and constant operators compute what the 
                       testing::RandomInput({2, 3, 4, 4}, 9));
 }
 
+// MobileNet v2's inverted residual with stride 2, as PyTorch exports it for
+// training: pointwise, depthwise (group = channels), ReLU6 as Clip between
+// Constant bounds cast to float, batch statistics.
+OnnxBuilder InvertedResidual() {
+  OnnxBuilder model(15);
+  model.Input("x", DType::kF64, {"N", int64_t{4}, int64_t{7}, int64_t{7}});
+  model.Initializer("expand.weight", testing::Random({8, 4, 1, 1}, DType::kF64, 11));
+  model.Initializer("depthwise.weight", testing::Random({8, 1, 3, 3}, DType::kF64, 12));
+  model.Initializer("norm.weight", testing::Random({8}, DType::kF64, 13) + 1.5);
+  model.Initializer("norm.bias", testing::Random({8}, DType::kF64, 14));
+  model.Initializer("norm.running_mean", zeros({8}, DType::kF64));
+  model.Initializer("norm.running_var", ones({8}, DType::kF64));
+  model.Node("Conv", {"x", "expand.weight"}, {"e"}).Ints("kernel_shape", {1, 1});
+  model.Node("Conv", {"e", "depthwise.weight"}, {"d"}, "depthwise")
+      .Ints("kernel_shape", {3, 3})
+      .Ints("pads", {1, 1, 1, 1})
+      .Ints("strides", {2, 2})
+      .Int("group", 8);
+  model
+      .Node("BatchNormalization",
+            {"d", "norm.weight", "norm.bias", "norm.running_mean", "norm.running_var"},
+            {"n", "", ""})
+      .Int("training_mode", 1);
+  model.Node("Constant", {}, {"zero"}).TensorValue("value", full({}, 0, DType::kI64));
+  model.Node("Constant", {}, {"six"}).TensorValue("value", full({}, 6, DType::kI64));
+  model.Node("Cast", {"zero"}, {"low"}).Int("to", 11);
+  model.Node("Cast", {"six"}, {"high"}).Int("to", 11);
+  model.Node("Constant", {}, {"one"}).TensorValue("value", full({}, 1.0, DType::kF64));
+  model.Node("Mul", {"n", "n"}, {"n2"});    // some values above 6
+  model.Node("Sub", {"n2", "one"}, {"s"});  // and some below 0
+  model.Node("Clip", {"s", "low", "high"}, {"y"});
+  model.Output("y", DType::kF64);
+  return model;
+}
+
+TEST_CASE("a MobileNet block: depthwise convolution, batch statistics, ReLU6 between casts") {
+  auto block = ImportOrFail(InvertedResidual());
+  const Tensor x = testing::Random({2, 4, 7, 7}, DType::kF64, 15) * 3.0;
+  const Tensor y = (*block)(x);
+  CHECK(max(y).item<double>() == 6.0);
+  CHECK(min(y).item<double>() == 0.0);
+  testing::CheckLayer([] { return std::shared_ptr<nn::Module>(ImportOrFail(InvertedResidual())); },
+                      testing::RandomInput({2, 4, 7, 7}, 16));
+}
+
+// Dropout as PyTorch exports it for training: ratio and training_mode are
+// Constant inputs; it drops only while the module trains.
+TEST_CASE("Dropout exported for training drops in train mode and passes in eval mode") {
+  OnnxBuilder model(13);
+  model.Input("x", DType::kF32, {int64_t{100}, int64_t{100}});
+  model.Node("Constant", {}, {"ratio"}).TensorValue("value", full({}, 0.25, DType::kF32));
+  model.Node("Constant", {}, {"training"}).TensorValue("value", full({}, 1, DType::kBool));
+  model.Node("Dropout", {"x", "ratio", "training"}, {"y", "mask"});
+  model.Output("y", DType::kF32);
+  auto dropout = ImportOrFail(model);
+  const Tensor x = ones({100, 100});
+  dropout->train();
+  const std::vector<float> y = (*dropout)(x).to_vector<float>();
+  const int64_t kept = std::count(y.begin(), y.end(), 1.0f / 0.75f);
+  const int64_t dropped = std::count(y.begin(), y.end(), 0.0f);
+  CHECK(kept + dropped == 10000);
+  CHECK(dropped == Approx(2500).margin(200));  // 4.6 standard deviations
+  dropout->eval();
+  CHECK(testing::CompareTensors((*dropout)(x), x, 0, 0) == "");
+}
+
 TEST_CASE("a file that is not a model, or a model tensorcut cannot run, is a clear error") {
   CHECK(ImportFromString("certainly not protobuf", "m.onnx").status().message() ==
         "m.onnx: not an ONNX model (the file does not parse as a ModelProto; truncated or "
@@ -293,12 +360,12 @@ TEST_CASE("what a node or an input cannot run is an error naming it when the for
         }) == "ImportedModule: input 'x': expected f64[N,6], got f64[4,7]");
   OnnxBuilder model;
   model.Input("x", DType::kF32, {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}});
-  model.Node("MaxPool", {"x"}, {"y"}, "pool").Ints("kernel_shape", {2, 2}).Int("ceil_mode", 1);
+  model.Node("MaxPool", {"x"}, {"y"}, "pool").Ints("kernel_shape", {2, 2}).Int("storage_order", 1);
   model.Output("y", DType::kF32);
   auto pool = ImportOrFail(model);
   CHECK(testing::ThrownMessage([&] {
           (*pool)(zeros({1, 1, 4, 4}));
-        }) == "node 'pool' (MaxPool, opset 15): ceil_mode 1 is not supported");
+        }) == "node 'pool' (MaxPool, opset 15): storage_order 1 is not supported");
 }
 
 }  // namespace

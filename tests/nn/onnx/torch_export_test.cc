@@ -6,8 +6,10 @@
 // PyTorch's outputs, gradients and running statistics, at a batch other than
 // the exported one (the batch dim is symbolic in the files), and its
 // compiled training function gives its own eager results.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "catch2/catch.hpp"
@@ -65,32 +67,42 @@ Reference Load(const std::string& name) {
   return ref;
 }
 
-void CheckClose(const Tensor& actual, const Tensor& expected, const std::string& what) {
+// Within `tol` relative, or `tol` of the tensor's largest magnitude: f32
+// rounding grows with depth (through resnet18's 20 layers of batch
+// statistics over 4 examples the gradients agree to about 1e-3).
+void CheckClose(const Tensor& actual, const Tensor& expected, const std::string& what,
+                double tol = 1e-4) {
   INFO(what);
-  CHECK(testing::CompareTensors(actual, expected, 1e-4, 1e-5) == "");
+  const double scale = max(abs(expected)).item<float>();
+  CHECK(testing::CompareTensors(actual, expected, tol, tol * std::max(scale, 0.1)) == "");
 }
 
 // Training export: train mode, outputs, gradients of sum(y * r), buffers.
-void CheckTraining(const std::string& name) {
+// `compiled_tol` bounds the compiled function against eager: the fusing
+// compiler's batch-norm backward sums in another order, and through
+// mobilenet_v2's 50 layers of statistics over 4 examples the gradients of
+// its compiled and eager steps differ by up to 2% of a tensor's largest
+// (the interpreter's are the eager bits).
+void CheckTraining(const std::string& name, double tol = 1e-4, double compiled_tol = 1e-4) {
   Reference ref = Load(name);
   ref.module->train();
   const Tensor y = (*ref.module)(ref.arrays.at("x"));
-  CheckClose(y, ref.arrays.at("y"), name + " y");
+  CheckClose(y, ref.arrays.at("y"), name + " y", tol);
   sum(y * ref.arrays.at("r")).backward();
   int checked = 0;
   for (const auto& [param, p] : ref.module->named_parameters()) {
-    CheckClose(p.grad(), ref.arrays.at("grad." + param), name + " grad." + param);
+    CheckClose(p.grad(), ref.arrays.at("grad." + param), name + " grad." + param, tol);
     ++checked;
   }
   for (const auto& [buffer, b] : ref.module->named_buffers()) {
-    CheckClose(b, ref.arrays.at("buffer." + buffer), name + " buffer." + buffer);
+    CheckClose(b, ref.arrays.at("buffer." + buffer), name + " buffer." + buffer, tol);
   }
   CHECK(checked > 0);
   // The compiled training function against eager, on fresh imports.
   const Tensor x = ref.arrays.at("x");
   testing::RequireCompiledMatchesEager(
       [&] { return std::shared_ptr<nn::Module>(Load(name).module); }, TensorTree::MakeLeaf(x),
-      1e-4);
+      compiled_tol);
 }
 
 void CheckInference(const std::string& name) {
@@ -122,6 +134,29 @@ TEST_CASE("a transformer encoder layer exported with a dynamic batch runs at ano
 TEST_CASE("LayerNormalization at opset 17, and GELU as PyTorch writes it (Erf)") {
   if (!Exported()) return;
   CheckTraining("mlp_train");
+}
+
+TEST_CASE("an LSTM, batch first, exported for training and for inference") {
+  if (!Exported()) return;
+  CheckTraining("lstm_train");
+  CheckInference("lstm_eval");
+}
+
+TEST_CASE("transposed convolution, ceil-mode and padded pooling, ReLU6 as Clip") {
+  if (!Exported()) return;
+  CheckTraining("windows_train");
+}
+
+TEST_CASE("torchvision's resnet18 and mobilenet_v2, for training and for inference") {
+  if (!Exported()) return;
+  if (!std::ifstream(OutDir() + "/resnet18_train.onnx")) {
+    WARN("skipped: python3-torchvision is not installed");
+    return;
+  }
+  for (const std::string net : {"resnet18", "mobilenet_v2"}) {
+    CheckTraining(net + "_train", 1e-2, 5e-2);
+    CheckInference(net + "_eval");
+  }
 }
 
 }  // namespace

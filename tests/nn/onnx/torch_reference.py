@@ -21,6 +21,10 @@ EVAL = torch.onnx.TrainingMode.EVAL
 
 def export(name, model, x, mode, opset, batch, dynamic=True):
     torch.manual_seed(1)
+    if mode == TRAINING:  # no random draws to compare
+        for m in model.modules():
+            if isinstance(m, torch.nn.Dropout):
+                m.p = 0.0
     model.train(mode == TRAINING)
     export_x = torch.randn(*((2,) + tuple(x.shape[1:])))
     torch.onnx.export(
@@ -75,3 +79,47 @@ export("encoder_eval", encoder, tokens, EVAL, 14, 3)
 mlp = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.GELU(),
                           torch.nn.Linear(16, 4), torch.nn.LogSoftmax(dim=1))
 export("mlp_train", mlp, torch.randn(5, 8), TRAINING, 17, 5)
+
+
+class LastStep(torch.nn.Module):
+    """A batch-first LSTM and a linear head on its last output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(8, 12, batch_first=True)
+        self.head = torch.nn.Linear(12, 3)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.head(y[:, -1])
+
+
+export("lstm_train", LastStep(), torch.randn(4, 6, 8), TRAINING, 14, 4)
+export("lstm_eval", LastStep(), torch.randn(4, 6, 8), EVAL, 14, 4)
+
+
+class Windows(torch.nn.Module):
+    """Transposed convolution, ceil-mode and padded pooling, ReLU6 (Clip)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(3, 6, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1)
+        self.pool = torch.nn.MaxPool2d(3, stride=2, ceil_mode=True)
+        self.avg = torch.nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.up(self.down(x)) * 4)
+        return self.avg(self.pool(y))
+
+
+export("windows_train", Windows(), torch.randn(2, 3, 9, 9), TRAINING, 13, 2)
+
+try:
+    import torchvision
+    for net in ("resnet18", "mobilenet_v2"):
+        model = getattr(torchvision.models, net)(num_classes=10)
+        export(f"{net}_train", model, torch.randn(4, 3, 64, 64), TRAINING, 15, 4)
+        export(f"{net}_eval", model, torch.randn(3, 3, 64, 64), EVAL, 13, 3)
+except ImportError:
+    print("torchvision is not installed: no resnet18 or mobilenet_v2", file=sys.stderr)
