@@ -27,6 +27,7 @@ packages=(
   libprotobuf-dev      # and protobuf 3.21 under them
   python3-torch        # tests only: models exported by PyTorch 1.13 and eager references
   python3-onnx         # (tests/nn/onnx/torch_reference.py), never the engine
+  python3-torchvision  # and its resnet18 and mobilenet_v2
   dataset-fashion-mnist  # the demo's data
 )
 
