@@ -41,6 +41,12 @@ ABSL_FLAG(std::string, model, "mlp",
           "a reference model (linear, convbn, structured, mlp, mlp_dropout, cnn, transformer, "
           "transformer_dropout) or a zoo model (resnet18, vgg11, mobilenetv2, unet, gpt, lstm); "
           "bench and compare --sweep also take all");
+ABSL_FLAG(std::string, onnx, "",
+          "train: an ONNX model file (opsets 13-17; one f32 input whose dim 0 is the batch, one "
+          "output of class scores) trained instead of --model");
+ABSL_FLAG(std::string, loss, "cross_entropy",
+          "train --onnx: the loss over the model's output: cross_entropy (scores) or nll_loss "
+          "(log-probabilities)");
 ABSL_FLAG(int, threads, 0, "oneDNN/OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or all)");
 ABSL_FLAG(std::string, gemm, "auto",
           "f32 matrix products on onednn, on openblas, or auto: the faster of the two, timed "

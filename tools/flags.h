@@ -28,6 +28,8 @@ ABSL_DECLARE_FLAG(double, lr);
 
 // every subcommand that runs a reference model
 ABSL_DECLARE_FLAG(std::string, model);
+ABSL_DECLARE_FLAG(std::string, onnx);
+ABSL_DECLARE_FLAG(std::string, loss);
 ABSL_DECLARE_FLAG(int, threads);
 ABSL_DECLARE_FLAG(std::string, gemm);
 ABSL_DECLARE_FLAG(std::string, precision);

@@ -57,7 +57,8 @@ constexpr Subcommand kSubcommands[] = {
      "runs threads gemm"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
-     "model epochs steps batch drop_last sync_batchnorm lr optimizer partition budget checkpoint "
+     "model onnx loss epochs steps batch drop_last sync_batchnorm lr optimizer partition budget "
+     "checkpoint "
      "save_every "
      "resume seed data label_column features labels test_data threads gemm precision"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",

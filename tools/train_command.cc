@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -76,6 +77,18 @@ absl::Status Run(dist::ProcessGroup& group) {
   TrainOptions options;
   if (group.size() > 1) options.group = &group;
   options.model = absl::GetFlag(FLAGS_model);
+  options.onnx = absl::GetFlag(FLAGS_onnx);
+  options.loss = absl::GetFlag(FLAGS_loss);
+  if (!options.onnx.empty()) {
+    if (FlagGiven("model")) {
+      return absl::InvalidArgumentError("--model and --onnx: give one model to train, not both");
+    }
+    // The file's name names the model in the banner and the checkpoints.
+    options.model = std::filesystem::path(options.onnx).stem().string();
+  } else if (FlagGiven("loss")) {
+    return absl::InvalidArgumentError(
+        "--loss applies to --onnx models; a reference model (--model) has its own loss");
+  }
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
   options.data_dir = absl::GetFlag(FLAGS_data);
   options.label_column = absl::GetFlag(FLAGS_label_column);

@@ -23,6 +23,7 @@
 #include "runtime/error.h"
 #include "runtime/random.h"
 #include "tools/cli.h"
+#include "tools/imported_model.h"
 
 namespace tc {
 
@@ -390,18 +391,32 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
                       partition::PartitionerByName(options.partition, options.budget));
   std::unique_ptr<Trainer> t(new Trainer());
   t->options_ = options;
+  ImportedClassifierSpec imported;
+  if (!options.onnx.empty()) {
+    TC_ASSIGN_OR_RETURN(imported, ImportedClassifier(options.onnx, options.loss, options.batch));
+    t->spec_ = imported.spec;
+    t->spec_.name = options.model;
+  }
   if (IsDataFile(options.data_dir)) {
-    // The user's data sizes the model: its features in, its classes out.
+    // The user's data sizes a reference model: its features in, its classes
+    // out; an imported model must fit the data.
     TC_ASSIGN_OR_RETURN(UserData data, LoadUserData(options));
-    TC_ASSIGN_OR_RETURN(
-        t->spec_, nn::MakeClassifierFor(options.model, options.seed, data.features, data.classes));
+    if (options.onnx.empty()) {
+      TC_ASSIGN_OR_RETURN(t->spec_, nn::MakeClassifierFor(options.model, options.seed,
+                                                          data.features, data.classes));
+    } else if (data.features != imported.features || data.classes > imported.classes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data ", options.data_dir, " has ", data.features, " features and ", data.classes,
+          " classes; --onnx ", options.onnx, " takes ", imported.features,
+          " values per example and scores ", imported.classes, " classes"));
+    }
     t->train_set_ = std::move(data.train);
     t->test_set_ = std::move(data.test);
     t->data_description_ = absl::StrCat(
         options.data_dir, " (", t->train_set_->size(), " examples of ", data.features,
         " features, ", data.classes, " classes",
         t->test_set_ ? absl::StrCat("; ", t->test_set_->size(), " for testing") : "", ")");
-  } else {
+  } else if (options.onnx.empty()) {
     TC_ASSIGN_OR_RETURN(t->spec_, nn::MakeModel(options.model, options.seed));
   }
   TC_ASSIGN_OR_RETURN(

@@ -87,6 +87,10 @@ class TrainingData;  // the batches of a run (training.cc)
 
 struct TrainOptions {
   std::string model = "mlp";
+  // An ONNX model file trained instead of `model` (tools/imported_model.h),
+  // with `loss` over its outputs; `model` names its checkpoints.
+  std::string onnx;
+  std::string loss = "cross_entropy";
   uint64_t seed = 0;  // parameters, synthetic data, data order
   // A folder of Fashion-MNIST IDX files, or a file of the user's data for the
   // mlp models: FILE.csv (its label_column), FILE.npz or FILE.safetensors

@@ -30,6 +30,7 @@
 #include "pipeline/step_memory.h"
 #include "runtime/bf16.h"
 #include "runtime/build_info.h"
+#include "tests/nn/onnx/onnx_builder.h"
 #include "tests/npz_writer.h"
 #include "tools/training.h"
 
@@ -202,11 +203,12 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   // A flag of another subcommand would be ignored: refused before any work.
   r = Tensorcut("train --model linear --strategy budget");
   REQUIRE(r.code == 2);
-  REQUIRE(r.err ==
-          "tensorcut train: --strategy is not a flag of train (its flags: --model --epochs "
-          "--steps --batch --drop_last --sync_batchnorm --lr --optimizer --partition --budget "
-          "--checkpoint --save_every --resume --seed --data --label_column --features --labels "
-          "--test_data --threads --gemm --precision)\n");
+  REQUIRE(
+      r.err ==
+      "tensorcut train: --strategy is not a flag of train (its flags: --model --onnx --loss "
+      "--epochs --steps --batch --drop_last --sync_batchnorm --lr --optimizer --partition --budget "
+      "--checkpoint --save_every --resume --seed --data --label_column --features --labels "
+      "--test_data --threads --gemm --precision)\n");
   r = Tensorcut("partition --model linear --threads 2");
   REQUIRE(r.code == 2);
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
@@ -289,6 +291,68 @@ TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
   CHECK(r.code == 2);
   CHECK(Contains(r.err,
                  "model \"cnn\" takes no data of its own; the mlp models (mlp, mlp_dropout) do"));
+}
+
+// A 2-16-3 MLP as PyTorch exports one: Gemm, Relu, Gemm.
+std::string OnnxClassifier(int64_t features) {
+  testing::OnnxBuilder model;
+  model.Input("x", DType::kF32, {"N", features});
+  model.Initializer("0.weight", randn({16, features}) * 0.5);
+  model.Initializer("0.bias", zeros({16}));
+  model.Initializer("2.weight", randn({3, 16}) * 0.3);
+  model.Initializer("2.bias", zeros({3}));
+  model.Node("Gemm", {"x", "0.weight", "0.bias"}, {"h"}).Int("transB", 1);
+  model.Node("Relu", {"h"}, {"a"});
+  model.Node("Gemm", {"a", "2.weight", "2.bias"}, {"logits"}).Int("transB", 1);
+  model.Output("logits", DType::kF32);
+  const std::string path = TempPath(absl::StrCat("classifier", features, ".onnx"));
+  std::ofstream(path, std::ios::binary) << model.Bytes();
+  return path;
+}
+
+TEST_CASE("train --onnx trains an imported model on the user's CSV") {
+  const std::string train = TempPath("onnx_points.csv"), test = TempPath("onnx_points_test.csv");
+  std::ofstream(train) << Points(300, true, 1);
+  std::ofstream(test) << Points(90, true, 2);
+  const std::string model = OnnxClassifier(2), ckpt = TempPath("classifier.safetensors");
+  Result r = Tensorcut(absl::StrCat("train --onnx ", model, " --data ", train,
+                                    " --label-column y --test-data ", test,
+                                    " --batch 30 --steps 60 --checkpoint ", ckpt));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out,
+                 "tensorcut train: classifier2 (ONNX opset 15, 99 parameters, 3 classes, "
+                 "cross_entropy)"));
+  const size_t at = r.out.find("test accuracy ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(r.out.substr(at + 14)) > 90);
+  // The checkpoint holds the ONNX names.
+  const nn::NamedTensors saved = nn::LoadTensors(ckpt).value();
+  CHECK(saved[0].first == "0.weight");
+
+  // Mistakes name the flag or the file.
+  r = Tensorcut(absl::StrCat("train --onnx ", model, " --model mlp --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--model and --onnx: give one model to train, not both"));
+  r = Tensorcut(absl::StrCat("train --onnx ", model, " --loss hinge --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--loss hinge: expected one of cross_entropy, nll_loss"));
+  r = Tensorcut(absl::StrCat("train --loss nll_loss --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--loss applies to --onnx models"));
+  r = Tensorcut(absl::StrCat("train --onnx ", OnnxClassifier(5), " --data ", train,
+                             " --label-column y --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, absl::StrCat("--data ", train, " has 2 features and 3 classes; --onnx ",
+                                     TempPath("classifier5.onnx"),
+                                     " takes 5 values per example and scores 3 classes")));
+  r = Tensorcut(absl::StrCat("train --onnx ", TempPath("absent.onnx"), " --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, absl::StrCat(TempPath("absent.onnx"), ": cannot open the ONNX model")));
+  std::ofstream(TempPath("garbage.onnx")) << "not a model";
+  r = Tensorcut(absl::StrCat("train --onnx ", TempPath("garbage.onnx"), " --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "not an ONNX model"));
 }
 
 TEST_CASE("train reads .npz arrays with their test split") {

@@ -40,8 +40,8 @@ std::shared_ptr<ImportedModule> SmallCnn() {
       .Ints("kernel_shape", {3, 3})
       .Ints("pads", {1, 1, 1, 1});
   model
-      .Node("BatchNormalization", {"c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
-            {"n", "", ""})
+      .Node("BatchNormalization",
+            {"c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"n", "", ""})
       .Float("momentum", 0.9)
       .Int("training_mode", 1);
   model.Node("Relu", {"n"}, {"a"});
@@ -72,7 +72,8 @@ TEST_CASE("an imported CNN trains under TrainStep as eagerly, with every partiti
   for (const std::string& strategy : partition::StrategyNames()) {
     INFO(strategy);
     auto compiled = SmallCnn(), eager = SmallCnn();
-    nn::SGD sgd_c(compiled->named_parameters(), 0.1, 0.9), sgd_e(eager->named_parameters(), 0.1, 0.9);
+    nn::SGD sgd_c(compiled->named_parameters(), 0.1, 0.9),
+        sgd_e(eager->named_parameters(), 0.1, 0.9);
     std::unique_ptr<TrainStep> step =
         TrainStep::Create(*compiled, Loss, TensorTree::MakeLeaf(data.images),
                           TensorTree::MakeLeaf(data.labels), sgd_c,
@@ -82,8 +83,8 @@ TEST_CASE("an imported CNN trains under TrainStep as eagerly, with every partiti
     for (int i = 0; i < 12; ++i) {
       const double loss_c = step->Run({data.images, data.labels}).value();
       sgd_e.zero_grad();
-      const Tensor loss_e = Loss((*eager)(TensorTree::MakeLeaf(data.images)),
-                                 TensorTree::MakeLeaf(data.labels));
+      const Tensor loss_e =
+          Loss((*eager)(TensorTree::MakeLeaf(data.images)), TensorTree::MakeLeaf(data.labels));
       loss_e.backward();
       sgd_e.step();
       REQUIRE(loss_c == Approx(loss_e.item<float>()).epsilon(1e-4));
@@ -91,7 +92,8 @@ TEST_CASE("an imported CNN trains under TrainStep as eagerly, with every partiti
       last = loss_c;
     }
     CHECK(last < 0.6 * first);
-    const nn::NamedTensors buffers_c = compiled->named_buffers(), buffers_e = eager->named_buffers();
+    const nn::NamedTensors buffers_c = compiled->named_buffers(),
+                           buffers_e = eager->named_buffers();
     REQUIRE(buffers_c.size() == 2);
     for (size_t i = 0; i < buffers_c.size(); ++i) {
       INFO(buffers_c[i].first);
