@@ -36,6 +36,27 @@ class Scope : public nn::Module {
   using nn::Module::register_parameter;
 };
 
+// Constant folding makes no constant above this many elements: a large one
+// (ConstantOfShape, Expand) is made when the forward runs, as any value.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
+
+// Whether `node`, whose inputs are all known, is worth running at import.
+bool Foldable(const Node& node, const KnownValues& known) {
+  if (node.op_type == "Dropout" || node.op_type == "BatchNormalization") return false;
+  const size_t shape_input = node.op_type == "ConstantOfShape" ? 0
+                             : node.op_type == "Expand"        ? 1
+                                                               : node.inputs.size();
+  if (shape_input >= node.inputs.size()) return true;
+  const auto it = known.ints.find(node.inputs[shape_input]);
+  if (it == known.ints.end()) return false;
+  int64_t elements = 1;
+  for (int64_t d : it->second.values) {
+    if (d < 0 || (d > 0 && elements > kMaxFoldedElements / d)) return false;
+    elements *= d;
+  }
+  return true;
+}
+
 std::string TypeText(const ValueInfo& info) {
   std::vector<std::string> dims;
   for (const Dim& d : info.shape) {
@@ -87,11 +108,12 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
   KnownValues& known = module->known_;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const Node& node = model.nodes[n];
-    const bool foldable =
-        node.op_type != "Dropout" && node.op_type != "BatchNormalization" &&
-        absl::c_all_of(node.inputs, [&](const std::string& name) {
-          return name.empty() || known.ints.contains(name) || known.constants.contains(name);
-        });
+    const bool foldable = absl::c_all_of(node.inputs,
+                                         [&](const std::string& name) {
+                                           return name.empty() || known.ints.contains(name) ||
+                                                  known.constants.contains(name);
+                                         }) &&
+                          Foldable(node, known);
     module->folded_.push_back(foldable);
     if (!foldable) continue;
     std::vector<Tensor> inputs;

@@ -355,6 +355,35 @@ TEST_CASE("train --onnx trains an imported model on the user's CSV") {
   CHECK(Contains(r.err, "not an ONNX model"));
 }
 
+// The README's round trip (examples/onnx/fashion_cnn.py): a CNN exported by
+// PyTorch for training, trained by tensorcut, evaluated by PyTorch with the
+// checkpoint loaded by load_state_dict: the same test accuracy.
+TEST_CASE("a PyTorch CNN trained by train --onnx scores the same accuracy back in PyTorch") {
+  if (std::system("/usr/bin/python3 -c 'import torch, onnx' 2>/dev/null") != 0) {
+    WARN("skipped: python3-torch and python3-onnx are not installed");
+    return;
+  }
+  const std::string script = "examples/onnx/fashion_cnn.py";
+  const std::string model = TempPath("fashion_cnn.onnx"),
+                    ckpt = TempPath("fashion_cnn.safetensors");
+  REQUIRE(std::system(absl::StrCat("/usr/bin/python3 ", script, " export ", model, " >/dev/null 2>",
+                                   TempPath("export.log"))
+                          .c_str()) == 0);
+  const Result r =
+      Tensorcut(absl::StrCat("train --onnx ", model, " --steps 30 --checkpoint ", ckpt));
+  REQUIRE(r.code == 0);
+  const size_t at = r.out.find("test accuracy ");
+  REQUIRE(at != std::string::npos);
+  const std::string tensorcut_accuracy = r.out.substr(at + 14, r.out.find('%', at) - at - 14);
+  const std::string evaluated = TempPath("evaluate.txt");
+  REQUIRE(std::system(absl::StrCat("/usr/bin/python3 ", script, " evaluate ", ckpt, " >", evaluated,
+                                   " 2>/dev/null")
+                          .c_str()) == 0);
+  CHECK(ReadFile(evaluated) ==
+        absl::StrCat("PyTorch, the weights tensorcut trained: test accuracy ", tensorcut_accuracy,
+                     "%\n"));
+}
+
 TEST_CASE("train reads .npz arrays with their test split") {
   // np.savez's layout: one stored .npy member per array.
   std::vector<float> x, x_test;
