@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "nn/named_tensors.h"
@@ -62,13 +62,6 @@ absl::string_view CodeOf(DType dtype) {
   return "";
 }
 
-absl::Status ErrnoStatus(int error, absl::string_view what) {
-  const std::string message = absl::StrCat(what, ": ", std::strerror(error));
-  if (error == ENOENT) return absl::NotFoundError(message);
-  if (error == EACCES || error == EPERM) return absl::PermissionDeniedError(message);
-  return absl::InternalError(message);
-}
-
 // ---- Writing ----------------------------------------------------------------
 
 // The JSON header, padded with spaces so that the data starts 8-byte aligned.
@@ -88,40 +81,16 @@ std::string MakeHeader(const NamedTensors& tensors, const Metadata& metadata) {
   return json;
 }
 
-absl::Status WriteAll(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, absl::StrCat("cannot write checkpoint ", path));
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-// What a save writes first, beside `path`, for mkstemp to fill in.
-std::string TemporaryName(const std::string& path) { return absl::StrCat(path, ".tmp-XXXXXX"); }
-
-std::string DirName(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Writes the whole file to `fd` and flushes it to disk.
+// Writes the whole file to `fd`.
 absl::Status WriteFile(int fd, const NamedTensors& tensors, const Metadata& metadata,
                        const std::string& path) {
   const std::string header = MakeHeader(tensors, metadata);
   const uint64_t length = header.size();
-  absl::Status status = WriteAll(fd, &length, sizeof(length), path);
-  if (status.ok()) status = WriteAll(fd, header.data(), header.size(), path);
+  absl::Status status = WriteAll(fd, &length, sizeof(length), path, "checkpoint");
+  if (status.ok()) status = WriteAll(fd, header.data(), header.size(), path, "checkpoint");
   for (size_t i = 0; status.ok() && i < tensors.size(); ++i) {
     const Tensor data = tensors[i].second.contiguous();
-    if (data.bytes() > 0) status = WriteAll(fd, data.raw_data(), data.bytes(), path);
-  }
-  if (status.ok() && ::fsync(fd) != 0) {
-    status = ErrnoStatus(errno, absl::StrCat("cannot flush checkpoint ", path));
+    if (data.bytes() > 0) status = WriteAll(fd, data.raw_data(), data.bytes(), path, "checkpoint");
   }
   return status;
 }
@@ -510,89 +479,18 @@ NamedTensors CheckpointTensors(const Module& module, const TrainingState& state)
   return out;
 }
 
-// Removes what saves of `path` killed mid-write left (`path`.tmp-XXXXXX).
-// Failing to remove one costs only its disk space.
-void RemoveStaleTemporaries(const std::string& path) {
-  const std::string prefix = absl::StrCat(std::filesystem::path(path).filename().string(), ".tmp-");
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(DirName(path), error)) {
-    const std::string name = entry.path().filename().string();
-    if (absl::StartsWith(name, prefix) && name.size() == prefix.size() + 6) {
-      std::filesystem::remove(entry.path(), error);
-    }
-  }
-}
-
-// The file a save of `path` replaces: `path` itself, or the file its
-// symbolic links lead to (the links stay links); an error for anything but
-// a regular file or a name not taken yet (a device such as /dev/null, a
-// directory, a FIFO), which a save must never replace.
-absl::StatusOr<std::string> SaveDestination(const std::string& path) {
-  std::error_code error;
-  std::string target = path;
-  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, error))) {
-    target = std::filesystem::weakly_canonical(path, error).string();
-    if (error) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot resolve the link ", path, ": ", error.message()));
-    }
-  }
-  const std::filesystem::file_status status = std::filesystem::status(target, error);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, std::filesystem::is_directory(status) ? " is a directory" : " is not a regular file",
-        target == path ? "" : absl::StrCat(" (", target, ")"),
-        ": a checkpoint replaces only a regular file"));
-  }
-  return target;
-}
-
 }  // namespace
 
-absl::Status SaveTensors(const NamedTensors& tensors, const std::string& given,
+absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
                          const Metadata& metadata) {
   absl::Status status = CheckSavable(tensors, metadata);
-  if (!status.ok()) return WithPath(status, given);
-  TC_ASSIGN_OR_RETURN(const std::string path, SaveDestination(given));
-  std::string temp = TemporaryName(path);
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create checkpoint ", path));
-  status = WriteFile(fd, tensors, metadata, path);
-  if (status.ok() && ::fchmod(fd, 0644) != 0) {
-    status = ErrnoStatus(errno, absl::StrCat("cannot set permissions of checkpoint ", path));
-  }
-  if (::close(fd) != 0 && status.ok()) {
-    status = ErrnoStatus(errno, absl::StrCat("cannot close checkpoint ", path));
-  }
-  if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
-    status = ErrnoStatus(errno, absl::StrCat("cannot rename ", temp, " to ", path));
-  }
-  if (!status.ok()) {
-    ::unlink(temp.c_str());
-    return status;
-  }
-  RemoveStaleTemporaries(path);
-  // Persist the rename itself; the data is already on disk, so a failure here
-  // only risks the old file reappearing after a crash.
-  const int dir = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return absl::OkStatus();
+  if (!status.ok()) return WithPath(status, path);
+  return WriteAtomically(path, "checkpoint",
+                         [&](int fd) { return WriteFile(fd, tensors, metadata, path); });
 }
 
-absl::Status CheckWritable(const std::string& given) {
-  TC_ASSIGN_OR_RETURN(const std::string path, SaveDestination(given));
-  std::string probe = TemporaryName(path);
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot write in ", DirName(path), ": ", std::strerror(errno)));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return absl::OkStatus();
+absl::Status CheckWritable(const std::string& path) {
+  return tc::CheckWritable(path, "checkpoint");
 }
 
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata) {
