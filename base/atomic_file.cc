@@ -55,7 +55,7 @@ absl::StatusOr<std::string> Destination(const std::string& path, absl::string_vi
     return absl::InvalidArgumentError(absl::StrCat(
         path, std::filesystem::is_directory(status) ? " is a directory" : " is not a regular file",
         target == path ? "" : absl::StrCat(" (", target, ")"), ": a ", what,
-        " replaces only a regular file"));
+        " is written only over a regular file"));
   }
   return target;
 }

@@ -94,11 +94,12 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
   }
   for (auto& [name, tensor] : model.initializers) {
     if (!IsFloating(tensor.dtype())) {
+      module->initializers_.emplace_back(name, tensor);
       AddKnown(name, std::move(tensor), module->known_);
-    } else if (statistics.contains(name)) {
-      module->state_.emplace(name, module->Register(name, std::move(tensor), /*buffer=*/true));
     } else {
-      module->state_.emplace(name, module->Register(name, std::move(tensor), /*buffer=*/false));
+      const Tensor handle = module->Register(name, std::move(tensor), statistics.contains(name));
+      module->state_.emplace(name, handle);
+      module->initializers_.emplace_back(name, handle);
     }
   }
   model.initializers.clear();
@@ -168,6 +169,14 @@ Tensor ImportedModule::Register(const std::string& name, Tensor value, bool buff
   }
   return buffer ? scope->register_buffer(leaf, std::move(value))
                 : scope->register_parameter(leaf, std::move(value));
+}
+
+Model ImportedModule::Snapshot() const {
+  Model model = model_;
+  for (const auto& [name, value] : initializers_) {
+    model.initializers.emplace_back(name, value.detach());
+  }
+  return model;
 }
 
 std::string ImportedModule::extra_repr() const {

@@ -37,6 +37,9 @@ class ImportedModule : public nn::Module {
   const std::vector<ValueInfo>& inputs() const { return model_.inputs; }
   const std::vector<ValueInfo>& outputs() const { return model_.outputs; }
   int64_t opset() const { return model_.opset; }
+  // The model as imported, its initializers holding the module's parameters
+  // and buffers as they are now (trained), in the file's order.
+  Model Snapshot() const;
   std::string type_name() const override { return "ImportedModule"; }
   std::string extra_repr() const override;
 
@@ -48,7 +51,10 @@ class ImportedModule : public nn::Module {
   // The tensors given, by input name, checked against the declared types.
   std::vector<Tensor> Arguments(const TensorTree& input) const;
 
-  Model model_;               // its initializers moved into the module's state
+  Model model_;  // its initializers moved into the module's state
+  // Every initializer in the file's order: the floating ones are the
+  // module's handles, the others the values read.
+  std::vector<std::pair<std::string, Tensor>> initializers_;
   KnownValues known_;         // integer initializers and what constant folding made
   std::vector<bool> folded_;  // per node: its outputs are in known_
   absl::flat_hash_map<std::string, Tensor> state_;  // initializer name -> registered handle

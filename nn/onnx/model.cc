@@ -219,7 +219,114 @@ absl::StatusOr<Attribute> DecodeAttribute(const AttributeProto& proto, const Whe
   }
 }
 
+// ---- writing
+
+int32_t OnnxTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return TensorProto::FLOAT;
+    case DType::kF64:
+      return TensorProto::DOUBLE;
+    case DType::kI64:
+      return TensorProto::INT64;
+    case DType::kBool:
+      return TensorProto::BOOL;
+    default:
+      return TensorProto::UNDEFINED;
+  }
+}
+
+absl::Status EncodeTensor(const std::string& name, const Tensor& value, TensorProto& proto) {
+  const int32_t type = OnnxTypeOf(value.dtype());
+  if (type == TensorProto::UNDEFINED) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' is ",
+                                                   DTypeName(value.dtype()),
+                                                   "; ONNX models are written in f32, f64, i64 "
+                                                   "and bool"));
+  }
+  proto.set_name(name);
+  proto.set_data_type(type);
+  for (int64_t d : value.shape()) proto.add_dims(d);
+  const Tensor data = value.contiguous();
+  proto.set_raw_data(
+      std::string(static_cast<const char*>(data.raw_data()), static_cast<size_t>(data.bytes())));
+  return absl::OkStatus();
+}
+
+absl::Status EncodeValueInfo(const ValueInfo& info, ::onnx::ValueInfoProto& proto) {
+  proto.set_name(info.name);
+  auto* type = proto.mutable_type()->mutable_tensor_type();
+  type->set_elem_type(OnnxTypeOf(info.dtype));
+  auto* shape = type->mutable_shape();
+  for (const Dim& d : info.shape) {
+    auto* dim = shape->add_dim();
+    if (!d.name.empty()) {
+      dim->set_dim_param(d.name);
+    } else if (d.size >= 0) {
+      dim->set_dim_value(d.size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EncodeAttribute(const std::string& name, const Attribute& value,
+                             AttributeProto& proto) {
+  proto.set_name(name);
+  if (const int64_t* i = std::get_if<int64_t>(&value)) {
+    proto.set_type(AttributeProto::INT);
+    proto.set_i(*i);
+  } else if (const double* f = std::get_if<double>(&value)) {
+    proto.set_type(AttributeProto::FLOAT);
+    proto.set_f(static_cast<float>(*f));  // read from a float: the same bits back
+  } else if (const std::string* s = std::get_if<std::string>(&value)) {
+    proto.set_type(AttributeProto::STRING);
+    proto.set_s(*s);
+  } else if (const auto* ints = std::get_if<std::vector<int64_t>>(&value)) {
+    proto.set_type(AttributeProto::INTS);
+    for (int64_t v : *ints) proto.add_ints(v);
+  } else if (const auto* floats = std::get_if<std::vector<double>>(&value)) {
+    proto.set_type(AttributeProto::FLOATS);
+    for (double v : *floats) proto.add_floats(static_cast<float>(v));
+  } else {
+    proto.set_type(AttributeProto::TENSOR);
+    return EncodeTensor("", std::get<Tensor>(value), *proto.mutable_t());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> SerializeModel(const Model& model, absl::string_view producer_version) {
+  ::onnx::ModelProto proto;
+  proto.set_ir_version(8);  // ONNX 1.10 to 1.12's, opsets up to 17
+  proto.set_producer_name("tensorcut");
+  proto.set_producer_version(std::string(producer_version));
+  auto* opset = proto.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(model.opset);
+  ::onnx::GraphProto& graph = *proto.mutable_graph();
+  graph.set_name("tensorcut");
+  for (const auto& [name, value] : model.initializers) {
+    TC_RETURN_IF_ERROR(EncodeTensor(name, value, *graph.add_initializer()));
+  }
+  for (const ValueInfo& input : model.inputs) {
+    TC_RETURN_IF_ERROR(EncodeValueInfo(input, *graph.add_input()));
+  }
+  for (const ValueInfo& output : model.outputs) {
+    TC_RETURN_IF_ERROR(EncodeValueInfo(output, *graph.add_output()));
+  }
+  for (const Node& node : model.nodes) {
+    ::onnx::NodeProto& out = *graph.add_node();
+    out.set_name(node.name);
+    out.set_op_type(node.op_type);
+    for (const std::string& input : node.inputs) out.add_input(input);
+    for (const std::string& output : node.outputs) out.add_output(output);
+    for (const auto& [name, value] : node.attributes) {
+      TC_RETURN_IF_ERROR(EncodeAttribute(name, value, *out.add_attribute()));
+    }
+  }
+  return proto.SerializeAsString();
+}
 
 std::string OnnxTypeName(int32_t data_type) {
   if (!TensorProto::DataType_IsValid(data_type)) return absl::StrCat("unknown (", data_type, ")");

@@ -63,6 +63,10 @@ struct Model {
 // Reads a serialized ModelProto. `source` (a path) starts every error.
 absl::StatusOr<Model> ParseModel(absl::string_view bytes, absl::string_view source);
 
+// `model` as a serialized ModelProto that ParseModel reads back to the same
+// model (integers as INT64). Tensors must be f32, f64, i64 or bool.
+absl::StatusOr<std::string> SerializeModel(const Model& model, absl::string_view producer_version);
+
 // The ONNX name of a data type ("FLOAT", "FLOAT16") for errors.
 std::string OnnxTypeName(int32_t data_type);
 

@@ -378,7 +378,7 @@ TEST_CASE("a save through a symbolic link replaces its target; what is not a fil
   const std::string fifo = TempPath("fifo.safetensors");
   std::filesystem::remove(fifo);
   REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
-  const std::string refused = ": a checkpoint replaces only a regular file";
+  const std::string refused = ": a checkpoint is written only over a regular file";
   CHECK(save(model, fifo).message() == fifo + " is not a regular file" + refused);
   CHECK(CheckWritable(fifo).message() == fifo + " is not a regular file" + refused);
   CHECK(std::filesystem::is_fifo(fifo));

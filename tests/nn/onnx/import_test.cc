@@ -7,6 +7,7 @@
 #include "nn/onnx/import.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "nn/conv.h"
 #include "nn/layers.h"
 #include "nn/normalization.h"
+#include "nn/onnx/export.h"
+#include "nn/optim.h"
 #include "nn/pooling.h"
 #include "runtime/ops.h"
 #include "tests/nn/layer_check.h"
@@ -290,6 +293,51 @@ TEST_CASE("Dropout exported for training drops in train mode and passes in eval 
   CHECK(dropped == Approx(2500).margin(200));  // 4.6 standard deviations
   dropout->eval();
   CHECK(testing::CompareTensors((*dropout)(x), x, 0, 0) == "");
+}
+
+TEST_CASE("import, train, export, import again: the same parameters, buffers and outputs") {
+  NativeCnn native;
+  auto model = ImportOrFail(CnnModel(native));
+  const Tensor x = testing::Random({2, 2, 4, 4}, DType::kF64, 21);
+  nn::SGD sgd(model->named_parameters(), 0.1);
+  for (int i = 0; i < 3; ++i) {
+    sgd.zero_grad();
+    sum((*model)(x) * (*model)(x)).backward();
+    sgd.step();
+  }
+  const absl::StatusOr<std::string> bytes = ExportToString(*model);
+  REQUIRE(bytes.ok());
+  auto again = ImportFromString(*bytes, "exported").value();
+  const nn::NamedTensors before = model->state_dict(), after = again->state_dict();
+  REQUIRE(Names(after) == Names(before));
+  for (size_t i = 0; i < before.size(); ++i) {
+    INFO(before[i].first);
+    CHECK(testing::CompareTensors(after[i].second, before[i].second, 0, 0) == "");
+  }
+  CHECK(testing::CompareTensors((*again)(x), (*model)(x), 0, 0) == "");  // train mode
+  model->eval();
+  again->eval();
+  CHECK(testing::CompareTensors((*again)(x), (*model)(x), 0, 0) == "");
+
+  // Integer initializers and Constant nodes go back as they came.
+  OnnxBuilder reshaping;
+  reshaping.Input("x", DType::kF32, {"N", int64_t{6}});
+  reshaping.Initializer("shape", from_vector<int64_t>({0, 2, 3}, {3}));
+  reshaping.Node("Constant", {}, {"half"}).TensorValue("value", full({}, 0.5));
+  reshaping.Node("Reshape", {"x", "shape"}, {"r"});
+  reshaping.Node("Mul", {"r", "half"}, {"y"});
+  reshaping.Output("y", DType::kF32);
+  auto imported = ImportOrFail(reshaping);
+  auto round_trip = ImportFromString(ExportToString(*imported).value()).value();
+  const Tensor z = testing::Random({4, 6}, DType::kF32, 22);
+  CHECK(testing::CompareTensors((*round_trip)(z), (*imported)(z), 0, 0) == "");
+
+  // The file is written whole, and only over a regular file.
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  REQUIRE(Export(*imported, dir + "/model.onnx").ok());
+  CHECK(Import(dir + "/model.onnx").ok());
+  CHECK(Export(*imported, dir).message() ==
+        dir + " is a directory: a model is written only over a regular file");
 }
 
 TEST_CASE("a file that is not a model, or a model tensorcut cannot run, is a clear error") {

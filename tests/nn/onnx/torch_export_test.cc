@@ -14,7 +14,9 @@
 
 #include "catch2/catch.hpp"
 #include "nn/data/npy.h"
+#include "nn/onnx/export.h"
 #include "nn/onnx/import.h"
+#include "nn/optim.h"
 #include "runtime/ops.h"
 #include "tests/nn/layer_check.h"
 #include "tests/test_util.h"
@@ -98,6 +100,20 @@ void CheckTraining(const std::string& name, double tol = 1e-4, double compiled_t
     CheckClose(b, ref.arrays.at("buffer." + buffer), name + " buffer." + buffer, tol);
   }
   CHECK(checked > 0);
+  // Trained one step and exported: ONNX's own checker takes the file, and
+  // imported again it computes what the trained module does.
+  nn::SGD(ref.module->named_parameters(), 0.01).step();
+  const std::string exported = OutDir() + "/" + name + "_trained.onnx";
+  REQUIRE(Export(*ref.module, exported).ok());
+  CHECK(std::system(("/usr/bin/python3 -c 'import onnx, sys; "
+                     "onnx.checker.check_model(onnx.load(sys.argv[1]))' " +
+                     exported)
+                        .c_str()) == 0);
+  auto again = Import(exported).value();
+  ref.module->eval();
+  again->eval();
+  CHECK(testing::CompareTensors((*again)(ref.arrays.at("x")), (*ref.module)(ref.arrays.at("x")), 0,
+                                0) == "");
   // The compiled training function against eager, on fresh imports.
   const Tensor x = ref.arrays.at("x");
   testing::RequireCompiledMatchesEager(
