@@ -1,4 +1,5 @@
-// tc::onnx::Export: an imported module written back as an ONNX model, its
+// tc::onnx::Export: a module as an ONNX model. An imported module is written
+// back as imported (training-mode nodes kept), its
 // graph as imported and its initializers holding the parameters and buffers
 // as they are now, under their names: train an imported model, export it,
 // and any ONNX runtime (or tensorcut again) runs the trained weights.
@@ -21,6 +22,16 @@ namespace tc::onnx {
 
 absl::StatusOr<std::string> ExportToString(const ImportedModule& module);
 absl::Status Export(const ImportedModule& module, const std::string& path);
+
+// A native module's forward, traced in eval mode on `example`, as an ONNX
+// model of opset 17: parameters and buffers are initializers under their
+// FQNs, the inputs "input" (or "input_0", "input_1", ... in the example's
+// leaf order) and the outputs "output" (or "output_0", ...), all of the
+// example's sizes. An op with no ONNX form here (a bf16 cast, a symbolic
+// dim, a random draw in eval mode) is an UnimplementedError naming it and
+// the module it came from.
+absl::StatusOr<std::string> ExportToString(nn::Module& module, const TensorTree& example);
+absl::Status Export(nn::Module& module, const TensorTree& example, const std::string& path);
 
 }  // namespace tc::onnx
 

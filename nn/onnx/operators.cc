@@ -51,6 +51,15 @@ Outputs Unary(const NodeCall& call) {
 
 Outputs Identity(const NodeCall& call) { return {call.input(0)}; }
 
+Outputs Reciprocal(const NodeCall& call) { return {1.0 / call.input(0)}; }
+
+// Max and Min of two inputs (the variadic forms' common case).
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+Outputs Extreme(const NodeCall& call) {
+  if (call.node().inputs.size() != 2) call.Fail("only two inputs are supported");
+  return Binary<F>(call);
+}
+
 Outputs Pow(const NodeCall& call) { return {pow(call.input(0), call.constant_scalar(1))}; }
 
 Outputs LeakyRelu(const NodeCall& call) {
@@ -414,10 +423,41 @@ Outputs Reduce(const NodeCall& call, std::vector<int64_t> axes) {
     for (int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
   }
   for (int64_t& a : axes) a = Axis(call, a, x.dim());
-  return {call.node().op_type == "ReduceMean" ? mean(x, axes, keepdims) : sum(x, axes, keepdims)};
+  const std::string& op = call.node().op_type;
+  if (op == "ReduceMean") return {mean(x, axes, keepdims)};
+  if (op == "ReduceMax") return {max(x, axes, keepdims)};
+  if (op == "ReduceMin") return {min(x, axes, keepdims)};
+  return {sum(x, axes, keepdims)};
 }
 
-// Opset 13: ReduceMean's axes are an attribute, ReduceSum's an input.
+Outputs ArgMax(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  if (call.attr_int("select_last_index", 0) != 0) call.Fail("select_last_index 1 is not supported");
+  return {
+      argmax(x, Axis(call, call.attr_int("axis", 0), x.dim()), call.attr_int("keepdims", 1) != 0)};
+}
+
+// Constant padding; pads [x1_begin, x2_begin, ..., x1_end, x2_end, ...].
+Outputs Pad(const NodeCall& call) {
+  const Tensor& x = call.input(0);
+  if (call.attr_string("mode", "constant") != "constant")
+    call.Fail("only mode constant is supported");
+  if (call.has_input(3)) call.Fail("the axes input is not supported");
+  const std::vector<int64_t> pads = call.constant_ints(1);
+  const size_t rank = static_cast<size_t>(x.dim());
+  if (pads.size() != 2 * rank) {
+    call.Fail(absl::StrCat("pads has ", pads.size(), " values for a rank-", rank, " input"));
+  }
+  std::vector<int64_t> pairs;
+  for (size_t d = 0; d < rank; ++d) {
+    pairs.push_back(pads[d]);
+    pairs.push_back(pads[rank + d]);
+  }
+  return {pad(x, pairs, call.has_input(2) ? call.constant_scalar(2) : 0.0)};
+}
+
+// Opset 13: ReduceMean's, ReduceMax's and ReduceMin's axes are an
+// attribute, ReduceSum's an input.
 Outputs ReduceMean(const NodeCall& call) { return Reduce(call, call.attr_ints("axes", {})); }
 Outputs ReduceSum(const NodeCall& call) {
   return Reduce(call, call.has_input(1) ? call.constant_ints(1) : std::vector<int64_t>{});
@@ -590,6 +630,7 @@ Outputs LayerNormalization(const NodeCall& call) {
 const std::vector<Operator>& Table() {
   static const auto* table = new std::vector<Operator>{
       {"Abs", {}, Unary<abs>},
+      {"ArgMax", {"axis", "keepdims", "select_last_index"}, ArgMax},
       {"Add", {}, Binary<add>},
       {"AveragePool",
        {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
@@ -615,6 +656,8 @@ const std::vector<Operator>& Table() {
       {"Gather", {"axis"}, Gather},
       {"Gemm", {"alpha", "beta", "transA", "transB"}, Gemm},
       {"GlobalAveragePool", {}, GlobalAveragePool},
+      {"Greater", {}, Binary<gt>},
+      {"GreaterOrEqual", {}, Binary<ge>},
       {"Identity", {}, Identity},
       {"LSTM",
        {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
@@ -622,21 +665,30 @@ const std::vector<Operator>& Table() {
        Lstm},
       {"LayerNormalization", {"axis", "epsilon"}, LayerNormalization},
       {"LeakyRelu", {"alpha"}, LeakyRelu},
+      {"Less", {}, Binary<lt>},
+      {"LessOrEqual", {}, Binary<le>},
       {"Log", {}, Unary<log>},
       {"LogSoftmax", {"axis"}, LogSoftmax},
       {"MatMul", {}, MatMul},
+      {"Max", {}, Extreme<maximum>},
       {"MaxPool",
        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
        MaxPool},
+      {"Min", {}, Extreme<minimum>},
       {"Mul", {}, Binary<mul>},
       {"Neg", {}, Unary<neg>},
+      {"Pad", {"mode"}, Pad},
       {"Pow", {}, Pow},
+      {"Reciprocal", {}, Reciprocal},
+      {"ReduceMax", {"axes", "keepdims"}, ReduceMean},
       {"ReduceMean", {"axes", "keepdims"}, ReduceMean},
+      {"ReduceMin", {"axes", "keepdims"}, ReduceMean},
       {"ReduceSum", {"keepdims", "noop_with_empty_axes"}, ReduceSum},
       {"Relu", {}, Unary<relu>},
       {"Reshape", {"allowzero"}, Reshape},
       {"Shape", {"end", "start"}, Shape},
       {"Sigmoid", {}, Unary<sigmoid>},
+      {"Sign", {}, Unary<sign>},
       {"Slice", {}, Slice},
       {"Softmax", {"axis"}, Softmax},
       {"Split", {"axis"}, Split},
