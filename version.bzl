@@ -6,7 +6,7 @@ version, as it does while the version is 0.x), and the installed pkg-config
 and CMake package files declare it (tools/install/).
 """
 
-TENSORCUT_VERSION = "0.2.0"
+TENSORCUT_VERSION = "0.3.0"
 
-# The part of the version that names an ABI: libtensorcut.so.0.2.
+# The part of the version that names an ABI: libtensorcut.so.0.3.
 TENSORCUT_SOVERSION = ".".join(TENSORCUT_VERSION.split(".")[:2])

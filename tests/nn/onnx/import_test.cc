@@ -7,6 +7,7 @@
 #include "nn/onnx/import.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -227,6 +228,93 @@ TEST_CASE("elementwise, layout, pooling and constant operators compute what the 
   CHECK(testing::CompareTensors((*imported)(x), expected, 1e-12, 1e-12) == "");
   testing::CheckLayer([&] { return std::shared_ptr<nn::Module>(ImportOrFail(model)); },
                       testing::RandomInput({2, 3, 4, 4}, 9));
+}
+
+// The indexing, comparison, reduction and padding operators, in one f64
+// model over x [2, 3, 4] and row indices computed outside it.
+OnnxBuilder IndexingModel(const Tensor& table) {
+  OnnxBuilder model(13);
+  model.Input("x", DType::kF64, {int64_t{2}, int64_t{3}, int64_t{4}});
+  model.Input("rows", DType::kI64, {int64_t{5}});
+  model.Initializer("table", table);
+  model.Initializer("split", from_vector<int64_t>({1, 3}, {2}));
+  model.Initializer("starts", from_vector<int64_t>({1, -3}, {2}));
+  model.Initializer("ends", from_vector<int64_t>({3, std::numeric_limits<int64_t>::max()}, {2}));
+  model.Initializer("axes", from_vector<int64_t>({1, 2}, {2}));
+  model.Initializer("pads", from_vector<int64_t>({0, 1, 0, 0, 0, 1}, {6}));
+  model.Initializer("wide", from_vector<int64_t>({2, 3, 4}, {3}));
+  model.Initializer("index", from_vector<int64_t>({2, 0}, {2}));
+  model.Node("Constant", {}, {"one"}).TensorValue("value", full({}, 1.0, DType::kF64));
+  model.Node("Gather", {"table", "rows"}, {"emb"});                           // [5, 4]
+  model.Node("ReduceSum", {"emb"}, {"emb_sum"}).Int("keepdims", 0);           // []
+  model.Node("Gather", {"x", "index"}, {"picked"}).Int("axis", 1);            // [2, 2, 4]
+  model.Node("Split", {"x", "split"}, {"s1", "s3"}).Int("axis", 2);           // [2,3,1] [2,3,3]
+  model.Node("Slice", {"x", "starts", "ends", "axes"}, {"sl"});              // [2, 2, 3]
+  model.Node("Pad", {"sl", "pads"}, {"pd"}).String("mode", "constant");      // [2, 3, 4]
+  model.Node("Greater", {"x", "pd"}, {"gt"});
+  model.Node("Where", {"gt", "x", "pd"}, {"w"});
+  model.Node("Max", {"w", "s1"}, {"mx"});
+  model.Node("Min", {"mx", "pd"}, {"mn"});
+  model.Node("Abs", {"mn"}, {"ab"});
+  model.Node("Add", {"ab", "one"}, {"ab1"});
+  model.Node("Reciprocal", {"ab1"}, {"r"});
+  model.Node("ReduceMax", {"r"}, {"rmax"}).Ints("axes", {2});                 // [2, 3, 1]
+  model.Node("ReduceMin", {"r"}, {"rmin"}).Ints("axes", {1}).Int("keepdims", 0);  // [2, 4]
+  model.Node("Expand", {"rmax", "wide"}, {"ex"});                             // [2, 3, 4]
+  model.Node("ConstantOfShape", {"wide"}, {"quarter"})
+      .TensorValue("value", full({1}, 0.25, DType::kF64));
+  model.Node("Sign", {"x"}, {"sg"});
+  model.Node("Less", {"x", "s1"}, {"lt"});
+  model.Node("LessOrEqual", {"x", "pd"}, {"le"});
+  model.Node("GreaterOrEqual", {"s1", "x"}, {"ge"});
+  model.Node("Equal", {"x", "pd"}, {"eq"});
+  model.Node("Cast", {"lt"}, {"lt_f"}).Int("to", 11);
+  model.Node("Cast", {"le"}, {"le_f"}).Int("to", 11);
+  model.Node("Cast", {"ge"}, {"ge_f"}).Int("to", 11);
+  model.Node("Cast", {"eq"}, {"eq_f"}).Int("to", 11);
+  model.Node("ArgMax", {"x"}, {"am"}).Int("axis", 2).Int("keepdims", 0);      // [2, 3] i64
+  model.Node("Cast", {"am"}, {"am_f"}).Int("to", 11);
+  model.Node("Mul", {"ex", "quarter"}, {"eq4"});
+  model.Node("Add", {"eq4", "sg"}, {"t1"});
+  model.Node("Add", {"t1", "lt_f"}, {"t2"});
+  model.Node("Add", {"t2", "le_f"}, {"t3"});
+  model.Node("Add", {"t3", "ge_f"}, {"t4"});
+  model.Node("Add", {"t4", "eq_f"}, {"y"});
+  for (const char* out : {"y", "rmin", "emb_sum", "am_f", "picked", "s3"}) {
+    model.Output(out, DType::kF64);
+  }
+  return model;
+}
+
+TEST_CASE("indexing, comparison, reduction, padding and broadcasting operators") {
+  const Tensor table = testing::Random({6, 4}, DType::kF64, 31);
+  auto model = ImportOrFail(IndexingModel(table));
+  const Tensor x = testing::Random({2, 3, 4}, DType::kF64, 32);
+  const Tensor rows = from_vector<int64_t>({5, 0, 3, 3, 1}, {5});
+  const TensorTree out = (*model)(TensorTree::Dict(
+      {{"x", TensorTree::MakeLeaf(x)}, {"rows", TensorTree::MakeLeaf(rows)}}));
+  // The same with tensorcut's ops.
+  const Tensor s1 = slice(x, 2, 0, 1), s3 = slice(x, 2, 1, 4);
+  const Tensor pd = pad(slice(slice(x, 1, 1, 3), 2, 1, 4), {0, 0, 1, 0, 0, 1});
+  const Tensor w = where(gt(x, pd), x, pd);
+  const Tensor r = 1.0 / (abs(minimum(maximum(w, s1), pd)) + 1.0);
+  auto f64 = [](const Tensor& b) { return cast(b, DType::kF64); };
+  const Tensor y = expand(max(r, {2}, true), {2, 3, 4}) * 0.25 + sign(x) + f64(lt(x, s1)) +
+                   f64(le(x, pd)) + f64(ge(s1, x)) + f64(eq(x, pd));
+  auto check = [&](const char* name, const Tensor& expected) {
+    INFO(name);
+    CHECK(testing::CompareTensors(out.Find(name)->leaf(), expected, 1e-12, 1e-12) == "");
+  };
+  check("y", y);
+  check("rmin", min(r, {1}));
+  check("emb_sum", sum(embedding(table, rows)));
+  check("am_f", f64(argmax(x, 2)));
+  check("picked", stack({select(x, 1, 2), select(x, 1, 0)}, 1));
+  check("s3", s3);
+  testing::CheckLayer(
+      [&] { return std::shared_ptr<nn::Module>(ImportOrFail(IndexingModel(table))); },
+      TensorTree::Dict({{"x", testing::RandomInput({2, 3, 4}, 33)},
+                        {"rows", TensorTree::MakeLeaf(rows)}}));
 }
 
 // MobileNet v2's inverted residual with stride 2, as PyTorch exports it for
