@@ -135,6 +135,16 @@ Tensor AvgPool2d::forward(const Tensor& x) {
   return sums / avg_pool2d(mask, w.options);
 }
 
+Tensor max_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
+                  IntPair padding, bool ceil_mode) {
+  return MaxPool2d(kernel_size, stride, padding, ceil_mode).forward(x);
+}
+
+Tensor avg_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
+                  IntPair padding, bool ceil_mode, bool count_include_pad) {
+  return AvgPool2d(kernel_size, stride, padding, ceil_mode, count_include_pad).forward(x);
+}
+
 std::string AvgPool2d::extra_repr() const {
   return WindowRepr(kernel_size_, stride_, padding_);  // torch prints no more
 }

@@ -7,6 +7,7 @@
 //   nn::AvgPool2d avg({2, 3}, std::nullopt, 0, false, /*count_include_pad=*/false);
 //   nn::AdaptiveAvgPool2d gap(1);                   // global average pooling
 //   nn::AdaptiveAvgPool1d bins(4);                  // [N, C, L] -> [N, C, 4]
+//   Tensor y = nn::max_pool2d(x, 3, 2, 1, /*ceil_mode=*/true);  // the functional form
 #ifndef TENSORCUT_NN_POOLING_H_
 #define TENSORCUT_NN_POOLING_H_
 
@@ -48,6 +49,15 @@ class AvgPool2d : public Module {
   IntPair kernel_size_, stride_, padding_;
   bool ceil_mode_, count_include_pad_;
 };
+
+// The functional forms, as torch.nn.functional's max_pool2d and avg_pool2d
+// (runtime/ops.h's take the op's options, without ceil_mode).
+using tc::avg_pool2d;
+using tc::max_pool2d;
+Tensor max_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
+                  IntPair padding = 0, bool ceil_mode = false);
+Tensor avg_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
+                  IntPair padding = 0, bool ceil_mode = false, bool count_include_pad = true);
 
 // Output [N, C, oh, ow]: output cell (i, j) is the mean of input rows
 // [floor(i H / oh), ceil((i + 1) H / oh)) and the same for columns.

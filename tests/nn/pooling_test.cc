@@ -39,6 +39,17 @@ TEST_CASE("ceil_mode keeps the partial windows at the bottom and right") {
   CHECK(nn::MaxPool2d(3, 2, 0, true)(zeros({1, 1, 6, 6})).shape() == Shape{1, 1, 3, 3});
 }
 
+TEST_CASE("the functional max_pool2d and avg_pool2d take ceil_mode as the layers do") {
+  const Tensor max = nn::max_pool2d(OneToNine(), 2, 2, 0, /*ceil_mode=*/true);
+  CHECK(Values(max) == std::vector<float>{5, 6, 8, 9});
+  CHECK(Values(nn::max_pool2d(OneToNine(), 2, std::nullopt)) == std::vector<float>{5});
+  const Tensor avg = nn::avg_pool2d(OneToNine(), 2, 2, 1, true, /*count_include_pad=*/false);
+  CHECK(Values(avg) == Values(nn::AvgPool2d(2, 2, 1, true, false)(OneToNine())));
+  CHECK(testing::ThrownMessage([] {
+          nn::max_pool2d(zeros({1, 3, 3}), 2, std::nullopt);
+        }).find("MaxPool2d: expected input [N, C, H, W]") == 0);
+}
+
 TEST_CASE("count_include_pad decides whether the zero padding counts in the divisor") {
   // Window (0, 0) covers rows and cols -1..1: four input values 1, 2, 4, 5.
   const Tensor with = nn::AvgPool2d(3, 2, 1)(OneToNine());
