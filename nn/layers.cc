@@ -81,30 +81,4 @@ std::string Dropout::extra_repr() const {
   return absl::StrCat("p=", PyFloat(p_), ", inplace=False");
 }
 
-// ---- Upsample
-
-Upsample::Upsample(double scale_factor, std::string mode)
-    : scale_(static_cast<int64_t>(scale_factor)), mode_(std::move(mode)) {
-  if (mode_ != "nearest") {
-    ThrowInvalid(absl::StrCat("Upsample: mode \"", mode_, "\" is not supported (\"nearest\")"));
-  }
-  if (!(scale_factor >= 1) || scale_factor != static_cast<double>(scale_)) {
-    ThrowInvalid(
-        absl::StrCat("Upsample: scale_factor must be a whole number >= 1, got ", scale_factor));
-  }
-}
-
-Tensor Upsample::forward(const Tensor& x) {
-  RequireInput("Upsample", x, {4}, -1, "[N, C, H, W]");
-  const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), s = scale_;
-  // Each pixel broadcast over an s x s block; the gradient sums the block.
-  const Tensor blocks = expand(reshape(x, {n, c, h, 1, w, 1}), {n, c, h, s, w, s});
-  return reshape(blocks, {n, c, h * s, w * s});
-}
-
-std::string Upsample::extra_repr() const {
-  return absl::StrCat("scale_factor=", PyFloat(static_cast<double>(scale_)), ", mode='", mode_,
-                      "'");
-}
-
 }  // namespace tc::nn

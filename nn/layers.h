@@ -9,10 +9,11 @@
 //       std::make_shared<nn::Linear>(512, 10, true, &gen)});
 //   Tensor logits = (*net)(x);  // parameters "0.weight", "0.bias", "2.weight", "2.bias"
 //
-// This header holds Linear, Embedding, Dropout and Upsample and brings in
+// This header holds Linear, Embedding and Dropout and brings in
 // the rest: convolutions (nn/conv.h), normalisations (nn/normalization.h),
 // pooling (nn/pooling.h), activations (nn/activations.h), containers
-// (nn/containers.h) and recurrent layers (nn/recurrent.h). The attention layer is in
+// (nn/containers.h), recurrent layers (nn/recurrent.h) and Upsample
+// (nn/upsample.h). The attention layer is in
 // nn/attention.h.
 #ifndef TENSORCUT_NN_LAYERS_H_
 #define TENSORCUT_NN_LAYERS_H_
@@ -30,6 +31,7 @@
 #include "nn/normalization.h"
 #include "nn/pooling.h"
 #include "nn/recurrent.h"
+#include "nn/upsample.h"
 
 namespace tc::nn {
 
@@ -79,20 +81,6 @@ class Dropout : public Module {
 
  private:
   double p_;
-};
-
-// Nearest-neighbour upsampling of [N, C, H, W] by a whole factor: each
-// pixel repeated scale_factor times along H and W. mode: "nearest" only.
-class Upsample : public Module {
- public:
-  explicit Upsample(double scale_factor, std::string mode = "nearest");
-  Tensor forward(const Tensor& x) override;
-  using Module::forward;
-  std::string extra_repr() const override;
-
- private:
-  int64_t scale_;
-  std::string mode_;
 };
 
 }  // namespace tc::nn

@@ -1,5 +1,5 @@
-// ModuleList, ModuleDict, Identity, Upsample: names of what they hold,
-// lookups and their errors, and the shape layers' values and gradients.
+// ModuleList, ModuleDict, Identity: names of what they hold, lookups and
+// their errors, and the identity's values.
 #include "nn/containers.h"
 
 #include "catch2/catch.hpp"
@@ -85,22 +85,6 @@ TEST_CASE("Identity passes its input through, structured or not") {
   const Tensor x = ones({2, 3});
   CHECK(id(x).same(x));
   CHECK(id.ToString() == "Identity()");
-}
-
-TEST_CASE("Upsample repeats each pixel over a scale x scale block") {
-  nn::Upsample up(2);
-  const Tensor y = up(from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2}));
-  CHECK(y.shape() == Shape{1, 1, 4, 4});
-  CHECK(y.to_vector<float>() == std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4});
-  CHECK(up.ToString() == "Upsample(scale_factor=2.0, mode='nearest')");
-  testing::CheckLayer(
-      [] { return std::make_shared<nn::Upsample>(3); },
-      TensorTree::MakeLeaf(testing::Random({2, 2, 2, 3}, DType::kF64, 2).requires_grad_()));
-  CHECK_THROWS_WITH(nn::Upsample(1.5),
-                    "Upsample: scale_factor must be a whole number >= 1, got 1.5");
-  CHECK_THROWS_WITH(nn::Upsample(2, "bilinear"),
-                    "Upsample: mode \"bilinear\" is not supported (\"nearest\")");
-  CHECK_THROWS_WITH(up(zeros({2, 2})), "Upsample: expected input [N, C, H, W], got f32[2,2]");
 }
 
 }  // namespace
