@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "graph/shape.h"
+#include "graph/symbolic.h"
 #include "nn/losses.h"
 #include "nn/onnx/import.h"
 #include "runtime/autograd_meta.h"
@@ -53,12 +55,17 @@ absl::StatusOr<ImportedClassifierSpec> ImportedClassifier(const std::string& pat
                                  "); only dim 0, the batch, may vary"));
     }
     shape.push_back(input.shape[d].size);
-    features *= input.shape[d].size;
+    features = DimMul(features, input.shape[d].size);  // saturates: CheckShapeSize refuses
   }
+  if (absl::Status s = CheckShapeSize(shape); !s.ok()) {
+    return refuse(absl::StrCat("input '", input.name, "': ", s.message()));
+  }
+  absl::StatusOr<Tensor> example = CatchErrors([&] { return zeros(shape); });
+  if (!example.ok()) return refuse(std::string(example.status().message()));
   nn::ModelSpec spec;
   spec.name = std::filesystem::path(path).stem().string();
   spec.module = module;
-  spec.inputs = TensorTree::MakeLeaf(zeros(shape));
+  spec.inputs = TensorTree::MakeLeaf(*example);
   spec.targets = TensorTree::MakeLeaf(zeros({batch}, DType::kI64));
   spec.loss = std::move(loss_fn);
   // The output's shape, from one forward that changes nothing.

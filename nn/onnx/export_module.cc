@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/atomic_file.h"
@@ -24,14 +25,15 @@ namespace {
 
 constexpr int64_t kExportOpset = 17;  // LayerNormalization's first
 
-// Writes ONNX nodes into a Model, naming what it makes.
+// Writes ONNX nodes into a Model, naming what it makes "tensorcut::...", which
+// no FQN (letters, digits, '_' and '.') can be.
 class Emitter {
  public:
   explicit Emitter(Model& model) : model_(model) {}
 
   // A new initializer holding `value`.
   std::string Constant(const Tensor& value) {
-    std::string name = absl::StrCat("constant_", constants_++);
+    std::string name = absl::StrCat("tensorcut::constant_", constants_++);
     model_.initializers.emplace_back(name, value);
     return name;
   }
@@ -53,7 +55,8 @@ class Emitter {
   // A node writing one new value.
   std::string Temp(const std::string& op_type, std::vector<std::string> inputs,
                    std::map<std::string, Attribute> attrs = {}) {
-    return Op(op_type, std::move(inputs), {absl::StrCat("t", temps_++)}, std::move(attrs));
+    return Op(op_type, std::move(inputs), {absl::StrCat("tensorcut::t", temps_++)},
+              std::move(attrs));
   }
 
  private:
@@ -144,7 +147,10 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
     const std::vector<int64_t> axes = Axes(a.Ints("dims"), x.rank());
     const int64_t keepdims = a.Bool("keepdim") ? 1 : 0;
     if (name == "sum") {
-      e.Op("ReduceSum", {in[0], e.Ints(axes)}, {out[0]}, {{"keepdims", keepdims}});
+      // A bool tensor's sum counts (i64); ONNX's ReduceSum takes numbers.
+      const std::string summed =
+          x.dtype == DType::kBool ? e.Temp("Cast", {in[0]}, {{"to", int64_t{7}}}) : in[0];
+      e.Op("ReduceSum", {summed, e.Ints(axes)}, {out[0]}, {{"keepdims", keepdims}});
     } else {
       const std::string op = name == "mean"  ? "ReduceMean"
                              : name == "max" ? "ReduceMax"
@@ -166,7 +172,10 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
   } else if (name == "permute") {
     e.Op("Transpose", in, {out[0]}, {{"perm", a.Ints("dims")}});
   } else if (name == "reshape") {
-    e.Op("Reshape", {in[0], e.Ints(node.result(0)->type().shape)}, {out[0]});
+    const Shape& target = node.result(0)->type().shape;
+    std::map<std::string, Attribute> attrs;
+    if (absl::c_linear_search(target, 0)) attrs["allowzero"] = int64_t{1};  // a 0 is a size
+    e.Op("Reshape", {in[0], e.Ints(target)}, {out[0]}, std::move(attrs));
   } else if (name == "expand") {
     e.Op("Expand", {in[0], e.Ints(a.Ints("shape"))}, {out[0]});
   } else if (name == "slice") {
@@ -329,7 +338,7 @@ absl::StatusOr<std::string> ExportToString(nn::Module& module, const TensorTree&
     std::vector<std::string> in, out;
     for (const Value* v : node->inputs()) in.push_back(names.at(v));
     for (const Value* v : node->results()) {
-      names[v] = absl::StrCat("v_", v->name());
+      names[v] = absl::StrCat("tensorcut::", v->name());
       out.push_back(names[v]);
     }
     TC_RETURN_IF_ERROR(EmitNode(*node, in, out, e));

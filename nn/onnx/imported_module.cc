@@ -18,10 +18,24 @@ absl::Status NodeError(absl::string_view source, const Node& node, int64_t opset
                                                  ", opset ", opset, "): ", what));
 }
 
+// Inputs that set how an operator computes rather than what it computes on:
+// an initializer read only here is a constant, not a parameter.
+bool IsSettingInput(absl::string_view op_type, size_t input) {
+  return ((op_type == "Clip" || op_type == "Dropout") && (input == 1 || input == 2)) ||
+         (op_type == "Pow" && input == 1) || (op_type == "Pad" && input == 2);
+}
+
+// Known integers are kept within +-2^61: beyond, a number would read as a
+// symbolic dim (graph/symbolic.h). Slice bounds such as INT64_MIN and
+// INT64_MAX keep their meaning ("from the start", "to the end").
+constexpr int64_t kLargestKnown = int64_t{1} << 61;
+
 // An integer tensor of rank 0 or 1 as a known value, else the tensor.
 void AddKnown(const std::string& name, Tensor value, KnownValues& known) {
   if (value.dtype() == DType::kI64 && value.dim() <= 1) {
-    known.ints.emplace(name, IntValue{value.to_vector<int64_t>(), value.dim() == 0});
+    std::vector<int64_t> values = value.to_vector<int64_t>();
+    for (int64_t& v : values) v = std::clamp(v, -kLargestKnown, kLargestKnown);
+    known.ints.emplace(name, IntValue{std::move(values), value.dim() == 0});
   } else {
     known.constants.emplace(name, std::move(value));
   }
@@ -43,6 +57,15 @@ constexpr int64_t kMaxFoldedElements = int64_t{1} << 22;
 // Whether `node`, whose inputs are all known, is worth running at import.
 bool Foldable(const Node& node, const KnownValues& known) {
   if (node.op_type == "Dropout" || node.op_type == "BatchNormalization") return false;
+  // A known integer above the cap (a pad, a repeat count) may make as large
+  // an output, whatever the operator.
+  for (const std::string& input : node.inputs) {
+    const auto it = known.ints.find(input);
+    if (it != known.ints.end() &&
+        absl::c_any_of(it->second.values, [](int64_t v) { return v > kMaxFoldedElements; })) {
+      return false;
+    }
+  }
   const size_t shape_input = node.op_type == "ConstantOfShape" ? 0
                              : node.op_type == "Expand"        ? 1
                                                                : node.inputs.size();
@@ -72,7 +95,7 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
   std::shared_ptr<ImportedModule> module(new ImportedModule());
   // Running statistics are buffers; the other floating initializers are
   // parameters; integers and booleans are constants (shapes, axes).
-  absl::flat_hash_set<std::string> statistics;
+  absl::flat_hash_set<std::string> statistics, read_as_data;
   for (const Node& node : model.nodes) {
     const Operator* op = FindOperator(node.op_type);
     if (op == nullptr) {
@@ -91,9 +114,15 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
       statistics.insert(node.inputs[3]);
       statistics.insert(node.inputs[4]);
     }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (!IsSettingInput(node.op_type, i)) read_as_data.insert(node.inputs[i]);
+    }
   }
+  for (const ValueInfo& output : model.outputs) read_as_data.insert(output.name);
   for (auto& [name, tensor] : model.initializers) {
-    if (!IsFloating(tensor.dtype())) {
+    // Integers, and floats read only as settings (Clip's bounds, Pow's
+    // exponent), are constants; the other floats, state to train.
+    if (!IsFloating(tensor.dtype()) || !read_as_data.contains(name)) {
       module->initializers_.emplace_back(name, tensor);
       AddKnown(name, std::move(tensor), module->known_);
     } else {
@@ -129,8 +158,13 @@ absl::StatusOr<std::shared_ptr<ImportedModule>> ImportedModule::Create(Model mod
     if (!values.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(source, ": ", values.status().message()));
     }
-    for (size_t o = 0; o < node.outputs.size() && o < values->size(); ++o) {
-      if (!node.outputs[o].empty()) AddKnown(node.outputs[o], (*values)[o], known);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      if (node.outputs[o].empty()) continue;
+      if (o < values->size()) {
+        AddKnown(node.outputs[o], (*values)[o], known);
+      } else {
+        module->unmade_.emplace(node.outputs[o], n);
+      }
     }
   }
   module->model_ = std::move(model);
@@ -169,6 +203,20 @@ Tensor ImportedModule::Register(const std::string& name, Tensor value, bool buff
   }
   return buffer ? scope->register_buffer(leaf, std::move(value))
                 : scope->register_parameter(leaf, std::move(value));
+}
+
+DynamicDims ImportedModule::named_dims(const std::string& placeholder) const {
+  DynamicDims dims;
+  for (const ValueInfo& input : model_.inputs) {
+    std::vector<int64_t> named;
+    for (size_t d = 0; d < input.shape.size(); ++d) {
+      if (!input.shape[d].name.empty()) named.push_back(static_cast<int64_t>(d));
+    }
+    if (named.empty()) continue;
+    dims[model_.inputs.size() == 1 ? placeholder : absl::StrCat(placeholder, "_", input.name)] =
+        std::move(named);
+  }
+  return dims;
 }
 
 Model ImportedModule::Snapshot() const {
@@ -237,6 +285,7 @@ TensorTree ImportedModule::forward(const TensorTree& input) {
   KnownValues known = known_;  // and the shape arithmetic of this call
   // Optional outputs a kernel does not make, with the node that did not.
   absl::flat_hash_map<std::string, const Node*> not_made;
+  for (const auto& [name, n] : unmade_) not_made.emplace(name, &model_.nodes[n]);
   auto tensor = [&](const std::string& name) -> Tensor {
     if (name.empty()) return Tensor();
     if (const auto it = not_made.find(name); it != not_made.end()) {

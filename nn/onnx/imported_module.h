@@ -37,6 +37,14 @@ class ImportedModule : public nn::Module {
   const std::vector<ValueInfo>& inputs() const { return model_.inputs; }
   const std::vector<ValueInfo>& outputs() const { return model_.outputs; }
   int64_t opset() const { return model_.opset; }
+  // The inputs' named dims (dim_param, "N") as the symbolic dims of a
+  // capture, for the placeholder `placeholder` of the module's input: "arg0"
+  // where the input is the first leaf of TrainStep's (inputs, targets),
+  // "arg" for tc::compile's single tensor; a model of several inputs (a
+  // dict) gives "arg0_<name>" for each.
+  //   TrainStepOptions{.dynamic_dims = model->named_dims("arg0")} (+ {"arg1", {0}})
+  DynamicDims named_dims(const std::string& placeholder) const;
+
   // The model as imported, its initializers holding the module's parameters
   // and buffers as they are now (trained), in the file's order.
   Model Snapshot() const;
@@ -57,6 +65,8 @@ class ImportedModule : public nn::Module {
   std::vector<std::pair<std::string, Tensor>> initializers_;
   KnownValues known_;         // integer initializers and what constant folding made
   std::vector<bool> folded_;  // per node: its outputs are in known_
+  // Outputs of folded nodes that their kernels did not make, by node index.
+  absl::flat_hash_map<std::string, size_t> unmade_;
   absl::flat_hash_map<std::string, Tensor> state_;  // initializer name -> registered handle
   std::vector<const Operator*> operators_;          // one per node
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -143,6 +144,9 @@ Outputs Conv(const NodeCall& call) {
 Outputs ConvTranspose(const NodeCall& call) {
   const Tensor &x = call.input(0), &w = call.input(1);
   Require4d(call, x);
+  if (w.dim() != 4)
+    call.Fail(absl::StrCat("W must be [C, M / group, kH, kW], got ", w.type().ToString()));
+  if (IsSymbolic(x.size(2)) || IsSymbolic(x.size(3))) call.Fail("spatial dims must be fixed");
   if (call.node().attributes.count("output_shape") != 0) call.Fail("output_shape is not supported");
   const Conv2dOptions options{.stride = Pair(call, "strides"),
                               .padding = Padding(call),
@@ -229,10 +233,16 @@ Outputs BatchNormalization(const NodeCall& call) {
     const Tensor y = back(batch_norm_inference(x4, scale, bias, running_mean, running_var, eps));
     return {y, running_mean, running_var};
   }
+  const std::optional<int64_t> per_channel =
+      x4.size(1) == 0 ? std::nullopt : DimDivide(x4.numel(), x4.size(1));
+  if (!per_channel.has_value() || (!IsSymbolic(*per_channel) && *per_channel < 2)) {
+    call.Fail(absl::StrCat("expected more than 1 value per channel in training, got ",
+                           x.type().ToString()));
+  }
   NormResult r = batch_norm(x4, scale, bias, eps);
   {
     NoGradGuard no_grad;
-    const int64_t n = *DimDivide(x4.numel(), x4.size(1));
+    const int64_t n = *per_channel;
     const Tensor unbiased =
         IsSymbolic(n) ? r.var * size_scalar(n, x.dtype()) / size_scalar(DimSub(n, 1), x.dtype())
                       : r.var * (static_cast<double>(n) / static_cast<double>(n - 1));
@@ -297,18 +307,29 @@ Outputs Lstm(const NodeCall& call) {
                            "' is not one of forward, reverse, "
                            "bidirectional"));
   }
-  const int64_t hidden = call.attr_int("hidden_size", r.size(-1));
-  if (x.dim() != 3 || w.dim() != 3 || r.dim() != 3 || w.size(0) != directions ||
-      w.size(1) != 4 * hidden || r.size(1) != 4 * hidden || r.size(2) != hidden) {
+  if (x.dim() != 3 || w.dim() != 3 || r.dim() != 3) {
+    call.Fail(absl::StrCat("X, W and R must be 3-d, got ", x.type().ToString(), ", ",
+                           w.type().ToString(), ", ", r.type().ToString()));
+  }
+  const int64_t hidden = call.attr_int("hidden_size", r.size(2));
+  if (w.size(0) != directions || w.size(1) != 4 * hidden || r.size(1) != 4 * hidden ||
+      r.size(2) != hidden) {
     call.Fail(absl::StrCat("expected X [T, N, I], W [", directions, ", ", 4 * hidden, ", I], R [",
                            directions, ", ", 4 * hidden, ", ", hidden, "], got ",
                            x.type().ToString(), ", ", w.type().ToString(), ", ",
                            r.type().ToString()));
   }
   if (IsSymbolic(x.size(0))) call.Fail("the sequence length must be fixed, not a symbol");
+  // Initial states are [dirs, N, H], or [N, dirs, H] batch first.
   const Tensor zero_state = zeros({directions, x.size(1), hidden}, x.dtype());
-  const Tensor h0 = call.has_input(5) ? call.input(5) : zero_state;
-  const Tensor c0 = call.has_input(6) ? call.input(6) : zero_state;
+  auto state = [&](size_t i) {
+    if (!call.has_input(i)) return zero_state;
+    const Tensor& s = call.input(i);
+    if (s.dim() != 3)
+      call.Fail(absl::StrCat("initial states must be 3-d, got ", s.type().ToString()));
+    return batch_first ? transpose(s, 0, 1) : s;
+  };
+  const Tensor h0 = state(5), c0 = state(6);
   std::vector<Tensor> ys, hs, cs;
   for (int64_t d = 0; d < directions; ++d) {
     Tensor bias = zeros({4 * hidden}, x.dtype());
@@ -367,7 +388,8 @@ Outputs Transpose(const NodeCall& call) {
 Outputs Concat(const NodeCall& call) {
   std::vector<Tensor> parts;
   for (size_t i = 0; i < call.node().inputs.size(); ++i) parts.push_back(call.input(i));
-  return {concat(parts, Axis(call, call.attr_int("axis", 0), parts.at(0).dim()))};
+  if (parts.empty()) call.Fail("expected at least one input");
+  return {concat(parts, Axis(call, call.attr_int("axis", 0), parts[0].dim()))};
 }
 
 Outputs Unsqueeze(const NodeCall& call) {
@@ -376,6 +398,7 @@ Outputs Unsqueeze(const NodeCall& call) {
   const int64_t rank = x.dim() + static_cast<int64_t>(axes.size());
   for (int64_t& a : axes) a = Axis(call, a, rank);
   absl::c_sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) call.Fail("axes repeat");
   for (int64_t a : axes) x = unsqueeze(x, a);
   return {x};
 }
@@ -386,6 +409,7 @@ Outputs Squeeze(const NodeCall& call) {
   std::vector<int64_t> axes = call.constant_ints(1);
   for (int64_t& a : axes) a = Axis(call, a, x.dim());
   absl::c_sort(axes, std::greater<>());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) call.Fail("axes repeat");
   for (int64_t a : axes) {
     if (x.size(a) != 1) call.Fail(absl::StrCat("axis ", a, " has size ", x.size(a), ", not 1"));
     x = squeeze(x, a);
@@ -402,7 +426,7 @@ Outputs Constant(const NodeCall& call) {
     return {scalar(*f)};
   }
   if (const int64_t* i = std::get_if<int64_t>(&value); i != nullptr && name == "value_int") {
-    return {scalar(static_cast<double>(*i), DType::kI64)};
+    return {from_vector<int64_t>({*i}, {})};
   }
   if (const auto* v = std::get_if<std::vector<int64_t>>(&value); v && name == "value_ints") {
     return {from_vector(*v, {static_cast<int64_t>(v->size())})};
@@ -500,18 +524,23 @@ Outputs Gather(const NodeCall& call) {
       }
       picked.push_back(select(data, axis, i < 0 ? i + size : i));
     }
-    return {known->scalar ? picked.at(0) : stack(picked, axis)};
+    if (picked.empty()) call.Fail("an empty list of indices is not supported");
+    return {known->scalar ? picked[0] : stack(picked, axis)};
   }
   const Tensor& indices = call.input(1);
   if (axis != 0 || indices.dtype() != DType::kI64) {
     call.Fail("indices computed by the graph must be integers gathering along axis 0");
   }
+  if (IsSymbolic(size)) call.Fail("gathering along a symbolic dim is not supported");
+  // Negative indices count from the end, as ONNX's.
+  const Tensor wrapped = where(lt(indices, scalar(0, DType::kI64)),
+                               indices + scalar(static_cast<double>(size), DType::kI64), indices);
   std::vector<int64_t> rest(data.shape().begin() + 1, data.shape().end());
   int64_t row = 1;
   for (int64_t d : rest) row = DimMul(row, d);
   std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end());
   shape.insert(shape.end(), rest.begin(), rest.end());
-  return {reshape(embedding(reshape(data, {size, row}), indices), shape)};
+  return {reshape(embedding(reshape(data, {size, row}), wrapped), shape)};
 }
 
 Outputs Slice(const NodeCall& call) {
@@ -546,7 +575,14 @@ Outputs Split(const NodeCall& call) {
   const int64_t axis = Axis(call, call.attr_int("axis", 0), x.dim());
   const int64_t size = x.size(axis);
   const int64_t parts = static_cast<int64_t>(call.node().outputs.size());
+  if (parts == 0) call.Fail("expected at least one output");
   std::vector<int64_t> lengths = call.has_input(1) ? call.constant_ints(1) : std::vector<int64_t>{};
+  if (call.has_input(1) && static_cast<int64_t>(lengths.size()) != parts) {
+    call.Fail(absl::StrCat("split has ", lengths.size(), " lengths for ", parts, " outputs"));
+  }
+  if (absl::c_any_of(lengths, [](int64_t l) { return l < 0; })) {
+    call.Fail("split lengths must not be negative");
+  }
   if (lengths.empty()) {
     if (IsSymbolic(size) || size % parts != 0) {
       call.Fail(absl::StrCat("a dim of size ", size, " does not split into ", parts, " parts"));

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "graph/symbolic.h"
 #include "nn/onnx/operators.h"
@@ -84,8 +85,7 @@ Result Slice(const NodeCall& call) {
   const std::vector<int64_t> starts = call.constant_ints(1), ends = call.constant_ints(2);
   if (data.scalar || starts.size() != 1 || ends.size() != 1) return std::nullopt;
   if (call.has_input(3) && call.constant_ints(3) != std::vector<int64_t>{0}) return std::nullopt;
-  const int64_t step = call.has_input(4) ? call.constant_ints(4).at(0) : 1;
-  if (step != 1) return std::nullopt;
+  if (call.has_input(4) && call.constant_ints(4) != std::vector<int64_t>{1}) return std::nullopt;
   const int64_t size = static_cast<int64_t>(data.values.size());
   const int64_t begin = Clamp(starts[0], size, 0, size), end = Clamp(ends[0], size, 0, size);
   return std::vector<IntValue>{Vector(std::vector<int64_t>(
@@ -146,9 +146,20 @@ Tensor Materialize(const IntValue& value) {
 
 std::optional<std::vector<IntValue>> EvaluateShapeArithmetic(const NodeCall& call) {
   const Node& node = call.node();
+  // The inputs each reads always (the others are optional).
+  static const auto* kRequired = new absl::flat_hash_map<std::string, size_t>{
+      {"Shape", 1}, {"Gather", 2}, {"Unsqueeze", 2}, {"Squeeze", 1},
+      {"Slice", 3}, {"Cast", 1},   {"Identity", 1},  {"Add", 2},
+      {"Sub", 2},   {"Mul", 2},    {"Div", 2},       {"Concat", 1}};
+  const auto required = kRequired->find(node.op_type);
+  if (required == kRequired->end() || node.inputs.size() < required->second) return std::nullopt;
+  for (size_t i = 0; i < required->second; ++i) {
+    if (node.inputs[i].empty()) return std::nullopt;  // the kernel says what is missing
+  }
   if (node.op_type == "Shape") return Shape(call);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (!node.inputs[i].empty() && call.known_ints(i) == nullptr) return std::nullopt;
+    const bool optional_absent = node.inputs[i].empty() && node.op_type != "Concat";
+    if (!optional_absent && call.known_ints(i) == nullptr) return std::nullopt;
   }
   if (node.op_type == "Gather") return Gather(call);
   if (node.op_type == "Unsqueeze") return Unsqueeze(call);

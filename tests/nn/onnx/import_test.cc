@@ -7,8 +7,8 @@
 #include "nn/onnx/import.h"
 
 #include <algorithm>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -245,12 +245,12 @@ OnnxBuilder IndexingModel(const Tensor& table) {
   model.Initializer("wide", from_vector<int64_t>({2, 3, 4}, {3}));
   model.Initializer("index", from_vector<int64_t>({2, 0}, {2}));
   model.Node("Constant", {}, {"one"}).TensorValue("value", full({}, 1.0, DType::kF64));
-  model.Node("Gather", {"table", "rows"}, {"emb"});                           // [5, 4]
-  model.Node("ReduceSum", {"emb"}, {"emb_sum"}).Int("keepdims", 0);           // []
-  model.Node("Gather", {"x", "index"}, {"picked"}).Int("axis", 1);            // [2, 2, 4]
-  model.Node("Split", {"x", "split"}, {"s1", "s3"}).Int("axis", 2);           // [2,3,1] [2,3,3]
-  model.Node("Slice", {"x", "starts", "ends", "axes"}, {"sl"});              // [2, 2, 3]
-  model.Node("Pad", {"sl", "pads"}, {"pd"}).String("mode", "constant");      // [2, 3, 4]
+  model.Node("Gather", {"table", "rows"}, {"emb"});                      // [5, 4]
+  model.Node("ReduceSum", {"emb"}, {"emb_sum"}).Int("keepdims", 0);      // []
+  model.Node("Gather", {"x", "index"}, {"picked"}).Int("axis", 1);       // [2, 2, 4]
+  model.Node("Split", {"x", "split"}, {"s1", "s3"}).Int("axis", 2);      // [2,3,1] [2,3,3]
+  model.Node("Slice", {"x", "starts", "ends", "axes"}, {"sl"});          // [2, 2, 3]
+  model.Node("Pad", {"sl", "pads"}, {"pd"}).String("mode", "constant");  // [2, 3, 4]
   model.Node("Greater", {"x", "pd"}, {"gt"});
   model.Node("Where", {"gt", "x", "pd"}, {"w"});
   model.Node("Max", {"w", "s1"}, {"mx"});
@@ -258,9 +258,9 @@ OnnxBuilder IndexingModel(const Tensor& table) {
   model.Node("Abs", {"mn"}, {"ab"});
   model.Node("Add", {"ab", "one"}, {"ab1"});
   model.Node("Reciprocal", {"ab1"}, {"r"});
-  model.Node("ReduceMax", {"r"}, {"rmax"}).Ints("axes", {2});                 // [2, 3, 1]
+  model.Node("ReduceMax", {"r"}, {"rmax"}).Ints("axes", {2});                     // [2, 3, 1]
   model.Node("ReduceMin", {"r"}, {"rmin"}).Ints("axes", {1}).Int("keepdims", 0);  // [2, 4]
-  model.Node("Expand", {"rmax", "wide"}, {"ex"});                             // [2, 3, 4]
+  model.Node("Expand", {"rmax", "wide"}, {"ex"});                                 // [2, 3, 4]
   model.Node("ConstantOfShape", {"wide"}, {"quarter"})
       .TensorValue("value", full({1}, 0.25, DType::kF64));
   model.Node("Sign", {"x"}, {"sg"});
@@ -272,7 +272,7 @@ OnnxBuilder IndexingModel(const Tensor& table) {
   model.Node("Cast", {"le"}, {"le_f"}).Int("to", 11);
   model.Node("Cast", {"ge"}, {"ge_f"}).Int("to", 11);
   model.Node("Cast", {"eq"}, {"eq_f"}).Int("to", 11);
-  model.Node("ArgMax", {"x"}, {"am"}).Int("axis", 2).Int("keepdims", 0);      // [2, 3] i64
+  model.Node("ArgMax", {"x"}, {"am"}).Int("axis", 2).Int("keepdims", 0);  // [2, 3] i64
   model.Node("Cast", {"am"}, {"am_f"}).Int("to", 11);
   model.Node("Mul", {"ex", "quarter"}, {"eq4"});
   model.Node("Add", {"eq4", "sg"}, {"t1"});
@@ -291,8 +291,8 @@ TEST_CASE("indexing, comparison, reduction, padding and broadcasting operators")
   auto model = ImportOrFail(IndexingModel(table));
   const Tensor x = testing::Random({2, 3, 4}, DType::kF64, 32);
   const Tensor rows = from_vector<int64_t>({5, 0, 3, 3, 1}, {5});
-  const TensorTree out = (*model)(TensorTree::Dict(
-      {{"x", TensorTree::MakeLeaf(x)}, {"rows", TensorTree::MakeLeaf(rows)}}));
+  const TensorTree out = (*model)(
+      TensorTree::Dict({{"x", TensorTree::MakeLeaf(x)}, {"rows", TensorTree::MakeLeaf(rows)}}));
   // The same with tensorcut's ops.
   const Tensor s1 = slice(x, 2, 0, 1), s3 = slice(x, 2, 1, 4);
   const Tensor pd = pad(slice(slice(x, 1, 1, 3), 2, 1, 4), {0, 0, 1, 0, 0, 1});
@@ -313,8 +313,8 @@ TEST_CASE("indexing, comparison, reduction, padding and broadcasting operators")
   check("s3", s3);
   testing::CheckLayer(
       [&] { return std::shared_ptr<nn::Module>(ImportOrFail(IndexingModel(table))); },
-      TensorTree::Dict({{"x", testing::RandomInput({2, 3, 4}, 33)},
-                        {"rows", TensorTree::MakeLeaf(rows)}}));
+      TensorTree::Dict(
+          {{"x", testing::RandomInput({2, 3, 4}, 33)}, {"rows", TensorTree::MakeLeaf(rows)}}));
 }
 
 // MobileNet v2's inverted residual with stride 2, as PyTorch exports it for
@@ -487,6 +487,112 @@ TEST_CASE("a file that is not a model, or a model tensorcut cannot run, is a cle
       CHECK_FALSE(ImportFromString(bytes.substr(0, cut), "m.onnx").ok());
     }
   }
+}
+
+// Graphs a careless or hostile exporter could write, each found by reading
+// the importer: every one is an error, at import or when the forward runs,
+// where some crashed the process (a null read, a division by zero, a huge
+// number taken for a symbolic dim).
+TEST_CASE("malformed graphs are errors, never crashes") {
+  const Tensor x = zeros({2, 3});
+  auto forward_error = [&](OnnxBuilder& model) {
+    absl::StatusOr<std::shared_ptr<ImportedModule>> imported =
+        ImportFromString(model.Bytes(), "m.onnx");
+    if (!imported.ok()) return std::string(imported.status().message());
+    return testing::ThrownMessage([&] { (**imported)(x); });
+  };
+  auto model_over_x = [] {
+    OnnxBuilder model(13);
+    model.Input("x", DType::kF32, {int64_t{2}, int64_t{3}});
+    model.Output("y", DType::kF32);
+    return model;
+  };
+  {  // Slice bounds at INT64_MIN and a step backwards.
+    OnnxBuilder model = model_over_x();
+    model.Initializer("starts", from_vector<int64_t>({-1}, {1}));
+    model.Initializer("ends", from_vector<int64_t>({std::numeric_limits<int64_t>::min()}, {1}));
+    model.Initializer("axes", from_vector<int64_t>({0}, {1}));
+    model.Initializer("steps", from_vector<int64_t>({-1}, {1}));
+    model.Node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"y"}, "flip");
+    CHECK(forward_error(model) ==
+          "node 'flip' (Slice, opset 13): step -1 is not supported (only >= 1)");
+  }
+  {  // Shape arithmetic missing its second input.
+    OnnxBuilder model = model_over_x();
+    model.Node("Shape", {"x"}, {"s"});
+    model.Node("Gather", {"s"}, {"g"}, "gather");
+    model.Node("Reshape", {"x", "g"}, {"y"});
+    CHECK(forward_error(model) == "node 'gather' (Gather, opset 13): input 1 is required");
+  }
+  {  // A Split of a constant into no outputs, a Concat of nothing.
+    OnnxBuilder model = model_over_x();
+    model.Node("Constant", {}, {"c"}).TensorValue("value", zeros({4}));
+    model.Node("Split", {"c"}, {}, "split");
+    model.Node("Relu", {"x"}, {"y"});
+    CHECK(forward_error(model) ==
+          "m.onnx: node 'split' (Split, opset 13): expected at least one output");
+    OnnxBuilder empty = model_over_x();
+    empty.Node("Concat", {}, {"c"}, "concat").Int("axis", 0);
+    empty.Node("Relu", {"x"}, {"y"});
+    CHECK(forward_error(empty) ==
+          "m.onnx: node 'concat' (Concat, opset 13): expected at least one input");
+  }
+  {  // Unsqueeze naming one axis twice.
+    OnnxBuilder model = model_over_x();
+    model.Initializer("axes", from_vector<int64_t>({1, -3}, {2}));  // both dim 1 of 4
+    model.Node("Unsqueeze", {"x", "axes"}, {"u"}, "unsqueeze");
+    model.Node("Relu", {"u"}, {"y"});
+    CHECK(forward_error(model) == "node 'unsqueeze' (Unsqueeze, opset 13): axes repeat");
+  }
+  {  // An LSTM whose R is a scalar; a ConvTranspose whose W is a vector.
+    OnnxBuilder lstm = model_over_x();
+    lstm.Initializer("zero", from_vector<int64_t>({0}, {1}));
+    lstm.Initializer("w", zeros({1, 8, 3}));
+    lstm.Initializer("r", zeros({}));
+    lstm.Node("Unsqueeze", {"x", "zero"}, {"x3"});
+    lstm.Node("LSTM", {"x3", "w", "r"}, {"y"}, "lstm").Int("hidden_size", 2);
+    CHECK(forward_error(lstm) ==
+          "node 'lstm' (LSTM, opset 13): X, W and R must be 3-d, got f32[1,2,3], f32[1,8,3], "
+          "f32[]");
+    OnnxBuilder transposed(13);
+    transposed.Input("x", DType::kF32, {int64_t{1}, int64_t{1}, int64_t{2}, int64_t{2}});
+    transposed.Initializer("w", zeros({3}));
+    transposed.Node("ConvTranspose", {"x", "w"}, {"y"}, "up");
+    transposed.Output("y", DType::kF32);
+    auto up = ImportFromString(transposed.Bytes()).value();
+    CHECK(testing::ThrownMessage([&] {
+            (*up)(zeros({1, 1, 2, 2}));
+          }) ==
+          "node 'up' (ConvTranspose, opset 13): W must be [C, M / group, kH, kW], got f32[3]");
+  }
+  {  // Batch statistics over one value per channel.
+    OnnxBuilder model(15);
+    model.Input("x", DType::kF32, {int64_t{1}, int64_t{2}});
+    for (const char* name : {"w", "b", "m", "v"}) model.Initializer(name, ones({2}));
+    model.Node("BatchNormalization", {"x", "w", "b", "m", "v"}, {"y"}, "bn")
+        .Int("training_mode", 1);
+    model.Output("y", DType::kF32);
+    auto bn = ImportFromString(model.Bytes()).value();
+    CHECK(testing::ThrownMessage([&] {
+            (*bn)(zeros({1, 2}));
+          }) ==
+          "node 'bn' (BatchNormalization, opset 15): expected more than 1 value per channel in "
+          "training, got f32[1,2]");
+  }
+}
+
+TEST_CASE("Gather reads negative indices from the end, and a Clip bound is no parameter") {
+  OnnxBuilder model(13);
+  model.Input("rows", DType::kI64, {int64_t{3}});
+  model.Initializer("table", from_vector<float>({0, 1, 2, 3, 4, 5}, {3, 2}));
+  model.Initializer("high", full({}, 4.0));
+  model.Node("Gather", {"table", "rows"}, {"g"});
+  model.Node("Clip", {"g", "", "high"}, {"y"});
+  model.Output("y", DType::kF32);
+  auto imported = ImportOrFail(model);
+  CHECK(Names(imported->named_parameters()) == std::vector<std::string>{"table"});
+  CHECK((*imported)(from_vector<int64_t>({-1, 0, 1}, {3})).to_vector<float>() ==
+        std::vector<float>{4, 4, 0, 1, 2, 3});
 }
 
 TEST_CASE("what a node or an input cannot run is an error naming it when the forward runs") {

@@ -114,9 +114,25 @@ TEST_CASE("an imported CNN trains in bf16 mixed precision and at another batch s
   double last = first;
   for (int i = 0; i < 11; ++i) last = step->Run({data.images, data.labels}).value();
   CHECK(last < 0.6 * first);
-  const Data other = MakeData(10, 4);  // the symbolic batch N takes 10
+  const Data other = MakeData(10, 4);  // the batch N takes 10: compiled once more, over a symbol
   CHECK(std::isfinite(step->Run({other.images, other.labels}).value()));
   CHECK(step->compilations() == 2);
+}
+
+TEST_CASE("the model's named batch dim is a symbol from the first compilation") {
+  auto model = SmallCnn();
+  DynamicDims dims = model->named_dims("arg0");
+  CHECK(dims == DynamicDims{{"arg0", {0}}});
+  dims["arg1"] = {0};  // the labels' batch
+  nn::SGD sgd(model->named_parameters(), 0.1);
+  const Data data = MakeData(16, 3), other = MakeData(6, 5);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*model, Loss, TensorTree::MakeLeaf(data.images),
+                        TensorTree::MakeLeaf(data.labels), sgd, {.dynamic_dims = dims})
+          .value();
+  CHECK(std::isfinite(step->Run({data.images, data.labels}).value()));
+  CHECK(std::isfinite(step->Run({other.images, other.labels}).value()));
+  CHECK(step->compilations() == 1);
 }
 
 }  // namespace
