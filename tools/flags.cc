@@ -76,6 +76,8 @@ ABSL_FLAG(double, budget, 0.5,
           "least), of the compiled step's planned peak for peak_budget (1: default's, 0: the "
           "least)");
 ABSL_FLAG(double, milp_seconds, 10, "the milp strategy's time limit for its solver, in seconds");
+ABSL_FLAG(std::string, graph, "",
+          "remat: a rematerialization graph in networkx node-link JSON (Checkmate's, MOCCASIN's)");
 ABSL_FLAG(bool, json, false,
           "print JSON instead of text (partition: one object; compare --sweep: an array of rows)");
 ABSL_FLAG(std::string, dot, "", "also write the graph as Graphviz DOT to this file");

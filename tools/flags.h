@@ -48,6 +48,7 @@ ABSL_DECLARE_FLAG(std::string, strategy);
 ABSL_DECLARE_FLAG(double, budget);
 ABSL_DECLARE_FLAG(double, milp_seconds);
 ABSL_DECLARE_FLAG(bool, json);
+ABSL_DECLARE_FLAG(std::string, graph);
 ABSL_DECLARE_FLAG(std::string, dot);
 ABSL_DECLARE_FLAG(bool, sweep);
 ABSL_DECLARE_FLAG(std::string, csv);

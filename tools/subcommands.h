@@ -12,6 +12,7 @@ int PartitionCommand();  // partition_command.cc
 int CompareCommand();    // compare_command.cc
 int GraphCommand();      // graph_command.cc
 int BenchCommand();      // bench_command.cc
+int RematCommand();      // remat_command.cc
 
 }  // namespace tc
 

@@ -72,6 +72,10 @@ constexpr Subcommand kSubcommands[] = {
      "model stage decompose dynamic_batch data_parallel strategy budget milp_seconds dot seed"},
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
      BenchCommand, "model runs threads gemm json seed profile"},
+    {"remat",
+     "read a rematerialization research graph (node-link JSON) and measure it: nodes, the "
+     "peak without recomputation, compute",
+     RematCommand, "graph json"},
 };
 
 const Subcommand* Find(absl::string_view name) {

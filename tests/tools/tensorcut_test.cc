@@ -384,6 +384,37 @@ TEST_CASE("a PyTorch CNN trained by train --onnx scores the same accuracy back i
                      "%\n"));
 }
 
+TEST_CASE("remat reads a node-link graph and prints its size and peak without recomputation") {
+  // a(1e9 bytes) -> b(2e9) -> c(4e9), costs 1, 2, 3.
+  const std::string path = TempPath("chain.json");
+  std::ofstream(path)
+      << R"({"graph": {"name": "chain"}, "nodes": [)"
+      << R"({"id": 0, "name": "a", "backward": false, "cost_cpu": 1, "cost_ram": 1000000000},)"
+      << R"({"id": 1, "name": "b", "backward": false, "cost_cpu": 2, "cost_ram": 2000000000},)"
+      << R"({"id": 2, "name": "c", "backward": true, "cost_cpu": 3, "cost_ram": 4000000000}],)"
+      << R"("links": [{"source": 0, "target": 1}, {"source": 1, "target": 2}]})";
+  Result r = Tensorcut("remat --graph " + path);
+  REQUIRE(r.code == 0);
+  CHECK(r.out ==
+        "chain: 3 nodes (1 backward), 2 edges\n"
+        "one pass without recomputation: peak 6.000 GB, compute 6\n");
+  r = Tensorcut("remat --json --graph " + path);
+  REQUIRE(r.code == 0);
+  CHECK(r.out ==
+        "{\"graph\":\"chain\",\"nodes\":3,\"edges\":2,\"backward_nodes\":1,"
+        "\"no_remat_peak_bytes\":6000000000,\"compute\":6.0}\n");
+  r = Tensorcut("remat");
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--graph FILE.json"));
+  std::ofstream(TempPath("cycle.json"))
+      << R"({"nodes": [{"id": 0, "name": "a", "cost_cpu": 1, "cost_ram": 1},)"
+      << R"({"id": 1, "name": "b", "cost_cpu": 1, "cost_ram": 1}],)"
+      << R"("links": [{"source": 0, "target": 1}, {"source": 1, "target": 0}]})";
+  r = Tensorcut("remat --graph " + TempPath("cycle.json"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "node 0 (a) is on a cycle or after one"));
+}
+
 TEST_CASE("train reads .npz arrays with their test split") {
   // np.savez's layout: one stored .npy member per array.
   std::vector<float> x, x_test;
