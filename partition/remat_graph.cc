@@ -158,14 +158,18 @@ absl::StatusOr<RematGraph> ReadNodeLinkGraph(const std::string& path) {
   return ParseNodeLinkGraph(text.str(), path);
 }
 
-int64_t NoRematPeak(const RematGraph& graph) {
-  const size_t n = graph.nodes.size();
-  // The last step that reads each output (its own step if none does).
-  std::vector<size_t> last_read(n);
-  for (size_t t = 0; t < n; ++t) {
+std::vector<size_t> LastReaders(const RematGraph& graph) {
+  std::vector<size_t> last_read(graph.nodes.size());
+  for (size_t t = 0; t < graph.nodes.size(); ++t) {
     last_read[t] = t;
     for (int i : graph.nodes[t].inputs) last_read[static_cast<size_t>(i)] = t;
   }
+  return last_read;
+}
+
+int64_t NoRematPeak(const RematGraph& graph) {
+  const size_t n = graph.nodes.size();
+  const std::vector<size_t> last_read = LastReaders(graph);
   // Live at step t: t itself, and each u < t with last_read[u] >= t.
   int64_t peak = 0, live = 0;  // live: bytes of earlier outputs still read at t or later
   std::vector<std::vector<size_t>> dies_after(n);

@@ -41,6 +41,9 @@ struct RematGraph {
 absl::StatusOr<RematGraph> ParseNodeLinkGraph(absl::string_view json, absl::string_view source);
 absl::StatusOr<RematGraph> ReadNodeLinkGraph(const std::string& path);
 
+// For each node, the last node that reads its output (itself if none does).
+std::vector<size_t> LastReaders(const RematGraph& graph);
+
 // The peak of one pass in order without recomputation: at step t, node t's
 // output plus every earlier output that node t or a later node reads
 // (MOCCASIN's definition, the 1.0 of its budgets).

@@ -70,11 +70,7 @@ absl::StatusOr<ScheduleCost> CheckSchedule(const RematGraph& graph, const RematS
 
 RematSchedule NoRematSchedule(const RematGraph& graph) {
   const size_t n = graph.nodes.size();
-  std::vector<size_t> last_read(n);
-  for (size_t t = 0; t < n; ++t) {
-    last_read[t] = t;
-    for (int i : graph.nodes[t].inputs) last_read[static_cast<size_t>(i)] = t;
-  }
+  const std::vector<size_t> last_read = LastReaders(graph);
   std::vector<std::vector<int>> dies_after(n);
   for (size_t u = 0; u < n; ++u) dies_after[last_read[u]].push_back(static_cast<int>(u));
   RematSchedule schedule;
