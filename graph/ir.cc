@@ -58,9 +58,12 @@ std::string Graph::UniqueName(absl::string_view hint) {
     absl::StrAppend(&name, "_", suffix);
   }
   // A numeric name (e.g. from the parser) moves automatic numbering past it,
-  // so nodes added later continue the sequence.
+  // so nodes added later continue the sequence. Numbers from 2^53 up, which
+  // no graph numbers its values to, are names like any other: numbering
+  // past INT64_MAX would overflow.
   int64_t number;
-  if (absl::SimpleAtoi(name, &number) && number >= next_number_ && absl::StrCat(number) == name) {
+  if (absl::SimpleAtoi(name, &number) && number >= next_number_ && number < (int64_t{1} << 53) &&
+      absl::StrCat(number) == name) {
     next_number_ = number + 1;
   }
   taken_names_.insert(name);

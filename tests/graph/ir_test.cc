@@ -30,6 +30,12 @@ TEST_CASE("results are numbered in creation order; hints are made unique and val
   CHECK(bn[1]->index() == 1);
   CHECK(g.FindValue("x_2") == (*named)[0]);
   CHECK(g.FindValue("nope") == nullptr);
+  // A numeric name moves the numbering past it; the largest int64 (the
+  // fuzzer's, which overflowed the count) is a name like any other.
+  CHECK(g.AddPlaceholder("7", F32({3}))->name() == "7");
+  CHECK(Add(g, OpKind::kRelu, {x})[0]->name() == "8");
+  CHECK(g.AddPlaceholder("9223372036854775807", F32({3}))->name() == "9223372036854775807");
+  CHECK(Add(g, OpKind::kRelu, {x})[0]->name() == "9");
 }
 
 TEST_CASE("uses, users and outputs are queryable") {
