@@ -118,6 +118,12 @@ absl::Status WriteAtomically(const std::string& given, absl::string_view what,
   return absl::OkStatus();
 }
 
+absl::Status WriteAtomically(const std::string& path, absl::string_view what,
+                             absl::string_view bytes) {
+  return WriteAtomically(
+      path, what, [&](int fd) { return WriteAll(fd, bytes.data(), bytes.size(), path, what); });
+}
+
 absl::Status CheckWritable(const std::string& given, absl::string_view what) {
   const absl::StatusOr<std::string> path = Destination(given, what);
   if (!path.ok()) return path.status();

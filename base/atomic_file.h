@@ -29,6 +29,10 @@ namespace tc {
 absl::Status WriteAtomically(const std::string& path, absl::string_view what,
                              const std::function<absl::Status(int fd)>& write);
 
+// Writes `bytes` as the whole file.
+absl::Status WriteAtomically(const std::string& path, absl::string_view what,
+                             absl::string_view bytes);
+
 // OK when WriteAtomically could write `path`: a temporary file is made
 // beside it and removed. The error names the folder ("cannot write in
 // /nonexistent: No such file or directory") or what `path` is.

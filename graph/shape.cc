@@ -45,10 +45,11 @@ std::vector<int64_t> ContiguousStrides(absl::Span<const int64_t> shape) {
 }
 
 bool IsContiguous(absl::Span<const int64_t> shape, absl::Span<const int64_t> strides) {
+  // The strides ContiguousStrides gives: an empty dim counts as 1.
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     if (shape[d] != 1 && strides[d] != expected) return false;
-    expected = DimMul(expected, shape[d]);
+    expected = DimMul(expected, IsSymbolic(shape[d]) ? shape[d] : std::max<int64_t>(shape[d], 1));
   }
   return true;
 }

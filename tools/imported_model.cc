@@ -81,10 +81,8 @@ absl::StatusOr<ImportedClassifierSpec> ImportedClassifier(const std::string& pat
                                "' must be class scores [N, classes], got ", out->type().ToString(),
                                " for a batch of ", batch));
   }
-  int64_t parameters = 0;
-  for (const auto& [name, p] : module->named_parameters()) parameters += p.numel();
-  spec.description = absl::StrCat("ONNX opset ", module->opset(), ", ", parameters, " parameters, ",
-                                  out->size(1), " classes, ", loss);
+  spec.description = absl::StrCat("ONNX opset ", module->opset(), ", ", module->num_parameters(),
+                                  " parameters, ", out->size(1), " classes, ", loss);
   return ImportedClassifierSpec{std::move(spec), features, out->size(1)};
 }
 

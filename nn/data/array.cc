@@ -109,8 +109,7 @@ std::string Array::ToString() const {
 absl::Status Array::GatherRows(absl::Span<const int64_t> indices, const Tensor& out) const {
   std::vector<int64_t> want = row_shape();
   want.insert(want.begin(), static_cast<int64_t>(indices.size()));
-  // An empty tensor's strides say nothing: it is contiguous however made.
-  if (out.shape() != want || (!out.is_contiguous() && out.numel() > 0)) {
+  if (out.shape() != want || !out.is_contiguous()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rows of ", ToString(), " go into a contiguous tensor of shape [",
                      absl::StrJoin(want, ","), "], got ", out.type().ToString()));

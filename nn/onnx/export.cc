@@ -14,9 +14,7 @@ absl::StatusOr<std::string> ExportToString(const ImportedModule& module) {
 
 absl::Status Export(const ImportedModule& module, const std::string& path) {
   TC_ASSIGN_OR_RETURN(const std::string bytes, ExportToString(module));
-  return WriteAtomically(path, "model", [&](int fd) {
-    return WriteAll(fd, bytes.data(), bytes.size(), path, "model");
-  });
+  return WriteAtomically(path, "model", bytes);
 }
 
 }  // namespace tc::onnx

@@ -127,11 +127,7 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
     }
   } else if (name == "cast") {
     const DType to = a.Dtype("dtype");
-    const int64_t onnx_type = to == DType::kF32    ? 1
-                              : to == DType::kF64  ? 11
-                              : to == DType::kI64  ? 7
-                              : to == DType::kBool ? 9
-                                                   : 0;
+    const int64_t onnx_type = OnnxTypeOf(to);
     if (onnx_type == 0) return Unsupported(node, "cast to bf16");
     e.Op("Cast", in, {out[0]}, {{"to", onnx_type}});
   } else if (name == "full") {
@@ -149,7 +145,9 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
     if (name == "sum") {
       // A bool tensor's sum counts (i64); ONNX's ReduceSum takes numbers.
       const std::string summed =
-          x.dtype == DType::kBool ? e.Temp("Cast", {in[0]}, {{"to", int64_t{7}}}) : in[0];
+          x.dtype == DType::kBool
+              ? e.Temp("Cast", {in[0]}, {{"to", int64_t{OnnxTypeOf(DType::kI64)}}})
+              : in[0];
       e.Op("ReduceSum", {summed, e.Ints(axes)}, {out[0]}, {{"keepdims", keepdims}});
     } else {
       const std::string op = name == "mean"  ? "ReduceMean"
@@ -355,9 +353,7 @@ absl::StatusOr<std::string> ExportToString(nn::Module& module, const TensorTree&
 
 absl::Status Export(nn::Module& module, const TensorTree& example, const std::string& path) {
   TC_ASSIGN_OR_RETURN(const std::string bytes, ExportToString(module, example));
-  return WriteAtomically(path, "model", [&](int fd) {
-    return WriteAll(fd, bytes.data(), bytes.size(), path, "model");
-  });
+  return WriteAtomically(path, "model", bytes);
 }
 
 }  // namespace tc::onnx

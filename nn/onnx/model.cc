@@ -221,21 +221,6 @@ absl::StatusOr<Attribute> DecodeAttribute(const AttributeProto& proto, const Whe
 
 // ---- writing
 
-int32_t OnnxTypeOf(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return TensorProto::FLOAT;
-    case DType::kF64:
-      return TensorProto::DOUBLE;
-    case DType::kI64:
-      return TensorProto::INT64;
-    case DType::kBool:
-      return TensorProto::BOOL;
-    default:
-      return TensorProto::UNDEFINED;
-  }
-}
-
 absl::Status EncodeTensor(const std::string& name, const Tensor& value, TensorProto& proto) {
   const int32_t type = OnnxTypeOf(value.dtype());
   if (type == TensorProto::UNDEFINED) {
@@ -326,6 +311,21 @@ absl::StatusOr<std::string> SerializeModel(const Model& model, absl::string_view
     }
   }
   return proto.SerializeAsString();
+}
+
+int32_t OnnxTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return TensorProto::FLOAT;
+    case DType::kF64:
+      return TensorProto::DOUBLE;
+    case DType::kI64:
+      return TensorProto::INT64;
+    case DType::kBool:
+      return TensorProto::BOOL;
+    default:
+      return TensorProto::UNDEFINED;
+  }
 }
 
 std::string OnnxTypeName(int32_t data_type) {

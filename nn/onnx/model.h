@@ -67,6 +67,10 @@ absl::StatusOr<Model> ParseModel(absl::string_view bytes, absl::string_view sour
 // model (integers as INT64). Tensors must be f32, f64, i64 or bool.
 absl::StatusOr<std::string> SerializeModel(const Model& model, absl::string_view producer_version);
 
+// The ONNX data type of a dtype (TensorProto's FLOAT, DOUBLE, INT64, BOOL),
+// 0 (UNDEFINED) for bf16, which ONNX files here do not hold.
+int32_t OnnxTypeOf(DType dtype);
+
 // The ONNX name of a data type ("FLOAT", "FLOAT16") for errors.
 std::string OnnxTypeName(int32_t data_type);
 

@@ -55,16 +55,7 @@ double NodeCall::constant_scalar(size_t i) const {
     Fail(absl::StrCat("input ", i, " ('", node_.inputs[i], "') must hold one value, got ",
                       t.type().ToString()));
   }
-  switch (t.dtype()) {
-    case DType::kF32:
-      return t.to_vector<float>()[0];
-    case DType::kF64:
-      return t.to_vector<double>()[0];
-    case DType::kBool:
-      return t.to_vector<bool>()[0] ? 1 : 0;
-    default:
-      return static_cast<double>(t.to_vector<int64_t>()[0]);
-  }
+  return t.to_vector<double>()[0];
 }
 
 template <typename T>

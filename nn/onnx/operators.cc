@@ -625,12 +625,7 @@ Outputs ConstantOfShape(const NodeCall& call) {
   if (it == call.node().attributes.end()) return {zeros(shape)};
   const Tensor* value = std::get_if<Tensor>(&it->second);
   if (value == nullptr || value->numel() != 1) call.Fail("value must be a one-element tensor");
-  const double v = value->dtype() == DType::kF32   ? value->to_vector<float>()[0]
-                   : value->dtype() == DType::kF64 ? value->to_vector<double>()[0]
-                   : value->dtype() == DType::kBool
-                       ? (value->to_vector<bool>()[0] ? 1.0 : 0.0)
-                       : static_cast<double>(value->to_vector<int64_t>()[0]);
-  return {full(shape, v, value->dtype())};
+  return {full(shape, value->to_vector<double>()[0], value->dtype())};
 }
 
 // Shape always runs as shape arithmetic; as a tensor, its dims.

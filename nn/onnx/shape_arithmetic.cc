@@ -145,34 +145,29 @@ Tensor Materialize(const IntValue& value) {
 }
 
 std::optional<std::vector<IntValue>> EvaluateShapeArithmetic(const NodeCall& call) {
+  // Each operator's evaluation and how many inputs it always reads (the
+  // others are optional).
+  struct Rule {
+    size_t required;
+    Result (*evaluate)(const NodeCall&);
+  };
+  static const auto* kRules = new absl::flat_hash_map<std::string, Rule>{
+      {"Shape", {1, Shape}},       {"Gather", {2, Gather}},  {"Unsqueeze", {2, Unsqueeze}},
+      {"Squeeze", {1, Squeeze}},   {"Slice", {3, Slice}},    {"Cast", {1, Cast}},
+      {"Identity", {1, Identity}}, {"Concat", {1, Concat}},  {"Add", {2, Arithmetic}},
+      {"Sub", {2, Arithmetic}},    {"Mul", {2, Arithmetic}}, {"Div", {2, Arithmetic}}};
   const Node& node = call.node();
-  // The inputs each reads always (the others are optional).
-  static const auto* kRequired = new absl::flat_hash_map<std::string, size_t>{
-      {"Shape", 1}, {"Gather", 2}, {"Unsqueeze", 2}, {"Squeeze", 1},
-      {"Slice", 3}, {"Cast", 1},   {"Identity", 1},  {"Add", 2},
-      {"Sub", 2},   {"Mul", 2},    {"Div", 2},       {"Concat", 1}};
-  const auto required = kRequired->find(node.op_type);
-  if (required == kRequired->end() || node.inputs.size() < required->second) return std::nullopt;
-  for (size_t i = 0; i < required->second; ++i) {
+  const auto rule = kRules->find(node.op_type);
+  if (rule == kRules->end() || node.inputs.size() < rule->second.required) return std::nullopt;
+  for (size_t i = 0; i < rule->second.required; ++i) {
     if (node.inputs[i].empty()) return std::nullopt;  // the kernel says what is missing
   }
-  if (node.op_type == "Shape") return Shape(call);
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
+  // Shape reads only its input's shape; the others need every input known.
+  for (size_t i = 0; node.op_type != "Shape" && i < node.inputs.size(); ++i) {
     const bool optional_absent = node.inputs[i].empty() && node.op_type != "Concat";
     if (!optional_absent && call.known_ints(i) == nullptr) return std::nullopt;
   }
-  if (node.op_type == "Gather") return Gather(call);
-  if (node.op_type == "Unsqueeze") return Unsqueeze(call);
-  if (node.op_type == "Squeeze") return Squeeze(call);
-  if (node.op_type == "Concat") return Concat(call);
-  if (node.op_type == "Slice") return Slice(call);
-  if (node.op_type == "Cast") return Cast(call);
-  if (node.op_type == "Identity") return Identity(call);
-  if (node.op_type == "Add" || node.op_type == "Sub" || node.op_type == "Mul" ||
-      node.op_type == "Div") {
-    return Arithmetic(call);
-  }
-  return std::nullopt;
+  return rule->second.evaluate(call);
 }
 
 }  // namespace tc::onnx
