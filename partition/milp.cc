@@ -6,14 +6,12 @@
 #include <utility>
 #include <vector>
 
-#include "Cbc_C_Interface.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "partition/accounting.h"
+#include "partition/cbc_solver.h"
 #include "partition/min_cut.h"
 #include "partition/strategies.h"
 
@@ -21,10 +19,6 @@ namespace tc::partition {
 namespace {
 
 using ValueSet = absl::flat_hash_set<const Value*>;
-
-// CBC's solve runs through its command-line driver, which keeps global
-// state: one solve at a time.
-ABSL_CONST_INIT absl::Mutex cbc_mutex(absl::kConstInit);
 
 // All the saved values' tie-break terms together are worth this many FLOPs.
 constexpr double kTieBreakFlops = 1e-3;
@@ -64,8 +58,8 @@ std::optional<Rebuild> RebuildFrom(const SaveOrRecompute& problem, const ValueSe
   return rebuild;
 }
 
-// The program of milp.h in CBC's column-major form: column i < num_save is
-// s of forward value i; the rest are r of the recomputable forward nodes.
+// The program of milp.h: a column s per forward value, then a column r per
+// recomputable forward node.
 class Program {
  public:
   explicit Program(const SaveOrRecompute& problem) {
@@ -80,7 +74,7 @@ class Program {
     }
     for (const Value* v : problem.forward_values) {
       if (!problem.read_by_backward.contains(v)) continue;
-      const int row = AddRow(1, kInfinity);
+      const int row = lp_.AddRow(1, kNoBound);
       Available(v, row, 1);
     }
     for (const Node* node : problem.forward_nodes) {
@@ -89,68 +83,42 @@ class Program {
       ValueSet constrained;
       for (const Value* u : node->inputs()) {
         if (!constrained.insert(u).second) continue;  // an operand given twice
-        const int row = AddRow(0, kInfinity);
+        const int row = lp_.AddRow(0, kNoBound);
         Available(u, row, 1);
-        columns_[it->second].push_back({row, -1});
+        lp_.Set(row, it->second, -1);
       }
     }
-    bytes_row_ = AddRow(-kInfinity, kInfinity);
+    bytes_row_ = lp_.AddRow(-kNoBound, kNoBound);
     for (const Value* v : problem.forward_values) {
-      columns_[save_column_.at(v)].push_back({bytes_row_, static_cast<double>(v->type().bytes())});
+      lp_.Set(bytes_row_, save_column_.at(v), static_cast<double>(v->type().bytes()));
     }
   }
 
-  int num_columns() const { return static_cast<int>(columns_.size()); }
-  int num_rows() const { return static_cast<int>(row_lower_.size()); }
+  int num_columns() const { return lp_.num_columns(); }
+  int num_rows() const { return lp_.num_rows(); }
   int SaveColumn(const Value* v) const { return save_column_.at(v); }
   int RecomputeColumn(const Node* n) const { return recompute_column_.at(n); }
 
-  // Loads the program into `model` with the saved bytes at most `max_bytes`.
-  void Load(Cbc_Model* model, double max_bytes) {
-    row_upper_[bytes_row_] = max_bytes;
-    std::vector<CoinBigIndex> start = {0};
-    std::vector<int> index;
-    std::vector<double> value;
-    for (const auto& column : columns_) {
-      for (const auto& [row, coefficient] : column) {
-        index.push_back(row);
-        value.push_back(coefficient);
-      }
-      start.push_back(static_cast<CoinBigIndex>(index.size()));
-    }
-    const std::vector<double> lower(columns_.size(), 0), upper(columns_.size(), 1);
-    Cbc_loadProblem(model, num_columns(), num_rows(), start.data(), index.data(), value.data(),
-                    lower.data(), upper.data(), objective_.data(), row_lower_.data(),
-                    row_upper_.data());
-    for (int c = 0; c < num_columns(); ++c) Cbc_setInteger(model, c);
+  // The program with the saved bytes at most `max_bytes`.
+  const LinearProgram& WithMaxBytes(double max_bytes) {
+    lp_.SetRowUpper(bytes_row_, max_bytes);
+    return lp_;
   }
 
  private:
-  static constexpr double kInfinity = 1e30;  // CBC's "no bound"
-
-  int AddColumn(double cost) {
-    objective_.push_back(cost);
-    columns_.emplace_back();
-    return num_columns() - 1;
-  }
-  int AddRow(double lower, double upper) {
-    row_lower_.push_back(lower);
-    row_upper_.push_back(upper);
-    return num_rows() - 1;
-  }
+  int AddColumn(double cost) { return lp_.AddColumn({.upper = 1, .cost = cost, .integer = true}); }
   // Adds `coefficient` (s_v + r_producer(v)) to `row`.
   void Available(const Value* v, int row, double coefficient) {
-    columns_[save_column_.at(v)].push_back({row, coefficient});
+    lp_.Set(row, save_column_.at(v), coefficient);
     if (v->is_placeholder()) return;
     if (auto it = recompute_column_.find(v->producer()); it != recompute_column_.end()) {
-      columns_[it->second].push_back({row, coefficient});
+      lp_.Set(row, it->second, coefficient);
     }
   }
 
   absl::flat_hash_map<const Value*, int> save_column_;
   absl::flat_hash_map<const Node*, int> recompute_column_;
-  std::vector<std::vector<std::pair<int, double>>> columns_;  // (row, coefficient)
-  std::vector<double> objective_, row_lower_, row_upper_;
+  LinearProgram lp_;
   int bytes_row_ = 0;
 };
 
@@ -230,30 +198,19 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
   solve.variables = program.num_columns();
   solve.constraints = program.num_rows();
   ValueSet saved = start_saved;
-  {
-    absl::MutexLock lock(&cbc_mutex);
-    std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
-    program.Load(model.get(), static_cast<double>(options.max_saved_bytes));
-    const std::vector<double> x0 = Assignment(program, problem, start_saved, *start);
-    std::vector<int> columns(x0.size());
-    for (size_t c = 0; c < x0.size(); ++c) columns[c] = static_cast<int>(c);
-    Cbc_setMIPStartI(model.get(), program.num_columns(), columns.data(), x0.data());
-    Cbc_setLogLevel(model.get(), 0);
-    Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
-    Cbc_setAllowableGap(model.get(), 0);
-    Cbc_setAllowableFractionGap(model.get(), 0);
-    const absl::Time began = absl::Now();
-    Cbc_solve(model.get());
-    solve.seconds = absl::ToDoubleSeconds(absl::Now() - began);
-    solve.proven_optimal = Cbc_isProvenOptimal(model.get()) != 0;
-    solve.lower_bound = Cbc_getBestPossibleObjValue(model.get());
-    if (const double* best = Cbc_bestSolution(model.get()); best != nullptr) {
-      ValueSet chosen;
-      for (const Value* v : problem.forward_values) {
-        if (best[program.SaveColumn(v)] > 0.5) chosen.insert(v);
-      }
-      saved = std::move(chosen);
+  const CbcSolution solution =
+      SolveWithCbc(program.WithMaxBytes(static_cast<double>(options.max_saved_bytes)),
+                   {.time_limit_seconds = options.time_limit_seconds,
+                    .start = Assignment(program, problem, start_saved, *start)});
+  solve.seconds = solution.seconds;
+  solve.proven_optimal = solution.proven_optimal;
+  solve.lower_bound = solution.bound;
+  if (solution.found) {
+    ValueSet chosen;
+    for (const Value* v : problem.forward_values) {
+      if (solution.x[static_cast<size_t>(program.SaveColumn(v))] > 0.5) chosen.insert(v);
     }
+    saved = std::move(chosen);
   }
 
   // The backward reads only some of what the solution saves; keep those.

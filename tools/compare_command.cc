@@ -109,7 +109,7 @@ absl::Status Run() {
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
   const JointGraph& joint = **pipeline.joint_graph();
-  const double budget = absl::GetFlag(FLAGS_budget);
+  TC_ASSIGN_OR_RETURN(const double budget, BudgetFraction());
 
   {
     // One compiled step first: what the process sets up once (threads,

@@ -1,6 +1,8 @@
 #include "tools/flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "nn/data/idx.h"
 
 ABSL_FLAG(std::string, data, tc::nn::kFashionMnistDir,
@@ -70,11 +72,12 @@ ABSL_FLAG(std::string, resume, "",
 ABSL_FLAG(int, seed, 0, "seed of the parameters, the synthetic data and the data order");
 
 ABSL_FLAG(std::string, strategy, "min_cut",
-          "default, min_cut, budget, recompute_all, milp or peak_budget");
-ABSL_FLAG(double, budget, 0.5,
+          "default, min_cut, budget, recompute_all, milp or peak_budget; remat: greedy, "
+          "lp_rounding, milp (its default) or all");
+ABSL_FLAG(std::string, budget, "0.5",
           "memory budget in [0, 1]: of saved bytes for budget and milp (1: min-cut's, 0: the "
           "least), of the compiled step's planned peak for peak_budget (1: default's, 0: the "
-          "least)");
+          "least); remat: of the peak without recomputation, or bytes with a unit (12GB, 500MiB)");
 ABSL_FLAG(double, milp_seconds, 10, "the milp strategy's time limit for its solver, in seconds");
 ABSL_FLAG(std::string, graph, "",
           "remat: a rematerialization graph in networkx node-link JSON (Checkmate's, MOCCASIN's)");
@@ -96,3 +99,17 @@ ABSL_FLAG(bool, profile, false,
           "bench: instead of the table, each model's compiled training step (f32, and bf16 where "
           "the CPU has bf16 instructions) timed by lowered step: products, attention, norms, "
           "elementwise passes, copies, the optimizer, and the costliest steps");
+
+namespace tc {
+
+absl::StatusOr<double> BudgetFraction() {
+  const std::string text = absl::GetFlag(FLAGS_budget);
+  double fraction = 0;
+  if (!absl::SimpleAtod(text, &fraction) || !(fraction >= 0 && fraction <= 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--budget \"%s\": the partition strategies take a fraction in [0, 1]", text));
+  }
+  return fraction;
+}
+
+}  // namespace tc

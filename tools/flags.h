@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
 
 // demo, train
 ABSL_DECLARE_FLAG(std::string, data);
@@ -45,7 +46,7 @@ ABSL_DECLARE_FLAG(int, seed);
 
 // partition, compare, graph
 ABSL_DECLARE_FLAG(std::string, strategy);
-ABSL_DECLARE_FLAG(double, budget);
+ABSL_DECLARE_FLAG(std::string, budget);
 ABSL_DECLARE_FLAG(double, milp_seconds);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(std::string, graph);
@@ -55,6 +56,12 @@ ABSL_DECLARE_FLAG(std::string, csv);
 ABSL_DECLARE_FLAG(std::string, plot);
 ABSL_DECLARE_FLAG(std::string, stage);
 ABSL_DECLARE_FLAG(bool, decompose);
+
+namespace tc {
+// --budget as the partition strategies take it: a fraction in [0, 1]
+// (remat also takes bytes, partition/remat_stages.h's ParseBudget).
+absl::StatusOr<double> BudgetFraction();
+}  // namespace tc
 
 // bench
 ABSL_DECLARE_FLAG(bool, profile);

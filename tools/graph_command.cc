@@ -94,10 +94,10 @@ absl::Status Run() {
       text = ToString(joint);
       num_primals = joint.layout.num_primals;
     } else {
-      TC_ASSIGN_OR_RETURN(
-          const partition::PartitionFn partition_fn,
-          PipelinePartitioner(absl::GetFlag(FLAGS_strategy), absl::GetFlag(FLAGS_budget), pipeline,
-                              absl::GetFlag(FLAGS_milp_seconds)));
+      TC_ASSIGN_OR_RETURN(const double budget, BudgetFraction());
+      TC_ASSIGN_OR_RETURN(const partition::PartitionFn partition_fn,
+                          PipelinePartitioner(absl::GetFlag(FLAGS_strategy), budget, pipeline,
+                                              absl::GetFlag(FLAGS_milp_seconds)));
       TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, joint));
       if (data_parallel) {
         TC_ASSIGN_OR_RETURN(dist::ProcessGroup * group, dist::ProcessGroup::World());

@@ -26,7 +26,7 @@ namespace {
 
 absl::Status Run() {
   const std::string strategy = absl::GetFlag(FLAGS_strategy);
-  const double budget = absl::GetFlag(FLAGS_budget);
+  TC_ASSIGN_OR_RETURN(const double budget, BudgetFraction());
   TC_ASSIGN_OR_RETURN(nn::ModelSpec spec,
                       nn::MakeModel(absl::GetFlag(FLAGS_model), absl::GetFlag(FLAGS_seed)));
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));

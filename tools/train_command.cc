@@ -103,7 +103,7 @@ absl::Status Run(dist::ProcessGroup& group) {
   options.optimizer = absl::GetFlag(FLAGS_optimizer);
   options.lr = absl::GetFlag(FLAGS_lr);
   options.partition = absl::GetFlag(FLAGS_partition);
-  options.budget = absl::GetFlag(FLAGS_budget);
+  TC_ASSIGN_OR_RETURN(options.budget, BudgetFraction());
   TC_ASSIGN_OR_RETURN(options.precision, ParsePrecision(absl::GetFlag(FLAGS_precision)));
   if (!absl::GetFlag(FLAGS_resume).empty())
     options.resume = OutputPath(absl::GetFlag(FLAGS_resume));

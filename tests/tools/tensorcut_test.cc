@@ -23,6 +23,7 @@
 #include "codegen/fusing_compiler.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
+#include "nlohmann/json.hpp"
 #include "nn/checkpoint.h"
 #include "nn/models/models.h"
 #include "partition/report.h"
@@ -413,6 +414,39 @@ TEST_CASE("remat reads a node-link graph and prints its size and peak without re
   r = Tensorcut("remat --graph " + TempPath("cycle.json"));
   CHECK(r.code == 2);
   CHECK(Contains(r.err, "node 0 (a) is on a cycle or after one"));
+
+  // Scheduled under a budget: at 6 GB nothing is computed twice; at half the
+  // peak (3 GB), c (b and c: 6 GB) proves that no schedule fits.
+  r = Tensorcut("remat --json --strategy all --budget 6GB --graph " + path);
+  REQUIRE(r.code == 0);
+  const nlohmann::json all = nlohmann::json::parse(r.out);
+  REQUIRE(all.size() == 3);
+  for (const nlohmann::json& row : all) {
+    INFO(row.dump());
+    CHECK(row["found"] == true);
+    CHECK(row["budget_bytes"] == 6000000000);
+    CHECK(row["peak_bytes"] == 6000000000);
+    CHECK(row["overhead"] == 0);
+    CHECK(row.contains("proven_gap"));
+    CHECK(row.contains("solve_seconds"));
+  }
+  CHECK(all[2]["strategy"] == "milp");
+  CHECK(all[2]["proven_optimal"] == true);
+  r = Tensorcut("remat --budget 0.5 --graph " + path);
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, "budget 3.000 GB (0.500 of it)"));
+  CHECK(Contains(r.out,
+                 "milp         infeasible: no schedule fits in 3000000000 bytes: node 2 (c) "
+                 "needs 6000000000 bytes"));
+  r = Tensorcut("remat --budget 12XB --graph " + path);
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "budget \"12XB\": expected a positive fraction"));
+  r = Tensorcut("remat --budget 0.9 --strategy min_cut --graph " + path);
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "remat schedules with greedy, lp_rounding, milp or all"));
+  r = Tensorcut("partition --model mlp --budget 12GB");
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "the partition strategies take a fraction in [0, 1]"));
 }
 
 TEST_CASE("train reads .npz arrays with their test split") {
