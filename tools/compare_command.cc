@@ -71,7 +71,10 @@ absl::Status Sweep(const std::vector<std::string>& models, int runs) {
     if (!plot_flag.empty()) {
       const std::string path = OutputPath(PlotPathFor(plot_flag, model, models.size() > 1));
       TC_RETURN_IF_ERROR(WriteTextFile(path, SvgPlot(SuitePlot(model, rows))));
-      if (!json) std::printf("plot: %s\n", path.c_str());
+      const std::string schedules = OutputPath(
+          PlotPathFor(PlotPathFor(plot_flag, model, models.size() > 1), "schedules", true));
+      TC_RETURN_IF_ERROR(WriteTextFile(schedules, SvgPlot(SchedulePlot(model, rows))));
+      if (!json) std::printf("plot: %s and %s\n", path.c_str(), schedules.c_str());
     }
     all.insert(all.end(), rows.begin(), rows.end());
     if (!csv_flag.empty()) TC_RETURN_IF_ERROR(WriteTextFile(OutputPath(csv_flag), SuiteCsv(all)));

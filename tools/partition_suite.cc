@@ -15,6 +15,11 @@
 #include "nlohmann/json.hpp"
 #include "partition/accounting.h"
 #include "partition/milp.h"
+#include "partition/remat_greedy.h"
+#include "partition/remat_milp.h"
+#include "partition/remat_of_joint.h"
+#include "partition/remat_schedule.h"
+#include "partition/remat_stages.h"
 #include "partition/report.h"
 #include "partition/strategies.h"
 #include "pipeline/step_memory.h"
@@ -24,6 +29,63 @@
 
 namespace tc {
 namespace {
+
+// Each row's partition as a schedule of the joint graph's rematerialization
+// problem (partition/remat_of_joint.h), and the least FLOPs any schedule
+// recomputes within the same activation peak: Checkmate's MILP started from
+// the partition's own plan, so a solve the time limit stops is never worse
+// than the partition. Proven optima are shared by rows of the same peak.
+// Above kMilpNodes problem nodes CBC's root LP alone outlasts any time limit
+// (minutes at 164 nodes), so there the best of the partition's plan and the
+// greedy schedule at its peak stands in, unproven.
+constexpr size_t kMilpNodes = 100;
+class ScheduleReference {
+ public:
+  ScheduleReference(const JointGraph& joint, absl::string_view model, double seconds)
+      : problem_(partition::RematGraphOfJoint(joint.graph, joint.layout, std::string(model))),
+        seconds_(seconds) {}
+
+  absl::Status Fill(const partition::PartitionResult& part, SuiteRow& row) {
+    std::vector<std::string> saved;
+    for (const partition::SavedValue& s : part.saved) saved.push_back(s.name);
+    TC_ASSIGN_OR_RETURN(const partition::StagePlan plan,
+                        partition::PlanOfPartition(problem_, saved));
+    const partition::RematSchedule steps = partition::StagesToSchedule(problem_.graph, plan);
+    TC_ASSIGN_OR_RETURN(const partition::ScheduleCost cost,
+                        partition::CheckSchedule(problem_.graph, steps));
+    row.schedule_peak_bytes = cost.peak_bytes;
+    if (auto found = proven_.find(cost.peak_bytes); found != proven_.end()) {
+      row.best_schedule_flops = found->second;
+      row.best_schedule_proven = true;
+      return absl::OkStatus();
+    }
+    const double one_pass = partition::TotalCost(problem_.graph);
+    if (problem_.graph.nodes.size() > kMilpNodes) {
+      TC_ASSIGN_OR_RETURN(const partition::RematResult greedy,
+                          partition::GreedyRematSchedule(problem_.graph, cost.peak_bytes));
+      row.best_schedule_flops =
+          std::min(cost.compute, greedy.found ? greedy.cost.compute : cost.compute) - one_pass;
+      row.best_schedule_proven = false;
+      return absl::OkStatus();
+    }
+    partition::RematMilpOptions options{.time_limit_seconds = seconds_};
+    options.starts.push_back(&plan);
+    TC_ASSIGN_OR_RETURN(const partition::RematResult best,
+                        partition::CheckmateMilpSchedule(problem_.graph, cost.peak_bytes, options));
+    if (!best.found) {
+      return absl::InternalError(absl::StrCat("the MILP lost its start: ", best.why_not));
+    }
+    row.best_schedule_flops = best.cost.compute - one_pass;
+    row.best_schedule_proven = best.proven_optimal;
+    if (best.proven_optimal) proven_[cost.peak_bytes] = row.best_schedule_flops;
+    return absl::OkStatus();
+  }
+
+ private:
+  const partition::JointRematGraph problem_;
+  double seconds_;
+  absl::flat_hash_map<int64_t, double> proven_;  // FLOPs recomputed, by peak
+};
 
 // The strategies run once; the budgeted ones at every budget of the sweep.
 constexpr const char* kUnbudgeted[] = {"default", "min_cut", "recompute_all"};
@@ -109,6 +171,7 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
   const JointGraph& joint = **pipeline.joint_graph();
   MilpReference reference(joint, options.milp_seconds);
+  ScheduleReference schedules(joint, model, options.milp_seconds);
 
   std::vector<std::pair<std::string, std::optional<double>>> runs;
   for (const char* name : kUnbudgeted) runs.push_back({name, std::nullopt});
@@ -159,6 +222,7 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
       row.milp_solver_gap = optimum.solver_gap;
     }
     row.gap_to_milp = Gap(row.recompute_flops, row.milp_flops);
+    TC_RETURN_IF_ERROR(schedules.Fill(strategy == "milp" ? *previous_milp : part, row));
     rows.push_back(std::move(row));
   }
   return rows;
@@ -167,13 +231,15 @@ absl::StatusOr<std::vector<SuiteRow>> RunPartitionSuite(absl::string_view model,
 std::string SuiteCsv(const std::vector<SuiteRow>& rows) {
   std::string csv =
       "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
-      "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp\n";
+      "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp,schedule_peak_bytes,"
+      "best_schedule_flops,best_schedule_proven\n";
   for (const SuiteRow& r : rows) {
-    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%.17g,%.4f,%.4f,%.17g,%d,%.6g,%s\n", r.model,
-                          r.strategy, BudgetText(r), r.saved_bytes, r.measured_peak_bytes,
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%d,%d,%.17g,%.4f,%.4f,%.17g,%d,%.6g,%s,%d,%.17g,%d\n",
+                          r.model, r.strategy, BudgetText(r), r.saved_bytes, r.measured_peak_bytes,
                           r.recompute_flops, r.step_ms, r.partition_ms, r.milp_flops, r.milp_proven,
                           r.milp_solver_gap,
-                          r.gap_to_milp ? absl::StrFormat("%.6g", *r.gap_to_milp) : "");
+                          r.gap_to_milp ? absl::StrFormat("%.6g", *r.gap_to_milp) : "",
+                          r.schedule_peak_bytes, r.best_schedule_flops, r.best_schedule_proven);
   }
   return csv;
 }
@@ -194,15 +260,18 @@ std::string SuiteJson(const std::vector<SuiteRow>& rows) {
     row["milp_proven"] = r.milp_proven;
     row["milp_solver_gap"] = r.milp_solver_gap;
     row["gap_to_milp"] = r.gap_to_milp ? nlohmann::ordered_json(*r.gap_to_milp) : nullptr;
+    row["schedule_peak_bytes"] = r.schedule_peak_bytes;
+    row["best_schedule_flops"] = r.best_schedule_flops;
+    row["best_schedule_proven"] = r.best_schedule_proven;
     out.push_back(std::move(row));
   }
   return out.dump(2);
 }
 
 std::string SuiteTable(const std::vector<SuiteRow>& rows) {
-  std::string table =
-      absl::StrFormat("%-19s %-16s %9s %9s %10s %9s %9s %10s %9s\n", "model", "strategy",
-                      "saved MB", "peak MB", "recomp MF", "step ms", "part. ms", "milp MF", "gap");
+  std::string table = absl::StrFormat(
+      "%-19s %-16s %9s %9s %10s %9s %9s %10s %9s %9s %10s\n", "model", "strategy", "saved MB",
+      "peak MB", "recomp MF", "step ms", "part. ms", "milp MF", "gap", "sched MB", "best MF");
   for (const SuiteRow& r : rows) {
     const std::string strategy =
         r.budget ? absl::StrCat(r.strategy, " ", BudgetText(r)) : r.strategy;
@@ -211,10 +280,11 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows) {
         : r.strategy == "milp"
             ? (r.milp_proven ? "optimal" : absl::StrFormat("lim %.2f%%", 100 * r.milp_solver_gap))
             : absl::StrFormat("%.2f%%%s", 100 * *r.gap_to_milp, r.milp_proven ? "" : "*");
-    absl::StrAppendFormat(&table, "%-19s %-16s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s\n",
-                          r.model, strategy, r.saved_bytes / 1e6, r.measured_peak_bytes / 1e6,
-                          r.recompute_flops / 1e6, r.step_ms, r.partition_ms, r.milp_flops / 1e6,
-                          gap);
+    absl::StrAppendFormat(
+        &table, "%-19s %-16s %9.3f %9.3f %10.3f %9.2f %9.2f %10.3f %9s %9.3f %10s\n", r.model,
+        strategy, r.saved_bytes / 1e6, r.measured_peak_bytes / 1e6, r.recompute_flops / 1e6,
+        r.step_ms, r.partition_ms, r.milp_flops / 1e6, gap, r.schedule_peak_bytes / 1e6,
+        absl::StrFormat("%.3f%s", r.best_schedule_flops / 1e6, r.best_schedule_proven ? "" : "*"));
   }
   return table;
 }
@@ -244,6 +314,37 @@ Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
               [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
     if (!series.points.empty()) plot.series.push_back(std::move(series));
   }
+  return plot;
+}
+
+Plot SchedulePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
+  Plot plot{absl::StrCat(model, ": partitions and the best schedules at their peaks"),
+            "activation peak (MB)",
+            "recomputed (MFLOP)",
+            {}};
+  std::vector<std::string> order;
+  for (const SuiteRow& r : rows) {
+    if (r.model == model && std::find(order.begin(), order.end(), r.strategy) == order.end()) {
+      order.push_back(r.strategy);
+    }
+  }
+  PlotSeries best{"best schedule", {}, /*joined=*/true};
+  for (const std::string& strategy : order) {
+    PlotSeries series{strategy, {}, /*joined=*/false};
+    for (const SuiteRow& r : rows) {
+      if (r.model != model || r.strategy != strategy) continue;
+      const double peak = r.schedule_peak_bytes / 1e6;
+      series.points.push_back({peak, r.recompute_flops / 1e6, BudgetText(r)});
+      if (std::none_of(best.points.begin(), best.points.end(),
+                       [&](const PlotPoint& p) { return p.x == peak; })) {
+        best.points.push_back({peak, r.best_schedule_flops / 1e6, ""});
+      }
+    }
+    plot.series.push_back(std::move(series));
+  }
+  std::sort(best.points.begin(), best.points.end(),
+            [](const PlotPoint& a, const PlotPoint& b) { return a.x < b.x; });
+  if (!best.points.empty()) plot.series.push_back(std::move(best));
   return plot;
 }
 

@@ -52,6 +52,17 @@ struct SuiteRow {
   // (recompute_flops - milp_flops) / milp_flops; 0 when both are 0, unset
   // when only milp's is (no ratio exists).
   std::optional<double> gap_to_milp;
+  // The partition as a schedule of the joint graph's rematerialization
+  // problem (partition/remat_of_joint.h): the most activation bytes it holds
+  // at once; and the least FLOPs any schedule recomputes within that peak
+  // (partition/remat_milp.h, from the partition's own plan), proven or not
+  // (on graphs too large for the MILP, the best of the partition's plan and
+  // the greedy schedule, never proven).
+  // recompute_flops - best_schedule_flops is what the partition's form (each
+  // value saved, or recomputed once for the whole backward) costs.
+  int64_t schedule_peak_bytes = 0;
+  double best_schedule_flops = 0;
+  bool best_schedule_proven = false;
 };
 
 // The median time of a compiled training step (forward, loss, backward) on
@@ -79,6 +90,10 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows);
 // strategy, milp's points joined in order of their peak (the optimum's
 // curve; the step times are measured, so noisy).
 Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows);
+// `model`'s rows in the rematerialization problem's terms: activation peak
+// (MB) against FLOPs recomputed, a series per strategy, and the best
+// schedules at the same peaks joined.
+Plot SchedulePlot(absl::string_view model, const std::vector<SuiteRow>& rows);
 
 }  // namespace tc
 

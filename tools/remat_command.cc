@@ -1,6 +1,7 @@
 // `tensorcut remat --graph FILE.json [--budget 0.8] [--strategy S]`: a
 // rematerialization research graph (partition/remat_graph.h) read, checked
-// and measured: its nodes and edges, the peak of one pass without
+// and measured, or with --model NAME that model's joint graph as the same
+// problem (partition/remat_of_joint.h): its nodes and edges, the peak of one pass without
 // recomputation (the budgets' 100%) and its compute. With --budget (a
 // fraction of that peak, or bytes with a unit), it is scheduled under the
 // budget by greedy, lp_rounding or milp (the default; warm-started from
@@ -17,13 +18,16 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "nn/models/models.h"
 #include "partition/remat_graph.h"
 #include "partition/remat_greedy.h"
 #include "partition/remat_milp.h"
+#include "partition/remat_of_joint.h"
 #include "partition/remat_stages.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/subcommands.h"
+#include "tools/training.h"
 
 namespace tc {
 namespace {
@@ -97,13 +101,24 @@ std::string ScheduleLine(const partition::RematGraph& graph, const partition::Re
                          r.cost.recomputed, proof, r.seconds);
 }
 
-absl::Status Run() {
+// --graph's research graph, or --model's joint graph as the same problem.
+absl::StatusOr<partition::RematGraph> Problem() {
   const std::string path = absl::GetFlag(FLAGS_graph);
-  if (path.empty()) {
-    return absl::InvalidArgumentError("--graph FILE.json: a graph in networkx node-link JSON");
+  if (!path.empty()) return partition::ReadNodeLinkGraph(OutputPath(path));
+  if (!FlagGiven("model")) {
+    return absl::InvalidArgumentError(
+        "--graph FILE.json (a graph in networkx node-link JSON) or --model NAME (its joint "
+        "graph)");
   }
-  TC_ASSIGN_OR_RETURN(const partition::RematGraph graph,
-                      partition::ReadNodeLinkGraph(OutputPath(path)));
+  const std::string model = absl::GetFlag(FLAGS_model);
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel(model, absl::GetFlag(FLAGS_seed)));
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline, JointPipeline(*spec.module, spec.inputs));
+  TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
+  return partition::RematGraphOfJoint(joint->graph, joint->layout, model).graph;
+}
+
+absl::Status Run() {
+  TC_ASSIGN_OR_RETURN(const partition::RematGraph graph, Problem());
   int64_t backward = 0;
   for (const partition::RematGraph::Node& node : graph.nodes) backward += node.backward;
   const int64_t peak = partition::NoRematPeak(graph);

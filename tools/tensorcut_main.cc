@@ -73,9 +73,10 @@ constexpr Subcommand kSubcommands[] = {
     {"bench", "time a model's training and inference steps compiled and eager (--model all)",
      BenchCommand, "model runs threads gemm json seed profile"},
     {"remat",
-     "read a rematerialization research graph (node-link JSON) and measure it (nodes, the "
-     "peak without recomputation, compute); with --budget, schedule it under that peak",
-     RematCommand, "graph budget strategy milp_seconds json"},
+     "read a rematerialization research graph (node-link JSON, or --model's joint graph) and "
+     "measure it (nodes, the peak without recomputation, compute); with --budget, schedule it "
+     "under that peak",
+     RematCommand, "graph model budget strategy milp_seconds json seed"},
 };
 
 const Subcommand* Find(absl::string_view name) {

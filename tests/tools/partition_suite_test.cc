@@ -54,6 +54,22 @@ TEST_CASE("the suite runs every strategy and puts each beside the milp optimum")
   REQUIRE(json.find("\"strategy\": \"recompute_all\",\n    \"budget\": null,") !=
           std::string::npos);
 
+  // At each row's activation peak the best schedule recomputes no more
+  // than the row's partition, and default (saving everything) recomputes
+  // nothing; recompute_all's peak is no higher than default's.
+  for (const SuiteRow& r : rows) {
+    INFO(r.strategy);
+    REQUIRE(r.schedule_peak_bytes > 0);
+    REQUIRE(r.best_schedule_proven);
+    REQUIRE(r.best_schedule_flops <= r.recompute_flops + 1e-6);
+  }
+  REQUIRE(rows[0].best_schedule_flops == 0);
+  REQUIRE(rows[2].schedule_peak_bytes <= rows[0].schedule_peak_bytes);
+  const Plot schedules = SchedulePlot("mlp", rows);
+  REQUIRE(schedules.series.size() == 7);
+  REQUIRE(schedules.series.back().name == "best schedule");
+  REQUIRE(schedules.series.back().joined);
+
   const Plot plot = SuitePlot("mlp", rows);
   REQUIRE(plot.series.size() == 6);
   REQUIRE(plot.series[0].name == "default");

@@ -666,7 +666,8 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
   REQUIRE(lines.size() == 1 + 18 + 1 + 18 + 1 + 1);
   REQUIRE(lines[0].rfind("model ", 0) == 0);
   REQUIRE(lines[1].rfind("linear              default ", 0) == 0);
-  REQUIRE(lines[19] == absl::StrCat("plot: ", TempPath("suite_linear.svg")));
+  REQUIRE(lines[19] == absl::StrCat("plot: ", TempPath("suite_linear.svg"), " and ",
+                                    TempPath("suite_linear_schedules.svg")));
   REQUIRE(lines[20].rfind("convbn              default ", 0) == 0);
   REQUIRE(lines[39] == absl::StrCat("suite: 36 rows written to ", csv));
 
@@ -674,7 +675,8 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
   REQUIRE(rows.size() == 37);
   REQUIRE(rows[0] ==
           "model,strategy,budget,saved_bytes,measured_peak_bytes,recompute_flops,step_ms,"
-          "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp");
+          "partition_ms,milp_flops,milp_proven,milp_solver_gap,gap_to_milp,schedule_peak_bytes,"
+          "best_schedule_flops,best_schedule_proven");
   // convbn's min_cut row: the library's saved bytes and planned peak.
   const partition::PartitionReport min_cut = LibraryReport("convbn", "min_cut");
   const std::vector<std::string> min_cut_row = absl::StrSplit(rows[20], ',');
@@ -712,6 +714,14 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
       REQUIRE(row(i)[9] == "1");
       REQUIRE(std::stod(row(i)[11]) >= 0);
     }
+    // Every row's best schedule at its activation peak, proven on these
+    // graphs, recomputes no more than the row's partition.
+    for (int i = 0; i < 18; ++i) {
+      INFO(rows[1 + 18 * model + i]);
+      REQUIRE(std::stoll(row(i)[12]) > 0);
+      REQUIRE(row(i)[14] == "1");
+      REQUIRE(std::stod(row(i)[13]) <= std::stod(row(i)[5]) + 1e-6);
+    }
   }
   for (const char* model : {"linear", "convbn"}) {
     const std::string plot = ReadFile(TempPath(absl::StrCat("suite_", model, ".svg")));
@@ -719,6 +729,12 @@ TEST_CASE("compare --sweep on two models writes a row per strategy and budget, C
     REQUIRE(Contains(plot, absl::StrCat(">", model, ": planned peak against step time</text>")));
     REQUIRE(Contains(plot, ">milp</text>"));
     REQUIRE(Contains(plot, "<polyline points=\""));
+    const std::string schedules =
+        ReadFile(TempPath(absl::StrCat("suite_", model, "_schedules.svg")));
+    REQUIRE(Contains(schedules, absl::StrCat(">", model,
+                                             ": partitions and the best schedules at their "
+                                             "peaks</text>")));
+    REQUIRE(Contains(schedules, ">best schedule</text>"));
   }
 
   // --json: the same rows as an array.
