@@ -1,6 +1,7 @@
 #include "partition/cbc_solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "Cbc_C_Interface.h"
@@ -42,9 +43,9 @@ bool LinearProgram::has_integers() const {
 
 // Loads a LinearProgram into a CBC model (a friend, so the layout stays
 // private to the program).
-class CbcModel {
+class LoadedCbcModel {
  public:
-  explicit CbcModel(const LinearProgram& program) : model_(Cbc_newModel(), Cbc_deleteModel) {
+  explicit LoadedCbcModel(const LinearProgram& program) : model_(Cbc_newModel(), Cbc_deleteModel) {
     std::vector<CoinBigIndex> start = {0};
     std::vector<int> index;
     std::vector<double> value, lower, upper, cost;
@@ -73,8 +74,8 @@ class CbcModel {
 
 CbcSolution SolveWithCbc(const LinearProgram& program, const CbcOptions& options) {
   absl::MutexLock lock(&cbc_mutex);
-  CbcModel model(program);
-  if (!options.start.empty()) {
+  LoadedCbcModel model(program);
+  if (options.start.size() == static_cast<size_t>(program.num_columns())) {
     std::vector<int> columns(options.start.size());
     for (size_t c = 0; c < columns.size(); ++c) columns[c] = static_cast<int>(c);
     Cbc_setMIPStartI(model.get(), static_cast<int>(columns.size()), columns.data(),
@@ -98,9 +99,15 @@ CbcSolution SolveWithCbc(const LinearProgram& program, const CbcOptions& options
     solution.x.assign(x, x + program.num_columns());
     solution.objective = Cbc_getObjValue(model.get());
   }
-  solution.bound = solution.proven_optimal && !program.has_integers()
-                       ? solution.objective
-                       : Cbc_getBestPossibleObjValue(model.get());
+  if (solution.proven_optimal) {
+    solution.bound = solution.objective;
+  } else if (program.has_integers()) {
+    // CBC gives its incumbent (or its infinity) when it has no bound yet.
+    const double bound = Cbc_getBestPossibleObjValue(model.get());
+    const bool known =
+        std::abs(bound) < kNoBound && !(solution.found && bound >= solution.objective);
+    solution.bound = known ? bound : -kNoBound;
+  }
   return solution;
 }
 

@@ -44,26 +44,30 @@ class LinearProgram {
   bool has_integers() const;
 
  private:
-  friend class CbcModel;
+  friend class LoadedCbcModel;
   std::vector<Column> columns_;
   std::vector<std::vector<std::pair<int, double>>> entries_;  // per column: (row, coefficient)
   std::vector<double> row_lower_, row_upper_;
 };
 
 struct CbcOptions {
+  // Stops the branch and bound of a mixed-integer program; CBC does not
+  // stop a linear program's simplex (nor a MIP's root LP) for it.
   double time_limit_seconds = 10;
   // A solution to start from (one value per column), or empty. CBC drops a
-  // start that breaks a row.
+  // start that breaks a row; one of another length is not given to it.
   std::vector<double> start;
 };
 
 struct CbcSolution {
-  bool found = false;           // x holds a feasible solution
-  bool proven_optimal = false;  // and no better one exists
-  bool proven_infeasible = false;
+  bool found = false;              // x holds a feasible solution
+  bool proven_optimal = false;     // and no better one exists
+  bool proven_infeasible = false;  // or unbounded, which no program here is
   std::vector<double> x;
   double objective = 0;  // of x
-  double bound = 0;      // no solution costs less
+  // No solution costs less; -kNoBound when CBC proved no bound (a time
+  // limit that stopped it before its root LP was solved).
+  double bound = -kNoBound;
   double seconds = 0;
 };
 

@@ -1,7 +1,6 @@
 #include "partition/milp.h"
 
 #include <algorithm>
-#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -204,7 +203,7 @@ absl::StatusOr<MilpPartitionResult> MilpPartition(const Graph& joint, const Join
                     .start = Assignment(program, problem, start_saved, *start)});
   solve.seconds = solution.seconds;
   solve.proven_optimal = solution.proven_optimal;
-  solve.lower_bound = solution.bound;
+  solve.lower_bound = std::max(0.0, solution.bound);  // no FLOPs below nothing
   if (solution.found) {
     ValueSet chosen;
     for (const Value* v : problem.forward_values) {

@@ -98,8 +98,9 @@ std::optional<StagePlan> GreedyRematPlan(const RematGraph& graph, int64_t budget
       const bool here = in_memory[v] || stage.position(static_cast<int>(v)) >= 0;
       keep[v] = here && last_reader[v] > t;
     }
-    for (auto [peak, at] = stage.Peak(keep); peak > budget_bytes;
-         std::tie(peak, at) = stage.Peak(keep)) {
+    while (true) {
+      const auto [peak, at] = stage.Peak(keep);
+      if (peak <= budget_bytes) break;
       // Of the kept values in memory at the peak and not read from it on, the
       // cheapest to compute again per byte and per stage until it is read.
       int victim = -1;

@@ -1,6 +1,7 @@
 #include "partition/remat_milp.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -69,14 +70,16 @@ class CheckmateProgram {
         if (R(t, i) >= 0) lp_.Set(row, R(t, i), -1);
       }
     }
-    std::vector<std::vector<int>> readers(n_);
+    readers_.assign(n_, {});
     for (size_t v = 0; v < n_; ++v) {
-      for (int u : graph.nodes[v].inputs)
-        readers[static_cast<size_t>(u)].push_back(static_cast<int>(v));
+      for (int u : graph.nodes[v].inputs) {
+        readers_[static_cast<size_t>(u)].push_back(static_cast<int>(v));
+      }
     }
     u_.assign(n_, std::vector<int>(n_, -1));
     for (size_t t = 0; t < n_; ++t) {
-      std::vector<std::pair<int, double>> freed_before;  // (F column, bytes) after the last node
+      std::vector<std::pair<int, double>>
+          freed_before;  // (F column, bytes) after the previous node
       int previous = -1;
       for (size_t k = 0; k <= t; ++k) {
         if (R(t, k) < 0) continue;
@@ -94,17 +97,18 @@ class CheckmateProgram {
         }
         previous = u_[t][k];
         freed_before.clear();
+        if (k == t) continue;  // what stage t frees after its last node, no row reads
         std::vector<int> freeable = graph.nodes[k].inputs;
         freeable.push_back(static_cast<int>(k));
         for (int i : freeable) {
           const int f = lp_.AddColumn({});
           frees_.push_back({t, static_cast<size_t>(i), k, f});
           freed_before.push_back({f, bytes(static_cast<size_t>(i))});
-          AtMostOneMinus(f, R(t, k), /*minus=*/false);
-          if (t + 1 < n_) AtMostOneMinus(f, S(t + 1, static_cast<size_t>(i)), true);
-          for (int j : readers[static_cast<size_t>(i)]) {
+          AtMost(f, R(t, k));
+          if (t + 1 < n_) AtMostOneMinus(f, S(t + 1, static_cast<size_t>(i)));
+          for (int j : readers_[static_cast<size_t>(i)]) {
             if (static_cast<size_t>(j) > k && static_cast<size_t>(j) <= t) {
-              AtMostOneMinus(f, R(t, static_cast<size_t>(j)), true);
+              AtMostOneMinus(f, R(t, static_cast<size_t>(j)));
             }
           }
         }
@@ -134,11 +138,9 @@ class CheckmateProgram {
     }
     for (const Free& f : frees_) {
       bool freed = computes[f.t][f.k] && !(f.t + 1 < n_ && kept[f.t + 1][f.i]);
-      for (size_t j = f.k + 1; freed && j <= f.t; ++j) {
-        if (computes[f.t][j] && std::count(graph_.nodes[j].inputs.begin(),
-                                           graph_.nodes[j].inputs.end(), static_cast<int>(f.i))) {
-          freed = false;
-        }
+      for (int j : readers_[f.i]) {
+        const auto reader = static_cast<size_t>(j);
+        if (reader > f.k && reader <= f.t && computes[f.t][reader]) freed = false;
       }
       x[static_cast<size_t>(f.column)] = freed ? 1 : 0;
     }
@@ -190,19 +192,25 @@ class CheckmateProgram {
 
   int R(size_t t, size_t i) const { return r_[t][i]; }
   int S(size_t t, size_t i) const { return i < t ? s_[t][i] : -1; }
-  // f <= 1 - y (minus) or f <= y; nothing when y is fixed at 0 (then f <= 0
-  // for the second form, which a row with f alone gives).
-  void AtMostOneMinus(int f, int y, bool minus) {
-    if (y < 0 && minus) return;
-    const int row = lp_.AddRow(-kNoBound, minus ? 1 : 0);
+  // f <= y, for a column y.
+  void AtMost(int f, int y) {
+    const int row = lp_.AddRow(-kNoBound, 0);
     lp_.Set(row, f, 1);
-    if (y >= 0) lp_.Set(row, y, minus ? 1 : -1);
+    lp_.Set(row, y, -1);
+  }
+  // f <= 1 - y; nothing when y is fixed at 0 (no column).
+  void AtMostOneMinus(int f, int y) {
+    if (y < 0) return;
+    const int row = lp_.AddRow(-kNoBound, 1);
+    lp_.Set(row, f, 1);
+    lp_.Set(row, y, 1);
   }
 
   const RematGraph& graph_;
   size_t n_;
   LinearProgram lp_;
   std::vector<std::vector<int>> r_, s_, u_;  // columns, -1 where fixed at 0
+  std::vector<std::vector<int>> readers_;    // of each node, ascending
   std::vector<Free> frees_;
 };
 
@@ -216,7 +224,7 @@ double PlanCost(const RematGraph& graph, const StagePlan& plan) {
 
 bool Fits(const RematGraph& graph, const StagePlan& plan, int64_t budget_bytes) {
   for (size_t t = 0; t < plan.computed.size(); ++t) {
-    if (PeakOfStage(graph, plan, t).bytes > budget_bytes) return false;
+    if (PeakOfStage(graph, plan, t) > budget_bytes) return false;
   }
   return true;
 }
@@ -246,24 +254,26 @@ absl::StatusOr<RematResult> CheckmateMilpSchedule(const RematGraph& graph, int64
   const CbcSolution solution = SolveWithCbc(program.program(), cbc);
   RematResult result;
   result.strategy = kStrategy;
-  result.lower_bound = solution.bound * TotalCost(graph);
+  result.lower_bound = std::max(TotalCost(graph), solution.bound * TotalCost(graph));
   result.proven_optimal = solution.proven_optimal;
   std::optional<StagePlan> plan;
+  bool over_by_tolerance = false;
   if (solution.found) {
     TC_ASSIGN_OR_RETURN(StagePlan solved,
                         CompleteStages(graph, program.Kept(solution.x, 0.5, nullptr)));
-    if (Fits(graph, solved, budget_bytes)) plan = std::move(solved);
+    over_by_tolerance = !Fits(graph, solved, budget_bytes);
+    if (!over_by_tolerance) plan = std::move(solved);
   }
-  if (!plan.has_value() && start != nullptr) {
-    plan = *start;
-    result.proven_optimal = false;
-  }
+  if (over_by_tolerance) result.proven_optimal = false;
+  if (!plan.has_value() && start != nullptr) plan = *start;
   result.seconds = absl::ToDoubleSeconds(absl::Now() - began);
   if (!plan.has_value()) {
     result.proven_infeasible = solution.proven_infeasible;
     result.why_not =
         solution.proven_infeasible
             ? absl::StrFormat("CBC proves that no schedule fits in %d bytes", budget_bytes)
+        : over_by_tolerance
+            ? absl::StrFormat("CBC's schedule exceeds %d bytes within its tolerances", budget_bytes)
             : absl::StrFormat("CBC found no schedule within %d bytes in %.1f s", budget_bytes,
                               solution.seconds);
     return result;
@@ -285,6 +295,7 @@ absl::StatusOr<RematResult> LpRoundingSchedule(const RematGraph& graph, int64_t 
   result.strategy = kStrategy;
   std::mt19937 rng(options.seed);
   std::optional<StagePlan> best;
+  bool first = true;  // the relaxation at the budget itself
   for (double fraction : {1.0, 0.9, 0.8, 0.7}) {
     const double left = options.time_limit_seconds - absl::ToDoubleSeconds(absl::Now() - began);
     if (left <= 0) break;
@@ -292,17 +303,18 @@ absl::StatusOr<RematResult> LpRoundingSchedule(const RematGraph& graph, int64_t 
     const CheckmateProgram program(graph, budget, /*integer=*/false);
     const CbcSolution relaxed = SolveWithCbc(program.program(), {.time_limit_seconds = left});
     if (!relaxed.found) {
-      if (fraction == 1.0) {
+      if (first) {
         result.proven_infeasible = relaxed.proven_infeasible;
         result.why_not =
             relaxed.proven_infeasible
                 ? absl::StrFormat("the LP relaxation proves that no schedule fits in %d bytes",
                                   budget_bytes)
-                : "the LP relaxation was not solved in the time limit";
+                : "CBC did not solve the LP relaxation";
       }
       break;
     }
-    if (fraction == 1.0) result.lower_bound = relaxed.objective * TotalCost(graph);
+    if (first) result.lower_bound = relaxed.objective * TotalCost(graph);
+    first = false;
     for (int sample = 0; sample < options.samples; ++sample) {
       absl::StatusOr<StagePlan> plan =
           CompleteStages(graph, program.Kept(relaxed.x, 0.5, sample == 0 ? nullptr : &rng));

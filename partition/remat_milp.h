@@ -3,7 +3,8 @@
 // its LP relaxation with randomized rounding (Checkmate's approximation).
 //
 //   RematMilpOptions options{.time_limit_seconds = 60};
-//   options.starts.push_back(&*GreedyRematPlan(graph, budget));
+//   const std::optional<StagePlan> greedy = GreedyRematPlan(graph, budget);
+//   if (greedy.has_value()) options.starts.push_back(&*greedy);
 //   TC_ASSIGN_OR_RETURN(RematResult r, CheckmateMilpSchedule(graph, budget, options));
 //   // r.proven_optimal, or r.lower_bound and ProvenGap(r) when time ran out
 //
@@ -22,7 +23,8 @@
 //              F[t,i,k] <= R[t,k],  F[t,i,k] <= 1 - S[t+1,i],
 //              F[t,i,k] <= 1 - R[t,j]               j a later reader of i in stage t
 //              U[t,k] = U[t,k'] + bytes_k R[t,k] - sum bytes_i F[t,i,k']
-//                       (k' the node before k; the first adds sum bytes_i S[t,i])
+//                       (k' the previous node with an R column in stage t;
+//                       the first adds sum bytes_i S[t,i])
 //              U[t,k] <= 1
 //
 // F is continuous: the bounds make it at most the product Checkmate's
@@ -59,8 +61,9 @@ struct LpRoundingOptions {
   // Roundings tried per relaxation: the first at 1/2, the rest at random.
   int samples = 64;
   uint32_t seed = 0;
-  // For the relaxations together. When no rounding fits, the relaxation is
-  // solved again at 0.9, 0.8 and 0.7 of the budget (as Checkmate does).
+  // Checked between the relaxations (CBC does not stop a simplex for it).
+  // When no rounding fits, the relaxation is solved again at 0.9, 0.8 and
+  // 0.7 of the budget (as Checkmate does).
   double time_limit_seconds = 60;
 };
 

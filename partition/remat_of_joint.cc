@@ -101,9 +101,9 @@ absl::StatusOr<StagePlan> PlanOfPartition(const JointRematGraph& problem,
     const bool forward = !graph.nodes[t].backward;
     for (size_t v = 0; v <= t; ++v) {
       if (!in_memory[v]) continue;
-      const int until = is_saved[v] ? static_cast<int>(n)
-                        : forward   ? last_forward_reader[v]
-                                    : last_reader[v];
+      const int until = is_saved[v]                           ? static_cast<int>(n)
+                        : forward && !graph.nodes[v].backward ? last_forward_reader[v]
+                                                              : last_reader[v];
       in_memory[v] = until > static_cast<int>(t);
       if (in_memory[v]) kept[t + 1].push_back(static_cast<int>(v));
     }

@@ -46,7 +46,11 @@ JointRematGraph RematGraphOfJoint(const Graph& joint, const JointLayout& layout,
 // forward node reads it, or, when saved, until its last reader; the backward
 // runs its nodes in order, computing again the forward values it needs that
 // were not saved (each once) and keeping every value until its last reader.
-// Saved names no node computes (placeholders) are in memory throughout.
+// Saved names no node computes (placeholders) are in memory throughout. Two
+// simplifications: a node counts as saved when any of its results is (its
+// bytes are all its results'), and the step's results (the loss among them)
+// are held to the end, where a partition's backward may recompute a
+// forward output it reads rather than save it.
 absl::StatusOr<StagePlan> PlanOfPartition(const JointRematGraph& problem,
                                           const std::vector<std::string>& saved);
 

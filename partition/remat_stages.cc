@@ -121,14 +121,10 @@ absl::StatusOr<StagePlan> CompleteStages(const RematGraph& graph,
   return plan;
 }
 
-StagePeak PeakOfStage(const RematGraph& graph, const StagePlan& plan, size_t t) {
-  StagePeak peak;
+int64_t PeakOfStage(const RematGraph& graph, const StagePlan& plan, size_t t) {
+  int64_t peak = 0;
   RunStage(
-      graph, plan, t,
-      [&](int node, int64_t bytes) {
-        if (bytes > peak.bytes) peak = {bytes, node};
-      },
-      [](int) {});
+      graph, plan, t, [&](int, int64_t bytes) { peak = std::max(peak, bytes); }, [](int) {});
   return peak;
 }
 

@@ -46,14 +46,11 @@ struct StagePlan {
 absl::StatusOr<StagePlan> CompleteStages(const RematGraph& graph,
                                          std::vector<std::vector<int>> kept);
 
-// The most bytes in memory while stage t runs (as the checker counts them:
-// everything in memory plus the output being computed), and the node being
-// computed then.
-struct StagePeak {
-  int64_t bytes = 0;
-  int node = 0;
-};
-StagePeak PeakOfStage(const RematGraph& graph, const StagePlan& plan, size_t t);
+// The most bytes in memory while stage t runs, as the checker counts them:
+// everything in memory plus the output being computed. This and
+// StagesToSchedule take a plan CompleteStages made (every kept value read in
+// its stage or kept on).
+int64_t PeakOfStage(const RematGraph& graph, const StagePlan& plan, size_t t);
 
 // The plan as compute and free steps, each value freed right after its last
 // reader in its stage unless the next stage keeps it.
@@ -101,8 +98,9 @@ double ProvenGap(const RematResult& result);
 absl::StatusOr<RematResult> ResultOfPlan(const RematGraph& graph, const StagePlan& plan,
                                          int64_t budget_bytes, RematResult result);
 
-// "12GB", "500MiB", "1024" (bytes) or "0.8" (a fraction of NoRematPeak):
-// the budget in bytes. InvalidArgument naming the text otherwise.
+// "12GB", "500MiB", "1024B" (bytes with a unit) or "0.8" (a number alone: a
+// fraction of NoRematPeak): the budget in bytes. InvalidArgument naming the
+// text otherwise.
 absl::StatusOr<int64_t> ParseBudget(const std::string& text, int64_t no_remat_peak);
 
 }  // namespace tc::partition

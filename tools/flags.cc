@@ -37,7 +37,7 @@ ABSL_FLAG(bool, dynamic_batch, false,
 ABSL_FLAG(bool, data_parallel, false,
           "graph --stage backward: with the gradients' all-reduce over the ranks in buckets, as "
           "mpirun ... tensorcut train compiles it");
-ABSL_FLAG(double, lr, 2e-3, "learning rate");
+ABSL_FLAG(double, lr, 2e-3, "learning rate (train --resume: the checkpoint's unless given)");
 
 ABSL_FLAG(std::string, model, "mlp",
           "a reference model (linear, convbn, structured, mlp, mlp_dropout, cnn, transformer, "

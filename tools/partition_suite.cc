@@ -335,9 +335,12 @@ Plot SchedulePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
       if (r.model != model || r.strategy != strategy) continue;
       const double peak = r.schedule_peak_bytes / 1e6;
       series.points.push_back({peak, r.recompute_flops / 1e6, BudgetText(r)});
-      if (std::none_of(best.points.begin(), best.points.end(),
-                       [&](const PlotPoint& p) { return p.x == peak; })) {
+      auto same = std::find_if(best.points.begin(), best.points.end(),
+                               [&](const PlotPoint& p) { return p.x == peak; });
+      if (same == best.points.end()) {
         best.points.push_back({peak, r.best_schedule_flops / 1e6, ""});
+      } else {
+        same->y = std::min(same->y, r.best_schedule_flops / 1e6);
       }
     }
     plot.series.push_back(std::move(series));

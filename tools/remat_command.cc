@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -38,19 +39,23 @@ absl::StatusOr<std::vector<partition::RematResult>> Schedule(const partition::Re
   const double seconds = absl::GetFlag(FLAGS_milp_seconds);
   std::vector<partition::RematResult> results;
   if (strategy == "greedy" || strategy == "all") {
-    TC_ASSIGN_OR_RETURN(results.emplace_back(), partition::GreedyRematSchedule(graph, budget));
+    TC_ASSIGN_OR_RETURN(partition::RematResult greedy,
+                        partition::GreedyRematSchedule(graph, budget));
+    results.push_back(std::move(greedy));
   }
   if (strategy == "lp_rounding" || strategy == "all") {
     TC_ASSIGN_OR_RETURN(
-        results.emplace_back(),
+        partition::RematResult rounded,
         partition::LpRoundingSchedule(graph, budget, {.time_limit_seconds = seconds}));
+    results.push_back(std::move(rounded));
   }
   if (strategy == "milp" || strategy == "all") {
     const std::optional<partition::StagePlan> start = partition::GreedyRematPlan(graph, budget);
     partition::RematMilpOptions options{.time_limit_seconds = seconds};
     if (start.has_value()) options.starts.push_back(&*start);
-    TC_ASSIGN_OR_RETURN(results.emplace_back(),
+    TC_ASSIGN_OR_RETURN(partition::RematResult milp,
                         partition::CheckmateMilpSchedule(graph, budget, options));
+    results.push_back(std::move(milp));
   }
   if (results.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -101,7 +101,7 @@ absl::Status Run(dist::ProcessGroup& group) {
   options.epochs = absl::GetFlag(FLAGS_epochs);
   options.steps = absl::GetFlag(FLAGS_steps);
   options.optimizer = absl::GetFlag(FLAGS_optimizer);
-  options.lr = absl::GetFlag(FLAGS_lr);
+  if (FlagGiven("lr")) options.lr = absl::GetFlag(FLAGS_lr);
   options.partition = absl::GetFlag(FLAGS_partition);
   TC_ASSIGN_OR_RETURN(options.budget, BudgetFraction());
   TC_ASSIGN_OR_RETURN(options.precision, ParsePrecision(absl::GetFlag(FLAGS_precision)));
@@ -141,7 +141,7 @@ absl::Status Run(dist::ProcessGroup& group) {
       t.last_batch() == t.batch() ? "" : absl::StrCat(" (the last of ", t.last_batch(), ")");
   std::printf("data: %s, %lld steps per epoch of %lld%s; %s lr %g\n", t.data_description().c_str(),
               static_cast<long long>(t.steps_per_epoch()), static_cast<long long>(t.batch()),
-              last.c_str(), options.optimizer.c_str(), options.lr);
+              last.c_str(), options.optimizer.c_str(), t.lr());
   std::printf(
       "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
       "%zu values (%.2f MB) saved for backward\n",
@@ -158,6 +158,10 @@ absl::Status Run(dist::ProcessGroup& group) {
   if (!options.resume.empty()) {
     std::printf("resumed from %s at step %lld (epoch %.2f)\n", options.resume.c_str(),
                 static_cast<long long>(t.step()), Epochs(t));
+    if (options.lr.has_value() && t.checkpoint_lr() != options.lr) {
+      std::printf("--lr %g replaces the checkpoint's learning rate %g\n", *options.lr,
+                  t.checkpoint_lr().value_or(0));
+    }
   }
 
   const int64_t every = std::min<int64_t>(100, t.steps_per_epoch());

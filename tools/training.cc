@@ -369,6 +369,8 @@ absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(absl::string_view n
 
 Trainer::~Trainer() = default;
 
+constexpr double kDefaultLr = 2e-3;  // as --lr
+
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   if (options.batch < 1) {
     return absl::InvalidArgumentError(
@@ -419,9 +421,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   } else if (options.onnx.empty()) {
     TC_ASSIGN_OR_RETURN(t->spec_, nn::MakeModel(options.model, options.seed));
   }
-  TC_ASSIGN_OR_RETURN(
-      t->optimizer_,
-      MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(), options.lr));
+  TC_ASSIGN_OR_RETURN(t->optimizer_,
+                      MakeOptimizer(options.optimizer, t->spec_.module->named_parameters(),
+                                    options.lr.value_or(kDefaultLr)));
   // What can be checked without data or compiling comes first.
   nn::Metadata metadata;
   if (!options.resume.empty()) {
@@ -562,9 +564,10 @@ absl::Status Trainer::Restore(const nn::Metadata& metadata) {
   TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
   TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));
-  // The checkpoint holds the learning rate it was trained with; --lr holds
-  // over it, so a resumed run may change it.
-  optimizer_->set_lr(options_.lr);
+  // The checkpoint holds the learning rate it was trained with; a given
+  // --lr replaces it (train says so).
+  checkpoint_lr_ = optimizer_->lr();
+  if (options_.lr.has_value()) optimizer_->set_lr(*options_.lr);
   step_ = first_step_ = static_cast<int64_t>(step);
   DefaultGenerator().Reseed(rng_seed);
   DefaultGenerator().Advance(rng_offset);

@@ -105,7 +105,8 @@ struct TrainOptions {
   int64_t epochs = 1;
   int64_t steps = 0;  // the step to stop at, from the start of training; 0: after `epochs`
   std::string optimizer = "adam";
-  double lr = 2e-3;
+  // Unset: 2e-3 afresh, and the checkpoint's own when resumed.
+  std::optional<double> lr;
   std::string partition = "min_cut";  // partition::PartitionerByName
   double budget = 0.5;                // for partition "budget"
   std::string resume;                 // a checkpoint Save() wrote; empty: start afresh
@@ -167,6 +168,9 @@ class Trainer {
   // after.
   absl::StatusOr<std::optional<double>> TestAccuracy();
   double compile_seconds() const { return compile_seconds_; }
+  double lr() const { return optimizer_->lr(); }
+  // The learning rate the resumed checkpoint was trained with; unset afresh.
+  std::optional<double> checkpoint_lr() const { return checkpoint_lr_; }
   const nn::ModelSpec& spec() const { return spec_; }
   const JointGraph& joint() const { return **pipeline_->joint_graph(); }
   const partition::PartitionResult& partition() const { return partition_; }
@@ -202,6 +206,7 @@ class Trainer {
   // backward (dist/data_parallel.h).
   std::unique_ptr<dist::BackwardAllReduce> all_reduce_;
   double compile_seconds_ = 0;
+  std::optional<double> checkpoint_lr_;
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };
 

@@ -83,6 +83,11 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   }
   const size_t label_index = static_cast<size_t>(label_it - header.begin());
   if (header.size() < 2) return Bad(path, "no feature columns beside the label column");
+  for (size_t c = 1; c < header.size(); ++c) {
+    if (std::find(header.begin(), header.begin() + c, header[c]) != header.begin() + c) {
+      return Bad(header_where, absl::StrCat("column \"", header[c], "\" is named twice"));
+    }
+  }
 
   CsvData data;
   for (size_t c = 0; c < header.size(); ++c) {
@@ -90,6 +95,7 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   }
   std::vector<float> features;
   std::vector<std::string> label_text;
+  std::vector<std::string> label_where;  // file:line of each label
   while (next_line()) {
     const std::string where = absl::StrCat(path, ":", line_number);
     if (!SplitFields(line, fields)) return Bad(where, "unterminated quote");
@@ -101,6 +107,7 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
         if (fields[c].empty())
           return Bad(where, absl::StrCat("column \"", header[c], "\" is empty"));
         label_text.push_back(fields[c]);
+        label_where.push_back(where);
         continue;
       }
       double value = 0;
@@ -119,10 +126,29 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   const auto rows = static_cast<int64_t>(label_text.size());
   if (rows == 0) return Bad(path, "no rows after the header");
 
+  // Labels are integers, or class names none of which reads as a number;
+  // the first label says which.
   std::vector<int64_t> labels(label_text.size());
-  bool integers = classes.empty();
-  for (size_t r = 0; r < label_text.size() && integers; ++r) {
-    integers = absl::SimpleAtoi(label_text[r], &labels[r]);
+  const bool integers = classes.empty() && absl::SimpleAtoi(label_text[0], &labels[0]);
+  for (size_t r = 0; r < label_text.size(); ++r) {
+    const std::string& text = label_text[r];
+    const std::string column = absl::StrCat("column \"", label_column, "\": ");
+    double number = 0;
+    if (integers && !absl::SimpleAtoi(text, &labels[r])) {
+      return Bad(label_where[r], absl::StrCat(column, "\"", text,
+                                              "\" is not an integer class, as the first label (\"",
+                                              label_text[0], "\") is"));
+    }
+    if (!integers && absl::SimpleAtod(text, &number)) {
+      return Bad(label_where[r],
+                 classes.empty() && r == 0
+                     ? absl::StrCat(column, "\"", text,
+                                    "\" is a number but not an integer class: labels are integers "
+                                    "or class names")
+                     : absl::StrCat(column, "\"", text,
+                                    "\" is a number among class names: labels are integers or "
+                                    "class names"));
+    }
   }
   if (!integers) {
     std::map<std::string, int64_t> index_of;

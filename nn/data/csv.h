@@ -6,9 +6,11 @@
 //   absl::StatusOr<nn::CsvData> data = nn::ReadCsv("iris.csv", "species");
 //   // data->features: f32 [150, 4]; data->labels: i64 [150] in [0, 3)
 //
-// Labels that are all integers are kept as they are; any other labels are
-// classes, numbered in sorted order (class_names lists them). Every error
-// names the file and the line, and the column where it applies.
+// Labels that are all integers are kept as they are; labels that are all
+// names (none reads as a number: not "2.5", not "nan") are classes, numbered
+// in sorted order (class_names lists them). The first label says which; a
+// label of the other kind, or a column named twice, is an error. Every
+// error names the file and the line, and the column where it applies.
 #ifndef TENSORCUT_NN_DATA_CSV_H_
 #define TENSORCUT_NN_DATA_CSV_H_
 

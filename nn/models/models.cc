@@ -175,7 +175,7 @@ constexpr Entry kModels[] = {
     {"linear", "the seed's SimpleLinear: Linear(3, 2) on f32[4,3]", &MakeLinear},
     {"convbn", "Conv2d(1, 3, 3, p1)-BatchNorm2d-ReLU on f32[2,1,4,4]", &MakeConvBn},
     {"structured", "dict {x, y} in, tuple (a+b, a-b, a*b) out, two Linear layers", &MakeStructured},
-    {"mlp", "784-512-512-10 MLP with ReLU, batch 128, cross-entropy", &MakeMlp},
+    {"mlp", "784-512-512-10 MLP with ReLU, cross-entropy", &MakeMlp},
     {"mlp_dropout", "the mlp with Dropout(0.2) after each ReLU", &MakeMlpDropout},
     {"cnn",
      "two Conv-BN-ReLU blocks, max-pool, Linear(8192, 10), batch 32 of 3x32x32, "

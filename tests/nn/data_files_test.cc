@@ -213,6 +213,19 @@ TEST_CASE("malformed CSV files give errors naming the file, line and column") {
   CHECK(error("x,y\n1,\n") == ":2: column \"y\" is empty");
   CHECK(error("x,y\n\"1,2\n") == ":2: unterminated quote");
   CHECK(error("y\n1\n") == ": no feature columns beside the label column");
+  // Labels are integers or names, all of one kind; a column is named once.
+  CHECK(error("x,y\n1,3\n2,cat\n") ==
+        ":3: column \"y\": \"cat\" is not an integer class, as the first label (\"3\") is");
+  CHECK(error("x,y\n1,cat\n2,nan\n") ==
+        ":3: column \"y\": \"nan\" is a number among class names: labels are integers or class "
+        "names");
+  CHECK(error("x,y\n1,0.5\n2,1.5\n") ==
+        ":2: column \"y\": \"0.5\" is a number but not an integer class: labels are integers or "
+        "class names");
+  CHECK(error("x,y\n1,2.0\n") ==
+        ":2: column \"y\": \"2.0\" is a number but not an integer class: labels are integers or "
+        "class names");
+  CHECK(error("x,x,y\n1,2,3\n") == ":1: column \"x\" is named twice");
 }
 
 // A safetensors file of these entries (JSON fields) and data.

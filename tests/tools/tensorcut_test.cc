@@ -235,6 +235,20 @@ TEST_CASE("train writes a checkpoint that --resume continues from") {
   REQUIRE(!Contains(r.out, "\nstep 10/"));
   REQUIRE(Contains(r.out, "\nstep 20/20 loss "));
   REQUIRE(Contains(r.out, "\ntrained 5 steps in "));
+  REQUIRE(!Contains(r.out, "replaces"));
+
+  // Resumed without --lr, the checkpoint's learning rate goes on (it was
+  // replaced by the default 0.002); a different --lr says that it replaces it.
+  r = Tensorcut(
+      absl::StrCat("train --model linear --steps 25 --checkpoint ", ckpt, " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, "; adam lr 0.05\n"));
+  REQUIRE(!Contains(r.out, "replaces"));
+  r = Tensorcut(absl::StrCat("train --model linear --steps 30 --lr 0.01 --checkpoint ", ckpt,
+                             " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, "; adam lr 0.01\n"));
+  REQUIRE(Contains(r.out, "\n--lr 0.01 replaces the checkpoint's learning rate 0.05\n"));
 
   r = Tensorcut(absl::StrCat("train --model convbn --steps 20 --resume ", ckpt));
   REQUIRE(r.code == 2);
