@@ -19,19 +19,7 @@ class Stage {
  public:
   Stage(const RematGraph& graph, size_t t, const std::vector<char>& in_memory)
       : graph_(graph), in_memory_(in_memory), position_(graph.nodes.size(), -1) {
-    std::vector<char> computes(graph.nodes.size(), 0);
-    computes[t] = 1;
-    std::vector<int> stack = {static_cast<int>(t)};
-    while (!stack.empty()) {
-      const int v = stack.back();
-      stack.pop_back();
-      for (int u : graph.nodes[static_cast<size_t>(v)].inputs) {
-        const auto i = static_cast<size_t>(u);
-        if (in_memory[i] || computes[i]) continue;
-        computes[i] = 1;
-        stack.push_back(u);
-      }
-    }
+    const std::vector<char> computes = ComputedFor(graph, {static_cast<int>(t)}, in_memory);
     for (size_t v = 0; v <= t; ++v) {
       if (!computes[v]) continue;
       position_[v] = static_cast<int>(computed_.size());

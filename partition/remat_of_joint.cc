@@ -85,17 +85,8 @@ absl::StatusOr<StagePlan> PlanOfPartition(const JointRematGraph& problem,
   std::vector<std::vector<int>> kept(n);
   std::vector<char> in_memory(n, 0);
   for (size_t t = 0; t + 1 < n; ++t) {
-    std::vector<int> stack = {static_cast<int>(t)};
-    in_memory[t] = 1;
-    while (!stack.empty()) {
-      const int v = stack.back();
-      stack.pop_back();
-      for (int u : graph.nodes[static_cast<size_t>(v)].inputs) {
-        if (in_memory[static_cast<size_t>(u)]) continue;
-        in_memory[static_cast<size_t>(u)] = 1;
-        stack.push_back(u);
-      }
-    }
+    const std::vector<char> computes = ComputedFor(graph, {static_cast<int>(t)}, in_memory);
+    for (size_t v = 0; v <= t; ++v) in_memory[v] = in_memory[v] || computes[v];
     // A saved value stays; CompleteStages then frees it after the last
     // stage that reads it, recomputations in the backward included.
     const bool forward = !graph.nodes[t].backward;

@@ -64,6 +64,24 @@ void RunStage(const RematGraph& graph, const StagePlan& plan, size_t t, Compute 
 
 }  // namespace
 
+std::vector<char> ComputedFor(const RematGraph& graph, const std::vector<int>& roots,
+                              const std::vector<char>& in_memory) {
+  std::vector<char> computes(graph.nodes.size(), 0);
+  std::vector<int> stack = roots;
+  for (int v : stack) computes[static_cast<size_t>(v)] = 1;
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    for (int u : graph.nodes[static_cast<size_t>(v)].inputs) {
+      const auto i = static_cast<size_t>(u);
+      if (in_memory[i] || computes[i]) continue;
+      computes[i] = 1;
+      stack.push_back(u);
+    }
+  }
+  return computes;
+}
+
 absl::StatusOr<StagePlan> CompleteStages(const RematGraph& graph,
                                          std::vector<std::vector<int>> kept) {
   const size_t n = graph.nodes.size();
@@ -87,22 +105,11 @@ absl::StatusOr<StagePlan> CompleteStages(const RematGraph& graph,
   plan.computed.resize(n);
   for (size_t t = n; t-- > 0;) {
     const std::vector<char> in_memory = Membership(n, plan.kept[t]);
-    std::vector<char> computes(n, 0);
-    std::vector<int> stack = {static_cast<int>(t)};
+    std::vector<int> roots = {static_cast<int>(t)};
     for (int v : KeptAfter(plan, t)) {
-      if (!in_memory[static_cast<size_t>(v)]) stack.push_back(v);
+      if (!in_memory[static_cast<size_t>(v)]) roots.push_back(v);
     }
-    for (int v : stack) computes[static_cast<size_t>(v)] = 1;
-    while (!stack.empty()) {
-      const int v = stack.back();
-      stack.pop_back();
-      for (int u : graph.nodes[static_cast<size_t>(v)].inputs) {
-        const auto i = static_cast<size_t>(u);
-        if (in_memory[i] || computes[i]) continue;
-        computes[i] = 1;
-        stack.push_back(u);
-      }
-    }
+    const std::vector<char> computes = ComputedFor(graph, roots, in_memory);
     std::vector<char> read(n, 0);
     for (size_t v = 0; v <= t; ++v) {
       if (!computes[v]) continue;

@@ -37,6 +37,11 @@ struct StagePlan {
   std::vector<std::vector<int>> computed;
 };
 
+// What a stage computes to have `roots`: the roots and, transitively, every
+// input of them not in memory (membership by node, 1 = computed).
+std::vector<char> ComputedFor(const RematGraph& graph, const std::vector<int>& roots,
+                              const std::vector<char>& in_memory);
+
 // The plan that keeps `kept` (as StagePlan::kept; missing stages keep
 // nothing) and computes least: stage t computes t, the values stage t + 1
 // keeps that stage t does not, and every input of those not in memory,
