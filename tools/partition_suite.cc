@@ -289,6 +289,25 @@ std::string SuiteTable(const std::vector<SuiteRow>& rows) {
   return table;
 }
 
+namespace {
+
+// `model`'s strategies in the order its rows first name them, but `last`,
+// which (when named) comes at the end.
+std::vector<std::string> StrategyOrder(absl::string_view model, const std::vector<SuiteRow>& rows,
+                                       absl::string_view last = "") {
+  std::vector<std::string> order;
+  for (const SuiteRow& r : rows) {
+    if (r.model == model && r.strategy != last &&
+        std::find(order.begin(), order.end(), r.strategy) == order.end()) {
+      order.push_back(r.strategy);
+    }
+  }
+    if (!last.empty()) order.emplace_back(last);
+  return order;
+}
+
+}  // namespace
+
 Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
   Plot plot{absl::StrCat(model, ": planned peak against step time"),
             "planned peak (MB)",
@@ -296,15 +315,7 @@ Plot SuitePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
             {}};
   // A series per strategy, in the order the rows first name them; milp's
   // frontier last, so that its line is drawn over the others' points.
-  std::vector<std::string> order;
-  for (const SuiteRow& r : rows) {
-    if (r.model == model && r.strategy != "milp" &&
-        std::find(order.begin(), order.end(), r.strategy) == order.end()) {
-      order.push_back(r.strategy);
-    }
-  }
-  order.push_back("milp");
-  for (const std::string& strategy : order) {
+  for (const std::string& strategy : StrategyOrder(model, rows, "milp")) {
     PlotSeries series{strategy, {}, /*joined=*/strategy == "milp"};
     for (const SuiteRow& r : rows) {
       if (r.model != model || r.strategy != strategy) continue;
@@ -322,14 +333,8 @@ Plot SchedulePlot(absl::string_view model, const std::vector<SuiteRow>& rows) {
             "activation peak (MB)",
             "recomputed (MFLOP)",
             {}};
-  std::vector<std::string> order;
-  for (const SuiteRow& r : rows) {
-    if (r.model == model && std::find(order.begin(), order.end(), r.strategy) == order.end()) {
-      order.push_back(r.strategy);
-    }
-  }
   PlotSeries best{"best schedule", {}, /*joined=*/true};
-  for (const std::string& strategy : order) {
+  for (const std::string& strategy : StrategyOrder(model, rows)) {
     PlotSeries series{strategy, {}, /*joined=*/false};
     for (const SuiteRow& r : rows) {
       if (r.model != model || r.strategy != strategy) continue;
