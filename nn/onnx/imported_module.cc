@@ -235,6 +235,13 @@ std::string ImportedModule::extra_repr() const {
                       absl::StrJoin(ins, ", "), "), outputs=(", absl::StrJoin(outs, ", "), ")");
 }
 
+std::optional<DType> ImportedModule::FloatingDType() const {
+  for (const auto& [name, t] : state_) {
+    if (IsFloating(t.dtype())) return t.dtype();
+  }
+  return std::nullopt;
+}
+
 std::vector<Tensor> ImportedModule::Arguments(const TensorTree& input) const {
   const std::vector<ValueInfo>& declared = model_.inputs;
   std::vector<Tensor> given;
@@ -260,8 +267,10 @@ std::vector<Tensor> ImportedModule::Arguments(const TensorTree& input) const {
         "ImportedModule: expected ", declared.size() == 1 ? "one tensor" : "a dict or a tuple",
         " of the model's inputs (", absl::StrJoin(names, ", "), ")")));
   }
+  const std::optional<DType> floating = FloatingDType();
   for (size_t i = 0; i < declared.size(); ++i) {
-    const ValueInfo& info = declared[i];
+    ValueInfo info = declared[i];
+    if (IsFloating(info.dtype) && floating.has_value()) info.dtype = *floating;
     const Tensor& t = given[i];
     bool matches = t.dtype() == info.dtype &&
                    (info.shape.empty() || t.dim() == static_cast<int64_t>(info.shape.size()));
@@ -283,6 +292,7 @@ TensorTree ImportedModule::forward(const TensorTree& input) {
   absl::flat_hash_map<std::string, Tensor> values = state_;
   for (size_t i = 0; i < arguments.size(); ++i) values[model_.inputs[i].name] = arguments[i];
   KnownValues known = known_;  // and the shape arithmetic of this call
+  const std::optional<DType> floating = FloatingDType();
   // Optional outputs a kernel does not make, with the node that did not.
   absl::flat_hash_map<std::string, const Node*> not_made;
   for (const auto& [name, n] : unmade_) not_made.emplace(name, &model_.nodes[n]);
@@ -298,7 +308,12 @@ TensorTree ImportedModule::forward(const TensorTree& input) {
     if (const auto it = known.ints.find(name); it != known.ints.end()) {
       return Materialize(it->second);
     }
-    return known.constants.at(name);  // ParseModel checked that each input is defined
+    // ParseModel checked that each input is defined.
+    const Tensor& constant = known.constants.at(name);
+    if (floating.has_value() && IsFloating(constant.dtype()) && constant.dtype() != *floating) {
+      return cast(constant, *floating);
+    }
+    return constant;
   };
   for (size_t n = 0; n < model_.nodes.size(); ++n) {
     const Node& node = model_.nodes[n];
@@ -317,8 +332,19 @@ TensorTree ImportedModule::forward(const TensorTree& input) {
     }
     std::vector<Tensor> inputs;
     for (const std::string& name : node.inputs) inputs.push_back(tensor(name));
+    // Floating values made from no floating input (ConstantOfShape, a Cast
+    // of integers) follow the module's dtype, as its folded constants do.
+    const bool made_here = absl::c_none_of(
+        inputs, [](const Tensor& t) { return t.defined() && IsFloating(t.dtype()); });
     const NodeCall call(node, model_.opset, is_training(), std::move(inputs), known);
-    const std::vector<Tensor> outputs = operators_[n]->run(call);
+    std::vector<Tensor> outputs = operators_[n]->run(call);
+    if (floating.has_value() && made_here) {
+      for (Tensor& out : outputs) {
+        if (out.defined() && IsFloating(out.dtype()) && out.dtype() != *floating) {
+          out = cast(out, *floating);
+        }
+      }
+    }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;
       if (o < outputs.size()) {

@@ -13,6 +13,7 @@
 #define TENSORCUT_NN_ONNX_IMPORTED_MODULE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ class ImportedModule : public nn::Module {
   Tensor Register(const std::string& name, Tensor value, bool buffer);
   // The tensors given, by input name, checked against the declared types.
   std::vector<Tensor> Arguments(const TensorTree& input) const;
+  // The dtype of the floating state (f64 after to(kF64)): what floating
+  // inputs and constants are taken and computed in; none without such state.
+  std::optional<DType> FloatingDType() const;
 
   Model model_;  // its initializers moved into the module's state
   // Every initializer in the file's order: the floating ones are the

@@ -595,6 +595,30 @@ TEST_CASE("Gather reads negative indices from the end, and a Clip bound is no pa
         std::vector<float>{4, 4, 0, 1, 2, 3});
 }
 
+TEST_CASE("a module cast with to() takes inputs and makes its constants in the new dtype") {
+  OnnxBuilder model(13);
+  model.Input("x", DType::kF32, {"N", int64_t{3}});
+  model.Initializer("w", from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  model.Node("Constant", {}, {"half"}).TensorValue("value", full({}, 0.5));
+  model.Node("Shape", {"x"}, {"shape"});
+  model.Node("ConstantOfShape", {"shape"}, {"ones"}).TensorValue("value", full({1}, 1.0));
+  model.Node("Add", {"x", "ones"}, {"shifted"});
+  model.Node("MatMul", {"shifted", "w"}, {"product"});
+  model.Node("Mul", {"product", "half"}, {"y"});
+  model.Output("y", DType::kF32);
+  auto imported = ImportOrFail(model);
+  const Tensor x = from_vector<float>({0.5, -1, 2, 0, 1, -0.25}, {2, 3});
+  const std::vector<float> f32 = (*imported)(x).to_vector<float>();
+  imported->to(DType::kF64);
+  const Tensor y = (*imported)(x.to(DType::kF64));
+  CHECK(y.dtype() == DType::kF64);
+  const std::vector<double> f64 = y.to_vector<double>();
+  REQUIRE(f64.size() == f32.size());
+  for (size_t i = 0; i < f64.size(); ++i) CHECK(f64[i] == Approx(f32[i]).epsilon(1e-6));
+  CHECK_THAT(testing::ThrownMessage([&] { (*imported)(x); }),
+             Catch::Equals("ImportedModule: input 'x': expected f64[N,3], got f32[2,3]"));
+}
+
 TEST_CASE("what a node or an input cannot run is an error naming it when the forward runs") {
   auto mlp = ImportOrFail(MlpModel(*NativeMlp()));
   CHECK(testing::ThrownMessage([&] {

@@ -5,7 +5,7 @@
 // folding, BatchNorm folded into the Conv). The imported module gives eager
 // PyTorch's outputs, gradients and running statistics, at a batch other than
 // the exported one (the batch dim is symbolic in the files), and its
-// compiled training function gives its own eager results.
+// compiled training function gives its own eager results (in float64).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -79,22 +79,24 @@ void CheckClose(const Tensor& actual, const Tensor& expected, const std::string&
   CHECK(testing::CompareTensors(actual, expected, tol, tol * std::max(scale, 0.1)) == "");
 }
 
-// Training export: train mode, outputs, gradients of sum(y * r), buffers.
-// `compiled_tol` bounds the compiled function against eager: the fusing
-// compiler's batch-norm backward sums in another order, and through
-// resnet18's and mobilenet_v2's layers of batch statistics the gradients of
-// their compiled and eager steps differ by more than 1e-4 of a tensor's
-// largest (the interpreter's are the eager bits).
-// The compiled training function against eager, on fresh imports.
-void CheckCompiledTraining(const std::string& name, double compiled_tol) {
-  const Tensor x = Load(name).arrays.at("x");
+// The compiled training function against eager, on fresh imports cast to
+// float64. In float32 the order of a sum is enough to move an activation
+// across a ReLU6 kink: on mobilenet_v2's 1x1 stages, whose statistics are
+// over 16 values, one example of channel 416 of features.15 sits at -1.4e-5,
+// and which side it falls on changes that BatchNorm's bias gradient by 70%.
+void CheckCompiledTraining(const std::string& name) {
+  const Tensor x = Load(name).arrays.at("x").to(DType::kF64);
   testing::RequireCompiledMatchesEager(
-      [&] { return std::shared_ptr<nn::Module>(Load(name).module); }, TensorTree::MakeLeaf(x),
-      compiled_tol);
+      [&] {
+        std::shared_ptr<nn::Module> module = Load(name).module;
+        module->to(DType::kF64);
+        return module;
+      },
+      TensorTree::MakeLeaf(x), 1e-9);
 }
 
-void CheckTraining(const std::string& name, double tol = 1e-4, double compiled_tol = 1e-4,
-                   bool compiled = true) {
+// Training export: train mode, outputs, gradients of sum(y * r), buffers.
+void CheckTraining(const std::string& name, double tol = 1e-4) {
   Reference ref = Load(name);
   ref.module->train();
   const Tensor y = (*ref.module)(ref.arrays.at("x"));
@@ -123,7 +125,7 @@ void CheckTraining(const std::string& name, double tol = 1e-4, double compiled_t
   again->eval();
   CHECK(testing::CompareTensors((*again)(ref.arrays.at("x")), (*ref.module)(ref.arrays.at("x")), 0,
                                 0) == "");
-  if (compiled) CheckCompiledTraining(name, compiled_tol);
+  CheckCompiledTraining(name);
 }
 
 void CheckInference(const std::string& name) {
@@ -174,24 +176,10 @@ TEST_CASE("torchvision's resnet18 and mobilenet_v2, for training and for inferen
     WARN("skipped: python3-torchvision is not installed");
     return;
   }
-  CheckTraining("resnet18_train", 1e-2, 5e-2);
+  CheckTraining("resnet18_train", 1e-2);
   CheckInference("resnet18_eval");
-  CheckTraining("mobilenet_v2_train", 1e-2, 5e-2, /*compiled=*/false);
+  CheckTraining("mobilenet_v2_train", 1e-2);
   CheckInference("mobilenet_v2_eval");
-}
-
-// A known defect, reported on every run and not yet failing the suite: on
-// an AVX2-only AMD EPYC the compiled training step of the imported
-// mobilenet_v2 (default partition, fusing compiler) gives features.0.0's
-// weight gradient 18% of its largest away from eager, which matches PyTorch
-// (whose own float32 gradients are within 3e-4 of float64 on this input).
-TEST_CASE("torchvision's mobilenet_v2 compiled for training matches eager", "[!mayfail]") {
-  if (!Exported()) return;
-  if (!std::ifstream(OutDir() + "/mobilenet_v2_train.onnx")) {
-    WARN("skipped: python3-torchvision is not installed");
-    return;
-  }
-  CheckCompiledTraining("mobilenet_v2_train", 5e-2);
 }
 
 }  // namespace

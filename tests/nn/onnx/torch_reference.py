@@ -117,7 +117,7 @@ export("windows_train", Windows(), torch.randn(2, 3, 9, 9), TRAINING, 13, 2)
 
 try:
     import torchvision
-        # Training inputs whose batch statistics are well conditioned: with 4
+    # Training inputs whose batch statistics are well conditioned: with 4
     # examples of 64x64, mobilenet_v2's last stages normalise over 16 values
     # each and f32 rounding alone moves PyTorch's own gradients by up to 17%
     # of a tensor's largest (against float64); with 16 examples of 32x32, by
