@@ -135,6 +135,7 @@ absl::Status CheckWritable(const std::string& given, absl::string_view what) {
   }
   ::close(fd);
   ::unlink(probe.c_str());
+  RemoveStaleTemporaries(*path);
   return absl::OkStatus();
 }
 

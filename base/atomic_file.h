@@ -34,8 +34,9 @@ absl::Status WriteAtomically(const std::string& path, absl::string_view what,
                              absl::string_view bytes);
 
 // OK when WriteAtomically could write `path`: a temporary file is made
-// beside it and removed. The error names the folder ("cannot write in
-// /nonexistent: No such file or directory") or what `path` is.
+// beside it and removed, and so are the temporaries killed writes of `path`
+// left. The error names the folder ("cannot write in /nonexistent: No such
+// file or directory") or what `path` is.
 absl::Status CheckWritable(const std::string& path, absl::string_view what);
 
 // Writes all `size` bytes to `fd`, retrying short writes.

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "runtime/kernels/strided.h"
 
@@ -157,6 +159,56 @@ void Scale(const Tensor& dense, double weight) {
   }
 }
 
+// After a collective timed out: which other ranks are still there. Each
+// rank that times out sends every other a message and listens for theirs
+// for a while (ranks waiting in the same collective time out within about
+// a step of each other); the ranks not heard from are returned ("rank 1",
+// "ranks 1, 3"), or "" when every rank answered. A rank that answers
+// nothing was stopped, killed, or is still computing.
+std::string SilentRanks(const ProcessGroup& group) {
+  constexpr int kRollCallTag = 7411;
+  const absl::Duration listen =
+      std::clamp(group.options().timeout / 10, absl::Seconds(1), absl::Seconds(10));
+  const int me = group.rank();
+  // Static: a send to a rank that is gone may outlive this call.
+  static const int kHere = 1;
+  std::vector<MPI_Request> sends;
+  for (int r = 0; r < group.size(); ++r) {
+    if (r == me) continue;
+    MPI_Request request;
+    if (MPI_Isend(&kHere, 1, MPI_INT, r, kRollCallTag, MPI_COMM_WORLD, &request) == MPI_SUCCESS) {
+      sends.push_back(request);
+    }
+  }
+  std::vector<bool> heard(group.size(), false);
+  heard[me] = true;
+  const absl::Time until = absl::Now() + listen;
+  while (absl::Now() < until &&
+         !std::all_of(heard.begin(), heard.end(), [](bool h) { return h; })) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kRollCallTag, MPI_COMM_WORLD, &arrived, &status) !=
+        MPI_SUCCESS) {
+      break;
+    }
+    if (!arrived) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    int here = 0;
+    MPI_Recv(&here, 1, MPI_INT, status.MPI_SOURCE, kRollCallTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    heard[status.MPI_SOURCE] = true;
+  }
+  // A send to a rank that is gone may never complete; the job ends anyway.
+  for (MPI_Request& request : sends) MPI_Request_free(&request);
+  std::vector<int> silent;
+  for (int r = 0; r < group.size(); ++r) {
+    if (!heard[r]) silent.push_back(r);
+  }
+  if (silent.empty()) return "";
+  return absl::StrCat(silent.size() == 1 ? "rank " : "ranks ", absl::StrJoin(silent, ", "));
+}
+
 // Waits for `requests`, polling, until they complete or `timeout` passes.
 absl::Status WaitAll(std::vector<MPI_Request>& requests, absl::string_view collective,
                      const ProcessGroup& group) {
@@ -168,10 +220,13 @@ absl::Status WaitAll(std::vector<MPI_Request>& requests, absl::string_view colle
     if (code != MPI_SUCCESS) return MpiError(collective, code);
     if (done) return absl::OkStatus();
     if (absl::Now() > deadline) {
+      const std::string silent = group.size() > 1 ? SilentRanks(group) : "";
       return absl::DeadlineExceededError(absl::StrCat(
           collective, ": ", group.Describe(), " waited ",
-          absl::FormatDuration(group.options().timeout),
-          " for the other ranks: one of them failed, stopped or is running another collective"));
+          absl::FormatDuration(group.options().timeout), " for the other ranks: ",
+          silent.empty()
+              ? "every rank answered, so some wait in another collective"
+              : absl::StrCat(silent, " did not answer (stopped, failed, or still computing)")));
     }
     // Spin for the first polls (a collective of two ranks on one machine
     // takes microseconds), then let the core go.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -64,6 +66,25 @@ absl::string_view CodeOf(DType dtype) {
 
 // ---- Writing ----------------------------------------------------------------
 
+// The metadata key of the data buffer's CRC-32 (zlib's), 8 lowercase hex
+// digits: a bit flipped in the data after saving is found when loading.
+constexpr char kDataCrcKey[] = "tensorcut.data_crc32";
+
+// CRC-32 of pieces of the data buffer, given in file order.
+uint32_t DataCrc(const std::vector<absl::string_view>& pieces) {
+  uLong crc = crc32_z(0, nullptr, 0);
+  for (absl::string_view piece : pieces) {
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(piece.data()), piece.size());
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::string CrcText(uint32_t crc) { return absl::StrFormat("%08x", crc); }
+
+absl::string_view BytesOf(const Tensor& t) {
+  return absl::string_view(static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.bytes()));
+}
+
 // The JSON header, padded with spaces so that the data starts 8-byte aligned.
 // Names and metadata are valid UTF-8 (CheckSavable), so dump() cannot throw.
 std::string MakeHeader(const NamedTensors& tensors, const Metadata& metadata) {
@@ -84,13 +105,21 @@ std::string MakeHeader(const NamedTensors& tensors, const Metadata& metadata) {
 // Writes the whole file to `fd`.
 absl::Status WriteFile(int fd, const NamedTensors& tensors, const Metadata& metadata,
                        const std::string& path) {
-  const std::string header = MakeHeader(tensors, metadata);
+  std::vector<Tensor> data;
+  std::vector<absl::string_view> pieces;
+  for (const auto& [name, t] : tensors) {
+    data.push_back(t.contiguous());
+    pieces.push_back(BytesOf(data.back()));
+  }
+  Metadata with_crc = metadata;
+  with_crc[kDataCrcKey] = CrcText(DataCrc(pieces));
+  const std::string header = MakeHeader(tensors, with_crc);
   const uint64_t length = header.size();
   absl::Status status = WriteAll(fd, &length, sizeof(length), path, "checkpoint");
   if (status.ok()) status = WriteAll(fd, header.data(), header.size(), path, "checkpoint");
-  for (size_t i = 0; status.ok() && i < tensors.size(); ++i) {
-    const Tensor data = tensors[i].second.contiguous();
-    if (data.bytes() > 0) status = WriteAll(fd, data.raw_data(), data.bytes(), path, "checkpoint");
+  for (size_t i = 0; status.ok() && i < pieces.size(); ++i) {
+    if (!pieces[i].empty())
+      status = WriteAll(fd, pieces[i].data(), pieces[i].size(), path, "checkpoint");
   }
   return status;
 }
@@ -416,6 +445,27 @@ absl::StatusOr<Layout> ReadLayout(int fd, Metadata& metadata, bool arrays) {
   return layout;
 }
 
+// Checks the data against the CRC-32 its header records (files tensorcut
+// wrote; others, without one, are read as they are). `pieces[i]` holds
+// entries[i]'s bytes.
+absl::Status CheckDataCrc(const Metadata& metadata, const std::vector<Entry>& entries,
+                          const std::vector<absl::string_view>& pieces) {
+  auto recorded = metadata.find(kDataCrcKey);
+  if (recorded == metadata.end()) return absl::OkStatus();
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  absl::c_stable_sort(order,
+                      [&](size_t a, size_t b) { return entries[a].begin < entries[b].begin; });
+  std::vector<absl::string_view> in_file_order;
+  for (const size_t i : order) in_file_order.push_back(pieces[i]);
+  const std::string actual = CrcText(DataCrc(in_file_order));
+  if (recorded->second == actual) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("the data does not match its checksum (metadata \"", kDataCrcKey, "\" is \"",
+                   absl::CHexEscape(recorded->second), "\", the data's CRC-32 is ", actual,
+                   "): the file was damaged after it was written"));
+}
+
 absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
   TC_ASSIGN_OR_RETURN(const Layout layout, ReadLayout(fd, metadata, /*arrays=*/false));
   NamedTensors out;
@@ -428,6 +478,10 @@ absl::StatusOr<NamedTensors> ReadTensors(int fd, Metadata& metadata) {
     if (!status.ok()) return status;
     out.emplace_back(e.name, std::move(t));
   }
+  std::vector<absl::string_view> pieces;
+  for (const auto& [name, t] : out) pieces.push_back(BytesOf(t));
+  TC_RETURN_IF_ERROR(CheckDataCrc(metadata, layout.entries, pieces));
+  metadata.erase(kDataCrcKey);  // the format's own, not the caller's
   return out;
 }
 
@@ -445,6 +499,11 @@ absl::StatusOr<NamedArrays> ReadArrays(int fd) {
     if (!status.ok()) return status;
     out.emplace_back(e.name, std::move(a));
   }
+  std::vector<absl::string_view> pieces;
+  for (const auto& [name, a] : out) {
+    pieces.emplace_back(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  }
+  TC_RETURN_IF_ERROR(CheckDataCrc(metadata, layout.entries, pieces));
   return out;
 }
 

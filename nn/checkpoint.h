@@ -10,9 +10,11 @@
 //
 // Saving is atomic: the file is written beside the target, flushed to disk and
 // renamed over it, so a crash or a failed write never leaves a half-written
-// checkpoint. Loading is strict: a truncated or corrupted file, or one that
-// does not match the module, yields a status naming the file and the problem,
-// and nothing is modified.
+// checkpoint. The header's metadata records the data's CRC-32
+// ("tensorcut.data_crc32"), which loading checks where a file has it (files
+// from other writers have not), so a bit flipped on disk is found. Loading is strict: a truncated
+// or corrupted file, or one that does not match the module, yields a status naming the file and the
+// problem, and nothing is modified.
 #ifndef TENSORCUT_NN_CHECKPOINT_H_
 #define TENSORCUT_NN_CHECKPOINT_H_
 
@@ -43,11 +45,13 @@ absl::Status SaveTensors(const NamedTensors& tensors, const std::string& path,
 // OK when SaveTensors could write `path`: a temporary file of the kind a save
 // writes is made beside it and removed. The error names the folder ("cannot
 // write in /nonexistent: No such file or directory", "... is a directory:
-// ..."), so a program can check before it trains.
+// ..."), so a program can check before it trains. Temporaries that killed
+// saves of `path` left are removed.
 absl::Status CheckWritable(const std::string& path);
 
 // Reads every tensor of a safetensors file, in header order, into new
-// contiguous tensors; `metadata`, when given, receives the header's metadata.
+// contiguous tensors; `metadata`, when given, receives the header's metadata
+// (without the checksum).
 // Supported dtypes: F32, F64, I64, BOOL, BF16.
 absl::StatusOr<NamedTensors> LoadTensors(const std::string& path, Metadata* metadata = nullptr);
 

@@ -26,10 +26,59 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence that starts `text`, or 0.
+size_t Utf8SequenceLength(absl::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  size_t n = 0;
+  uint32_t code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2, code = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3, code = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4, code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (text.size() < n) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    code = code << 6 | (byte(i) & 0x3F);
+  }
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+  const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < least[n] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string Printable(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7F)) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (const size_t n = c >= 0x80 ? Utf8SequenceLength(text.substr(i)) : 0; n > 0) {
+      out.append(text.data() + i, n);
+      i += n;
+    } else {
+      absl::StrAppendFormat(&out, "\\x%02x", c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 int ExitCode(absl::string_view subcommand, const absl::Status& status) {
   if (status.ok()) return 0;
   std::fprintf(stderr, "tensorcut %s: %s\n", std::string(subcommand).c_str(),
-               std::string(status.message()).c_str());
+               Printable(status.message()).c_str());
   switch (status.code()) {
     case absl::StatusCode::kCancelled:
       return kExitInterrupted;
@@ -110,7 +159,9 @@ ProgressBar::ProgressBar(int64_t first_step, int64_t last_step, int64_t items_pe
       items_per_step_(items_per_step),
       every_(std::max<int64_t>(1, every)),
       rate_unit_(rate_unit),
-      terminal_(isatty(fileno(stdout))) {}
+      // Open MPI gives each rank a pseudo-terminal for its output, also
+      // when mpirun's own goes to a file: under mpirun, whole lines.
+      terminal_(isatty(fileno(stdout)) && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {}
 
 void ProgressBar::Update(int64_t step, double loss, double accuracy) {
   ++updates_;

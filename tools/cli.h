@@ -37,8 +37,14 @@ inline constexpr int kExitFailed = 1;         // anything else that went wrong
 inline constexpr int kExitBadInput = 2;       // a flag, a file, a model or data refused
 inline constexpr int kExitInterrupted = 130;  // SIGINT or SIGTERM stopped training
 
+// `text` as a terminal can show it: valid UTF-8 and line breaks and tabs
+// as they are, every other control byte and every byte of an invalid UTF-8
+// sequence as \xNN (a NUL from a UTF-16 file's name or contents, an escape
+// sequence). What messages that quote a user's input are printed through.
+std::string Printable(absl::string_view text);
+
 // A subcommand's exit code: 0 for OK; otherwise prints
-// "tensorcut <subcommand>: <message>" to stderr and returns the code of the
+// "tensorcut <subcommand>: <message>" (Printable) to stderr and returns the code of the
 // status: Cancelled (an interrupt) kExitInterrupted; InvalidArgument,
 // NotFound, OutOfRange, AlreadyExists, PermissionDenied, FailedPrecondition
 // and Unimplemented kExitBadInput; the rest kExitFailed.
@@ -64,8 +70,8 @@ int64_t PeakResidentBytes();
 // process's).
 bool ResetPeakResident();
 
-// Training progress: a bar redrawn in place on a terminal, otherwise a plain
-// line every `every` steps and at the last (logs, CI). Loss and accuracy are
+// Training progress: a bar redrawn in place on a terminal, otherwise (and
+// under mpirun) a plain line every `every` steps and at the last (logs, CI). Loss and accuracy are
 // running averages: the plain mean over the first 20 updates, then an
 // exponential average with weight 0.05.
 class ProgressBar {

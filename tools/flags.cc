@@ -26,6 +26,9 @@ ABSL_FLAG(int, batch, 100,
 ABSL_FLAG(bool, sync_batchnorm, false,
           "train under mpirun: BatchNorm normalises by every rank's batch together "
           "(SyncBatchNorm); false: by each rank's own, as DDP does");
+ABSL_FLAG(double, collective_timeout, 300,
+          "train under mpirun: seconds a rank waits in a collective for the others before the "
+          "job ends, naming the ranks that did not answer");
 ABSL_FLAG(bool, drop_last, false,
           "train: skip each epoch's last batch when it is smaller than --batch (by default it "
           "trains, through the same compiled step)");

@@ -24,6 +24,7 @@ ABSL_DECLARE_FLAG(bool, drop_last);
 ABSL_DECLARE_FLAG(bool, dynamic_batch);
 ABSL_DECLARE_FLAG(bool, data_parallel);
 ABSL_DECLARE_FLAG(bool, sync_batchnorm);
+ABSL_DECLARE_FLAG(double, collective_timeout);
 ABSL_DECLARE_FLAG(int, save_every);
 ABSL_DECLARE_FLAG(double, lr);
 

@@ -57,7 +57,8 @@ constexpr Subcommand kSubcommands[] = {
      "runs threads gemm"},
     {"train", "train a reference model through the compiled pipeline, resumable from checkpoints",
      TrainCommand,
-     "model onnx loss epochs steps batch drop_last sync_batchnorm lr optimizer partition budget "
+     "model onnx loss epochs steps batch drop_last sync_batchnorm collective_timeout lr optimizer "
+     "partition budget "
      "checkpoint "
      "save_every "
      "resume seed data label_column features labels test_data threads gemm precision"},

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -33,15 +34,24 @@ namespace {
 // saves and returns at the end of the current step.
 std::atomic<int> stop_signal{0};
 
+const char* StopReason(int signal) {
+  return signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
+}
+
 // While alive, SIGINT and SIGTERM reach no thread that computes: they are
 // blocked in the thread that makes this, and so in every thread it starts
 // later (OpenMP's, the data loader's), and one thread of its own waits for
-// them and sets stop_signal. A handler run on a compute thread in the
-// middle of a oneDNN kernel has crashed that kernel. Made before anything
-// starts a thread.
+// them. A handler run on a compute thread in the middle of a oneDNN kernel
+// has crashed that kernel. Made before anything starts a thread.
+//
+// Until TrainingStarts(), a signal ends the process at once, saying
+// `before_training`: loading a large file or compiling writes nothing and
+// could keep a user waiting for minutes. After it, the signal sets
+// stop_signal and the loop saves at the end of its step.
 class StopOnSignals {
  public:
-  StopOnSignals() {
+  explicit StopOnSignals(std::string before_training)
+      : before_training_(std::move(before_training)) {
     stop_signal = 0;
     sigemptyset(&signals_);
     sigaddset(&signals_, SIGINT);
@@ -50,12 +60,20 @@ class StopOnSignals {
     waiter_ = std::thread([this] {
       const timespec tick = {0, 50 * 1000 * 1000};  // how soon it sees done_
       while (!done_) {
-        if (const int signal = sigtimedwait(&signals_, nullptr, &tick); signal > 0) {
-          stop_signal = signal;
+        const int signal = sigtimedwait(&signals_, nullptr, &tick);
+        if (signal <= 0) continue;
+        if (!training_) {
+          const std::string line =
+              absl::StrCat("tensorcut train: ", StopReason(signal), before_training_, "\n");
+          std::fwrite(line.data(), 1, line.size(), stderr);
+          std::fflush(stderr);
+          std::_Exit(kExitInterrupted);
         }
+        stop_signal = signal;
       }
     });
   }
+  void TrainingStarts() { training_ = true; }
   ~StopOnSignals() {
     done_ = true;
     waiter_.join();
@@ -65,8 +83,9 @@ class StopOnSignals {
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
+  const std::string before_training_;
   sigset_t signals_, previous_;
-  std::atomic<bool> done_{false};
+  std::atomic<bool> done_{false}, training_{false};
   std::thread waiter_;
 };
 
@@ -121,7 +140,8 @@ absl::Status Run(dist::ProcessGroup& group) {
       !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
   }
-  StopOnSignals stop_on_signals;
+  StopOnSignals stop_on_signals(
+      absl::StrCat(" before the first step: nothing saved (", checkpoint, " is as it was)"));
 
   TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
   Trainer& t = *trainer;
@@ -162,6 +182,16 @@ absl::Status Run(dist::ProcessGroup& group) {
       std::printf("--lr %g replaces the checkpoint's learning rate %g\n", *options.lr,
                   t.checkpoint_lr().value_or(0));
     }
+    if (t.checkpoint_precision().has_value() && t.checkpoint_precision() != options.precision) {
+      const std::string now(PrecisionName(options.precision));
+      const std::string before(PrecisionName(*t.checkpoint_precision()));
+      if (FlagGiven("precision")) {
+        std::printf("--precision %s replaces the checkpoint's %s\n", now.c_str(), before.c_str());
+      } else {
+        std::printf("training in %s; the checkpoint was trained in %s (--precision %s keeps it)\n",
+                    now.c_str(), before.c_str(), before.c_str());
+      }
+    }
   }
 
   const int64_t every = std::min<int64_t>(100, t.steps_per_epoch());
@@ -170,8 +200,24 @@ absl::Status Run(dist::ProcessGroup& group) {
   const Clock::time_point start = Clock::now();
   int64_t examples = 0;
   int64_t saved_step = -1;  // the step of the last checkpoint this run wrote
+  stop_on_signals.TrainingStarts();
   while (t.step() < t.last_step() && stop_signal == 0) {
-    TC_ASSIGN_OR_RETURN(StepStats stats, t.Step());
+    absl::StatusOr<StepStats> stepped = t.Step();
+    if (absl::IsDeadlineExceeded(stepped.status()) && t.rank() == 0 && t.step() != saved_step &&
+        t.step() != t.first_step()) {
+      // Another rank stopped answering. A step that fails leaves the
+      // parameters and the optimizer as the last step every rank finished
+      // left them (a BatchNorm's running statistics may hold the failed
+      // step's batch too): that step is saved before the job ends.
+      const absl::Status saved = t.Save(checkpoint);
+      return absl::Status(
+          stepped.status().code(),
+          absl::StrCat(stepped.status().message(), "; ",
+                       saved.ok() ? absl::StrCat("checkpoint ", checkpoint, " saved at step ",
+                                                 t.step(), "; --resume ", checkpoint, " continues")
+                                  : absl::StrCat("saving failed: ", saved.message())));
+    }
+    TC_ASSIGN_OR_RETURN(StepStats stats, std::move(stepped));
     examples += stats.examples;
     if (!std::isfinite(stats.loss)) {
       // The update it made is not saved: the last checkpoint stays as it was.
@@ -189,9 +235,9 @@ absl::Status Run(dist::ProcessGroup& group) {
     }
   }
   if (stop_signal != 0) {
-    const char* why = stop_signal == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)";
+    const char* why = StopReason(stop_signal);
     // Only progress this run made is saved: stopped before its first step
-    // (while the data loaded), it leaves an earlier checkpoint as it was.
+    // ended, it leaves an earlier checkpoint as it was.
     if (t.step() == t.first_step()) {
       return absl::CancelledError(absl::StrCat(why, " before the first step: nothing saved (",
                                                checkpoint, " is as it was)"));
@@ -225,7 +271,14 @@ absl::Status Run(dist::ProcessGroup& group) {
 // progress and writes the checkpoints; each rank runs one intra-op thread
 // unless --threads says otherwise. A rank's error names it, and ends the job.
 int TrainCommand() {
-  absl::StatusOr<dist::ProcessGroup*> group = dist::ProcessGroup::World();
+  const double timeout = absl::GetFlag(FLAGS_collective_timeout);
+  if (!(timeout > 0 && timeout <= 1e6)) {
+    return ExitCode(
+        "train", absl::InvalidArgumentError(absl::StrCat(
+                     "--collective_timeout must be seconds above 0 (up to 1e6), got ", timeout)));
+  }
+  absl::StatusOr<dist::ProcessGroup*> group =
+      dist::ProcessGroup::World({.timeout = absl::Seconds(timeout)});
   if (!group.ok()) return ExitCode("train", group.status());
   if ((*group)->size() == 1) return ExitCode("train", Run(**group));
   if (!FlagGiven("threads")) SetNumThreads(1);

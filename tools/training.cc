@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "dist/data_parallel.h"
 #include "graph/decompositions.h"
 #include "nn/checkpoint.h"
+#include "nn/data/array.h"
 #include "nn/data/csv.h"
 #include "nn/data/data_loader.h"
 #include "nn/data/npy.h"
@@ -281,6 +284,7 @@ constexpr char kDataKey[] = "tensorcut.data";
 constexpr char kDropLastKey[] = "tensorcut.drop_last";
 constexpr char kRngSeedKey[] = "tensorcut.rng_seed";  // the default generator's
 constexpr char kRngOffsetKey[] = "tensorcut.rng_offset";
+constexpr char kPrecisionKey[] = "tensorcut.precision";
 
 absl::StatusOr<std::string> MetadataValue(const nn::Metadata& metadata, const char* key,
                                           const std::string& path) {
@@ -399,6 +403,17 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
     t->spec_ = imported.spec;
     t->spec_.name = options.model;
   }
+  if (std::error_code error; !options.data_dir.empty() &&
+                             std::filesystem::exists(options.data_dir, error) &&
+                             !std::filesystem::is_directory(options.data_dir, error)) {
+    // What is neither a folder nor a file (a FIFO, as `--data <(...)` gives)
+    // would be waited on, or read without end.
+    if (absl::Status s = nn::CheckRegularFile(options.data_dir); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data takes a data file (.csv, .npz, .safetensors) or a Fashion-MNIST folder: ",
+          s.message()));
+    }
+  }
   if (IsDataFile(options.data_dir)) {
     // The user's data sizes a reference model: its features in, its classes
     // out; an imported model must fit the data.
@@ -427,8 +442,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   // What can be checked without data or compiling comes first.
   nn::Metadata metadata;
   if (!options.resume.empty()) {
-    TC_RETURN_IF_ERROR(nn::LoadTensors(options.resume, &metadata).status());
-    TC_RETURN_IF_ERROR(t->CheckResumable(metadata));
+    TC_ASSIGN_OR_RETURN(const nn::NamedTensors saved, nn::LoadTensors(options.resume, &metadata));
+    TC_RETURN_IF_ERROR(t->CheckResumable(saved, metadata));
   }
   TC_RETURN_IF_ERROR(t->MakeData());
   if (!options.resume.empty()) {
@@ -481,12 +496,40 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   return t;
 }
 
-absl::Status Trainer::CheckResumable(const nn::Metadata& metadata) const {
+absl::Status Trainer::CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata) {
   const std::string& path = options_.resume;
-  absl::Status s = CheckMetadata(metadata, kModelKey, spec_.name, "--model", path);
-  if (s.ok()) s = CheckMetadata(metadata, kOptimizerKey, options_.optimizer, "--optimizer", path);
-  if (s.ok()) s = CheckMetadata(metadata, kSeedKey, absl::StrCat(options_.seed), "--seed", path);
-  return s;
+  TC_RETURN_IF_ERROR(CheckMetadata(metadata, kModelKey, spec_.name, "--model", path));
+  TC_RETURN_IF_ERROR(
+      CheckMetadata(metadata, kOptimizerKey, options_.optimizer, "--optimizer", path));
+  TC_RETURN_IF_ERROR(
+      CheckMetadata(metadata, kSeedKey, absl::StrCat(options_.seed), "--seed", path));
+  // Every step updates every parameter with a gradient, so the optimizer has
+  // taken as many steps as training: a checkpoint where they differ was put
+  // together from two runs, or edited.
+  TC_ASSIGN_OR_RETURN(const uint64_t step, MetadataNumber(metadata, kStepKey, path));
+  if (step > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, ": metadata \"", kStepKey,
+                                                   "\" is ", step, ", out of range"));
+  }
+  int64_t optimizer_steps = 0;
+  for (const auto& [name, t] : saved) {
+    if (absl::StartsWith(name, nn::kOptimizerStatePrefix) && absl::EndsWith(name, ".step") &&
+        !nn::IsGroupOptionName(name) && t.dtype() == DType::kI64 && t.numel() == 1) {
+      optimizer_steps = std::max(optimizer_steps, t.item<int64_t>());
+    }
+  }
+  if (static_cast<uint64_t>(optimizer_steps) != step) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint ", path, ": metadata \"", kStepKey, "\" is ", step,
+                     " but its optimizer state has taken ", optimizer_steps,
+                     " steps; the checkpoint was not written by one `tensorcut train` run"));
+  }
+  // Mixed precision keeps f32 weights, so either precision resumes either's
+  // checkpoint; train says when the precision changes.
+  if (auto it = metadata.find(kPrecisionKey); it != metadata.end()) {
+    TC_ASSIGN_OR_RETURN(checkpoint_precision_, ParsePrecision(it->second));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Trainer::MakeData() {
@@ -556,11 +599,8 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
 
 absl::Status Trainer::Restore(const nn::Metadata& metadata) {
   const std::string& path = options_.resume;
+  // CheckResumable checked the step's range.
   TC_ASSIGN_OR_RETURN(const uint64_t step, MetadataNumber(metadata, kStepKey, path));
-  if (step > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, ": metadata \"", kStepKey,
-                                                   "\" is ", step, ", out of range"));
-  }
   TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
   TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));
@@ -631,6 +671,7 @@ absl::Status Trainer::Save(const std::string& path) const {
       {kDropLastKey, options_.drop_last ? "true" : "false"},
       {kRngSeedKey, absl::StrCat(DefaultGenerator().seed())},
       {kRngOffsetKey, absl::StrCat(DefaultGenerator().offset())},
+      {kPrecisionKey, std::string(PrecisionName(options_.precision))},
   };
   return nn::SaveTensors(tensors, path, metadata);
 }

@@ -171,6 +171,9 @@ class Trainer {
   double lr() const { return optimizer_->lr(); }
   // The learning rate the resumed checkpoint was trained with; unset afresh.
   std::optional<double> checkpoint_lr() const { return checkpoint_lr_; }
+  // The precision the resumed checkpoint was trained in; unset afresh and for
+  // checkpoints from before it was saved.
+  std::optional<Precision> checkpoint_precision() const { return checkpoint_precision_; }
   const nn::ModelSpec& spec() const { return spec_; }
   const JointGraph& joint() const { return **pipeline_->joint_graph(); }
   const partition::PartitionResult& partition() const { return partition_; }
@@ -181,9 +184,9 @@ class Trainer {
  private:
   Trainer() = default;
   // The steps of Create: the checkpoint's model, optimizer and seed against
-  // the options; the data source (and batch_); the capture, partition and
-  // compiled step; the checkpoint's tensors, step and generator.
-  absl::Status CheckResumable(const nn::Metadata& metadata) const;
+  // the options, its optimizer's step count against its step; the data source (and batch_); the
+  // capture, partition and compiled step; the checkpoint's tensors, step and generator.
+  absl::Status CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata);
   absl::Status MakeData();
   absl::Status Compile(const partition::PartitionFn& partition_fn);
   absl::Status Restore(const nn::Metadata& metadata);
@@ -207,6 +210,7 @@ class Trainer {
   std::unique_ptr<dist::BackwardAllReduce> all_reduce_;
   double compile_seconds_ = 0;
   std::optional<double> checkpoint_lr_;
+  std::optional<Precision> checkpoint_precision_;
   int64_t step_ = 0, first_step_ = 0, last_step_ = 0;
 };
 

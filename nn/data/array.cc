@@ -1,6 +1,9 @@
 #include "nn/data/array.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -56,6 +59,21 @@ void Convert(const uint8_t* src, int64_t n, To* dst) {
 }
 
 }  // namespace
+
+absl::Status CheckRegularFile(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (S_ISREG(info.st_mode)) return absl::OkStatus();
+  const char* kind = S_ISFIFO(info.st_mode)   ? "a FIFO"
+                     : S_ISDIR(info.st_mode)  ? "a directory"
+                     : S_ISCHR(info.st_mode)  ? "a character device"
+                     : S_ISBLK(info.st_mode)  ? "a block device"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                                              : "not a file";
+  return absl::InvalidArgumentError(absl::StrCat(path, " is ", kind, ", not a regular file"));
+}
 
 absl::string_view ElementTypeName(ElementType type) {
   switch (type) {

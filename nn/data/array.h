@@ -25,6 +25,11 @@ enum class ElementType { kBool, kU8, kI8, kU16, kI16, kU32, kI32, kU64, kI64, kF
 
 // "u8", "f32", ...
 absl::string_view ElementTypeName(ElementType type);
+
+// OK when `path` is a regular file: the readers below refuse a FIFO, a device
+// or a directory, whose reading could wait forever or never end, with "PATH
+// is a FIFO, not a regular file".
+absl::Status CheckRegularFile(const std::string& path);
 size_t ElementSize(ElementType type);
 
 struct Array {

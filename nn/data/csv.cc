@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 
 namespace tc::nn {
 namespace {
@@ -60,6 +61,7 @@ Array Make(ElementType type, std::vector<int64_t> shape, const std::vector<T>& v
 
 absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& label_column,
                                 const std::vector<std::string>& classes) {
+  TC_RETURN_IF_ERROR(CheckRegularFile(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::string line;

@@ -71,6 +71,7 @@ std::string Locate(const std::string& dir, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path) {
+  TC_RETURN_IF_ERROR(CheckRegularFile(path));
   Reader reader(path);
   if (!reader.is_open()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   std::vector<uint8_t> b;

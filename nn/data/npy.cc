@@ -24,6 +24,7 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
 }
 
 absl::StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) {
+  TC_RETURN_IF_ERROR(CheckRegularFile(path));
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -4,7 +4,8 @@
 # the other rank's sleep would (20 s); and `tensorcut train` on two ranks,
 # which must train as one process does on the same global batches (cnn with
 # its BatchNorm synchronised), resume
-# its own checkpoint bit for bit, and leave one that one process resumes.
+# its own checkpoint bit for bit, and leave one that one process resumes;
+# and a rank stopped mid-training, which rank 0 must name.
 #   tests/dist/mpirun_test.sh DATA_PARALLEL_TEST FAILING_RANK TENSORCUT COMPARE_CHECKPOINTS
 set -uo pipefail
 # Absolute: the training runs work in the temporary folder.
@@ -35,7 +36,7 @@ for mode in exit stall; do
   [ "$elapsed" -lt 15 ] || fail "failing_rank $mode: the job took ${elapsed}s to end"
   case "$mode" in
     exit) pattern="exited on signal|exit code|non-zero status" ;;
-    stall) pattern="tensorcut: all-reduce: rank 0 of 2 waited 1s for the other ranks" ;;
+    stall) pattern="tensorcut: all-reduce: rank 0 of 2 waited 1s for the other ranks: rank 1 did not answer" ;;
   esac
   grep -Eq "$pattern" "$TMPDIR/$mode.log" || fail "failing_rank $mode: no message matching: $pattern"
 done
@@ -56,6 +57,7 @@ for model in "mlp --batch 64" "transformer" "cnn --sync_batchnorm --lr 0.005"; d
   "${mpirun[@]}" "$tensorcut" "${train[@]}" --model "${flags[@]}" --checkpoint "two_$name.safetensors" \
     >"two_$name.log" 2>&1 || { cat "two_$name.log"; fail "$name: two ranks"; }
   grep -q "data parallel: 2 ranks" "two_$name.log" || fail "$name: no data-parallel line"
+  ! grep -q $'\r' "two_$name.log" || fail "$name: progress redrawn with \\r in a log"
   [ "$(grep -c "^tensorcut train: $name" "two_$name.log")" -eq 1 ] ||
     fail "$name: other ranks than 0 printed progress"
   "$compare" "two_$name.safetensors" "one_$name.safetensors" 1e-5 ||
@@ -75,6 +77,31 @@ grep -q "sync_batchnorm needs equal shares: a batch of 32 does not split into 3 
 "$tensorcut" "${train[@]}" --model mlp --batch 64 --resume half.safetensors \
   --checkpoint resumed_one.safetensors >/dev/null || fail "mlp: one process resumed"
 "$compare" resumed_one.safetensors two_mlp.safetensors 1e-5 || fail "mlp: resumed on one process"
+
+# Rank 1 stopped (SIGSTOP) mid-training: rank 0 waits --collective_timeout,
+# names rank 1, saves the last step both finished, and the job ends.
+"${mpirun[@]}" "$tensorcut" "${train[@]}" --model mlp --batch 64 --steps 1000000 \
+  --collective_timeout 2 --checkpoint stalled.safetensors >stalled.log 2>&1 &
+job=$!
+for _ in $(seq 600); do
+  grep -q "^step 100/" stalled.log && break
+  sleep 0.1
+done
+stopped=""
+for pid in $(pgrep -f -- "$tensorcut train"); do
+  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && stopped=$pid
+done
+if [ -z "$stopped" ]; then
+  kill "$job"
+  fail "stalled rank: rank 1 not found"
+else
+  kill -STOP "$stopped"
+  wait "$job" && fail "stalled rank: the job exited 0"
+  kill -KILL "$stopped" 2>/dev/null
+  grep -q "waited 2s for the other ranks: rank 1 did not answer" stalled.log &&
+    grep -q "checkpoint stalled.safetensors saved at step" stalled.log &&
+    [ -f stalled.safetensors ] || { cat stalled.log; fail "stalled rank: no message or checkpoint"; }
+fi
 
 [ "$failures" -eq 0 ] && echo "mpirun_test: passed"
 exit "$failures"

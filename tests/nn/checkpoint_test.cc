@@ -178,13 +178,20 @@ TEST_CASE("SaveTensors and LoadTensors keep names, order, dtypes, metadata") {
         "checkpoint " + path + ": cannot save two tensors named a");
 }
 
-TEST_CASE("a save removes the temporary files saves of the same path left when killed") {
+TEST_CASE("a save, or the check before it, removes the temporaries killed saves left") {
   const std::string path = TempPath("stale.safetensors");
   for (const char* leftover : {".tmp-a1B2c3", ".tmp-XyZ789"}) {
     std::ofstream(path + leftover) << "half a checkpoint";
   }
   std::ofstream(path + ".tmp-keep") << "not a save's temporary";
   std::ofstream(TempPath("other.safetensors.tmp-a1B2c3")) << "another path's";
+  // Training checks its checkpoint's folder when it starts: a run killed
+  // mid-save leaves nothing behind past the next start.
+  REQUIRE(CheckWritable(path).ok());
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp-a1B2c3"));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp-XyZ789"));
+  CHECK(std::filesystem::exists(path + ".tmp-keep"));
+  std::ofstream(path + ".tmp-a1B2c3") << "half a checkpoint";
   REQUIRE(SaveTensors({{"a", zeros({1})}}, path).ok());
   CHECK_FALSE(std::filesystem::exists(path + ".tmp-a1B2c3"));
   CHECK_FALSE(std::filesystem::exists(path + ".tmp-XyZ789"));
@@ -239,7 +246,7 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
         ": invalid header: parse error at line 1, column 2: syntax error while parsing object "
         "key - invalid literal; last read: '{#'; expected string literal");
   CHECK(LoadCorrupted(Replace(good, "\"shape\":[2,3]", "\"shape\":[2,3,")) ==
-        ": invalid header: parse error at line 1, column 156: syntax error while parsing value - "
+        ": invalid header: parse error at line 1, column 207: syntax error while parsing value - "
         "unexpected ','; expected '[', '{', or a literal");
   // An entry without dtype or shape once loaded as f32, or as a scalar.
   CHECK(LoadCorrupted(Replace(good, "\"dtype\":\"F32\",", "")) ==
@@ -256,6 +263,13 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
         "18446744073709551728");
   CHECK(LoadCorrupted(Replace(good, "[20,44]", "[20,48]")) ==
         ": fc.weight: f32[2,3] needs 24 bytes but data_offsets [20, 48] hold 28");
+  // One bit of a weight flipped on disk: the header's CRC-32 no longer matches.
+  flipped = good;
+  flipped[8 + n + 21] ^= 0x10;
+  CHECK_THAT(LoadCorrupted(flipped),
+             Catch::StartsWith(": the data does not match its checksum (metadata "
+                               "\"tensorcut.data_crc32\" is \"") &&
+                 Catch::EndsWith("): the file was damaged after it was written"));
   CHECK(LoadCorrupted(Replace(good, "[44,56]", "[40,52]")) ==
         ": fc.bias: data_offsets [40, 52] overlap the previous tensor");
   CHECK(LoadCorrupted(Replace(good, "[44,56]", "[48,60]")) ==
@@ -269,7 +283,7 @@ TEST_CASE("corrupted files give a status and leave the module unchanged") {
   CHECK(LoadCorrupted(Replace(good, "\"fc.bias\"", "\"scale\"  ")) ==
         ": invalid header: duplicate entry scale");
   CHECK(LoadCorrupted(Replace(good, "[44,56]", "[44,5.]")) ==
-        ": invalid header: parse error at line 1, column 239: syntax error while parsing value - "
+        ": invalid header: parse error at line 1, column 290: syntax error while parsing value - "
         "invalid number; expected digit after '.'; last read: '5.]'");
   CHECK(LoadCorrupted("") == ": truncated: 0 bytes, too short for the 8-byte header length");
   // Names and values are UTF-8 (a save writes them so; once, any bytes

@@ -2,6 +2,9 @@
 // .npz (stored and deflated members, CRC), CSV (numeric and class labels,
 // quoting); row gathering into batch tensors; and each malformed input's
 // error, naming the file, member, line or column.
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -136,7 +139,22 @@ TEST_CASE("malformed .npy files give errors naming the file and the problem") {
   Bytes truncated = Npy(dict, Raw<float>({1, 2}));
   truncated.resize(20);
   CHECK(error("truncated.npy", truncated) == ": truncated header");
-  CHECK(ReadNpy(Temp("missing.npy")).status().message() == "cannot open " + Temp("missing.npy"));
+  CHECK(ReadNpy(Temp("missing.npy")).status().message() ==
+        "cannot open " + Temp("missing.npy") + ": No such file or directory");
+}
+
+TEST_CASE("a FIFO, a device or a directory given as data is refused, not read") {
+  // Reading a FIFO waits for a writer that may never come; /dev/zero never ends.
+  const std::string fifo = Temp("data.fifo");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(ReadCsv(fifo, "y").status().message() == fifo + " is a FIFO, not a regular file");
+  CHECK(ReadNpy(fifo).status().message() == fifo + " is a FIFO, not a regular file");
+  CHECK(ReadNpz(fifo).status().message() == fifo + " is a FIFO, not a regular file");
+  CHECK(ReadNpy("/dev/zero").status().message() ==
+        "/dev/zero is a character device, not a regular file");
+  CHECK(ReadCsv("/tmp", "y").status().message() == "/tmp is a directory, not a regular file");
+  CHECK(ReadCsv(Temp("none.csv"), "y").status().code() == absl::StatusCode::kNotFound);
 }
 
 TEST_CASE(".npz archives, stored or deflated, load every member by name") {

@@ -1,10 +1,12 @@
 // The built `tensorcut` binary, run as a user would: each subcommand's output
 // checked against the library calls it stands for, --help for each, and the
 // exit codes and messages of mistakes.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -207,7 +209,8 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(
       r.err ==
       "tensorcut train: --strategy is not a flag of train (its flags: --model --onnx --loss "
-      "--epochs --steps --batch --drop_last --sync_batchnorm --lr --optimizer --partition --budget "
+      "--epochs --steps --batch --drop_last --sync_batchnorm --collective_timeout --lr --optimizer "
+      "--partition --budget "
       "--checkpoint --save_every --resume --seed --data --label_column --features --labels "
       "--test_data --threads --gemm --precision)\n");
   r = Tensorcut("partition --model linear --threads 2");
@@ -249,6 +252,33 @@ TEST_CASE("train writes a checkpoint that --resume continues from") {
   REQUIRE(r.code == 0);
   REQUIRE(Contains(r.out, "; adam lr 0.01\n"));
   REQUIRE(Contains(r.out, "\n--lr 0.01 replaces the checkpoint's learning rate 0.05\n"));
+
+  // Either precision resumes either's checkpoint (the weights stay f32);
+  // train says which it uses when they differ.
+  r = Tensorcut(absl::StrCat("train --model linear --steps 35 --precision bf16 --checkpoint ", ckpt,
+                             " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(r.out, "\n--precision bf16 replaces the checkpoint's f32\n"));
+  r = Tensorcut(
+      absl::StrCat("train --model linear --steps 40 --checkpoint ", ckpt, " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  REQUIRE(Contains(
+      r.out,
+      "\ntraining in f32; the checkpoint was trained in bf16 (--precision bf16 keeps it)\n"));
+
+  // A step that its optimizer's state disagrees with: put together or edited.
+  nn::Metadata metadata;
+  absl::StatusOr<nn::NamedTensors> saved = nn::LoadTensors(ckpt, &metadata);
+  REQUIRE(saved.ok());
+  metadata["tensorcut.step"] = "37";
+  const std::string edited = TempPath("edited.safetensors");
+  REQUIRE(nn::SaveTensors(*saved, edited, metadata).ok());
+  r = Tensorcut(absl::StrCat("train --model linear --steps 45 --resume ", edited));
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == absl::StrCat("tensorcut train: checkpoint ", edited,
+                                ": metadata \"tensorcut.step\" is 37 but its optimizer state has "
+                                "taken 40 steps; the checkpoint was not written by one "
+                                "`tensorcut train` run\n"));
 
   r = Tensorcut(absl::StrCat("train --model convbn --steps 20 --resume ", ckpt));
   REQUIRE(r.code == 2);
@@ -302,6 +332,21 @@ TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
   r = Tensorcut(absl::StrCat("train --model mlp --data ", train, " --label-column z --steps 1"));
   CHECK(r.code == 2);
   CHECK(Contains(r.err, absl::StrCat(train, ": no column \"z\" (columns: x0, x1, y)")));
+  // A file saved as UTF-16: the error quotes its header with every NUL and
+  // the byte-order mark escaped, not written raw to the terminal; a FIFO is
+  // refused rather than waited on.
+  const std::string utf16 = TempPath("utf16.csv");
+  std::ofstream(utf16, std::ios::binary) << std::string("\xff\xfex\0,\0y\0\n\0", 12);
+  r = Tensorcut(absl::StrCat("train --model mlp --data ", utf16, " --label-column y --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(r.err.find('\0') == std::string::npos);
+  CHECK(Contains(r.err, "(columns: \\xff\\xfex\\x00, \\x00y\\x00)"));
+  const std::string fifo = TempPath("data.fifo");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  r = Tensorcut(absl::StrCat("train --model mlp --data ", fifo, " --label-column y --steps 1"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, fifo + " is a FIFO, not a regular file"));
   r = Tensorcut(absl::StrCat("train --model cnn --data ", train, " --label-column y --steps 1"));
   CHECK(r.code == 2);
   CHECK(Contains(r.err,
@@ -575,6 +620,8 @@ TEST_CASE("train loses nothing: a diverging loss stops it, a signal saves, --sav
   REQUIRE(Contains(r.err, absl::StrCat("tensorcut train: interrupted (SIGINT) before the first "
                                        "step: nothing saved (",
                                        interrupted, " is as it was)")));
+  // It stopped loading: the banner that follows the data and the compile is not there.
+  REQUIRE(!Contains(r.out, "\ndata: "));
   REQUIRE(ReadFile(interrupted) == before);
 }
 
