@@ -336,7 +336,8 @@ TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
   // the byte-order mark escaped, not written raw to the terminal; a FIFO is
   // refused rather than waited on.
   const std::string utf16 = TempPath("utf16.csv");
-  std::ofstream(utf16, std::ios::binary) << std::string("\xff\xfex\0,\0y\0\n\0", 12);
+  static constexpr char kUtf16Header[] = "\xff\xfex\0,\0y\0\n\0";
+  std::ofstream(utf16, std::ios::binary) << std::string(kUtf16Header, sizeof(kUtf16Header) - 1);
   r = Tensorcut(absl::StrCat("train --model mlp --data ", utf16, " --label-column y --steps 1"));
   CHECK(r.code == 2);
   CHECK(r.err.find('\0') == std::string::npos);
