@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -40,6 +42,17 @@ std::string Xml(const std::string& s) {
   }
   return out;
 }
+
+// A text's extent in pixels, for keeping labels apart: Helvetica's
+// characters average about 0.6 of the font size.
+double TextWidth(const std::string& text, double font_size) {
+  return 0.6 * font_size * static_cast<double>(text.size());
+}
+
+struct Box {
+  double x0, y0, x1, y1;
+  bool Overlaps(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
 
 // An axis range: [lo, hi] widened to multiples of a 1, 2 or 5 times a power
 // of ten `step`, about five ticks apart.
@@ -108,7 +121,29 @@ std::string SvgPlot(const Plot& plot) {
                         kLeft, kTop, kTop + h, kLeft + w, kLeft + w / 2, kHeight - 16,
                         Xml(plot.x_label), kTop + h / 2, Xml(plot.y_label));
 
-  int legend_entries = 0;
+  // The legend, top right: a swatch and the name per named series.
+  struct Entry {
+    const char* colour;
+    const std::string* name;
+    double y;
+  };
+  std::vector<Entry> legend;
+  std::vector<Box> taken;  // what labels must not cover: the legend, then placed labels
+  for (size_t i = 0; i < plot.series.size(); ++i) {
+    if (plot.series[i].name.empty()) continue;
+    const double y = kTop + 12 + 16 * legend.size();
+    legend.push_back({kColours[i % kColours.size()], &plot.series[i].name, y});
+    const double right = kLeft + w - 4;
+    taken.push_back({right - 12 - TextWidth(plot.series[i].name, 12), y - 8, right, y + 8});
+  }
+
+  // Points, each with its label as a tooltip; a point drawn over an earlier
+  // labelled one of its series extends that label to a range ("0.1-0.9").
+  struct Label {
+    double x, y;  // the point, in pixels
+    std::string text;
+  };
+  std::vector<Label> labels;
   for (size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& series = plot.series[i];
     const char* colour = kColours[i % kColours.size()];
@@ -122,39 +157,68 @@ std::string SvgPlot(const Plot& plot) {
                             "stroke-width=\"2\"/>\n",
                             line, colour);
     }
-    // A point drawn over an earlier labelled one of its series extends that
-    // label to a range ("0.1-0.9") instead of printing over it.
-    struct Label {
-      const PlotPoint* at;
-      std::string first, last;
-    };
-    std::vector<Label> labels;
+    const size_t first_label = labels.size();
+    std::vector<std::string> last(series.points.size());
     for (const PlotPoint& p : series.points) {
-      absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
-                            sx(p.x), sy(p.y), colour);
+      absl::StrAppendFormat(&svg, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">", sx(p.x),
+                            sy(p.y), colour);
+      if (!p.label.empty()) absl::StrAppend(&svg, "<title>", Xml(p.label), "</title>");
+      absl::StrAppend(&svg, "</circle>\n");
       if (p.label.empty()) continue;
-      auto covered = std::find_if(labels.begin(), labels.end(), [&](const Label& l) {
-        return std::abs(sx(l.at->x) - sx(p.x)) < 24 && std::abs(sy(l.at->y) - sy(p.y)) < 14;
+      auto covered = std::find_if(labels.begin() + first_label, labels.end(), [&](const Label& l) {
+        return std::abs(l.x - sx(p.x)) < 24 && std::abs(l.y - sy(p.y)) < 14;
       });
       if (covered == labels.end()) {
-        labels.push_back({&p, p.label, p.label});
+        labels.push_back({sx(p.x), sy(p.y), p.label});
+        last[labels.size() - 1 - first_label] = p.label;
       } else {
-        covered->last = p.label;
+        last[covered - labels.begin() - first_label] = p.label;
       }
     }
-    for (const Label& l : labels) {
-      absl::StrAppendFormat(
-          &svg, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">%s</text>\n",
-          sx(l.at->x) + 6, sy(l.at->y) - 6,
-          Xml(l.first == l.last ? l.first : absl::StrCat(l.first, "-", l.last)));
+    for (size_t l = first_label; l < labels.size(); ++l) {
+      const std::string& end = last[l - first_label];
+      if (end != labels[l].text) labels[l].text = absl::StrCat(labels[l].text, "-", end);
     }
-    if (series.name.empty()) continue;
-    // The legend: a swatch and the name per named series, top right.
-    const double y = kTop + 12 + 16 * legend_entries++;
+  }
+
+  // Each label beside its point where it covers no other label, the legend
+  // or the frame: above right, below right, above left, below left, right,
+  // left, then rows further up and down (up to five rows away); a label
+  // with no free place is left to its point's tooltip.
+  constexpr double kLabelFont = 10, kRow = 12;
+  for (const Label& l : labels) {
+    const double width = TextWidth(l.text, kLabelFont);
+    std::vector<std::array<double, 2>> offsets;
+    for (int row = 0; row <= 5; ++row) {
+      const double up = -6 - row * kRow, down = 14 + row * kRow;
+      for (const double dx : {6.0, -6 - width}) {
+        offsets.push_back({dx, up});
+        offsets.push_back({dx, down});
+      }
+      if (row == 0) {
+        offsets.push_back({8, 4});
+        offsets.push_back({-8 - width, 4});
+      }
+    }
+    for (const auto& offset : offsets) {
+      const double x = l.x + offset[0], baseline = l.y + offset[1];
+      const Box box{x, baseline - kLabelFont, x + width, baseline + 2};
+      if (box.x0 < kLeft || box.x1 > kLeft + w || box.y0 < kTop || box.y1 > kTop + h) continue;
+      if (std::any_of(taken.begin(), taken.end(), [&](const Box& b) { return b.Overlaps(box); })) {
+        continue;
+      }
+      taken.push_back(box);
+      absl::StrAppendFormat(
+          &svg, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\">%s</text>\n", x,
+          baseline, Xml(l.text));
+      break;
+    }
+  }
+  for (const Entry& e : legend) {
     absl::StrAppendFormat(&svg,
                           "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"4\" fill=\"%s\"/>"
                           "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>\n",
-                          kLeft + w - 8, y, colour, kLeft + w - 16, y + 4, Xml(series.name));
+                          kLeft + w - 8, e.y, e.colour, kLeft + w - 16, e.y + 4, Xml(*e.name));
   }
   return svg + "</svg>\n";
 }

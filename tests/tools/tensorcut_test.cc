@@ -162,6 +162,10 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(r.code == 2);
   REQUIRE(r.err == "tensorcut: --lr must be a finite number >= 0, got inf\n");
   REQUIRE(Tensorcut("train --model linear --lr=-1").code == 2);
+  r = Tensorcut("train --model linear --collective_timeout 0");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err ==
+          "tensorcut train: --collective_timeout must be seconds above 0 (up to 1e6), got 0\n");
 
   r = Tensorcut("partition --model resnet");
   REQUIRE(r.code == 2);
