@@ -23,13 +23,19 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
 }
 
+// The whole file, in one buffer of its size.
 absl::StatusOr<std::vector<uint8_t>> ReadFile(const std::string& path) {
   TC_RETURN_IF_ERROR(CheckRegularFile(path));
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  const std::streamoff size = in.tellg();
+  if (size < 0) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), size);
+  if (in.gcount() != size) {
+    return absl::DataLossError(absl::StrCat("cannot read ", path, ": it changed while read"));
+  }
   return bytes;
 }
 
@@ -124,6 +130,11 @@ std::vector<uint8_t> ToRowMajor(const std::vector<uint8_t>& column_major,
 }  // namespace
 
 absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string& where) {
+  return ParseNpy(std::vector<uint8_t>(file.begin(), file.end()), where);
+}
+
+absl::StatusOr<Array> ParseNpy(std::vector<uint8_t> contents, const std::string& where) {
+  const absl::Span<const uint8_t> file(contents);
   static constexpr uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (file.size() < 10 || std::memcmp(file.data(), kMagic, 6) != 0) {
     return Bad(where, "not an .npy file (no \\x93NUMPY magic)");
@@ -172,7 +183,9 @@ absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string
     return Bad(where, absl::StrCat("the data is ", file.size() - data_start, " bytes; ",
                                    array.ToString(), " needs ", want));
   }
-  array.bytes.assign(file.begin() + data_start, file.end());
+  // The data stays in the buffer it came in: an array costs its size once.
+  contents.erase(contents.begin(), contents.begin() + static_cast<std::ptrdiff_t>(data_start));
+  array.bytes = std::move(contents);
   if (array.type == ElementType::kBool) {
     for (size_t i = 0; i < array.bytes.size(); ++i) {
       if (array.bytes[i] > 1) {
@@ -189,7 +202,7 @@ absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string
 
 absl::StatusOr<Array> ReadNpy(const std::string& path) {
   TC_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadFile(path));
-  return ParseNpy(bytes, path);
+  return ParseNpy(std::move(bytes), path);
 }
 
 absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
@@ -271,10 +284,10 @@ absl::StatusOr<NamedArrays> ReadNpz(const std::string& path) {
       return Bad(where, absl::StrCat("compression method ", method,
                                      " is not supported (stored and deflate are)"));
     }
-    if (crc32(0, member.data(), static_cast<uInt>(member.size())) != crc) {
+    if (crc32_z(0, member.data(), member.size()) != crc) {
       return Bad(where, "CRC mismatch: the archive is corrupt");
     }
-    TC_ASSIGN_OR_RETURN(Array array, ParseNpy(member, where));
+    TC_ASSIGN_OR_RETURN(Array array, ParseNpy(std::move(member), where));
     out.emplace_back(std::string(absl::StripSuffix(name, ".npy")), std::move(array));
   }
   return out;

@@ -29,7 +29,10 @@ absl::StatusOr<Array> ReadNpy(const std::string& path);
 absl::StatusOr<NamedArrays> ReadNpz(const std::string& path);
 
 // An .npy file's contents; `where` prefixes errors ("x.npz: member y.npy").
+// Given the contents by value, the array keeps their buffer: reading costs
+// the data's size once, not twice.
 absl::StatusOr<Array> ParseNpy(absl::Span<const uint8_t> file, const std::string& where);
+absl::StatusOr<Array> ParseNpy(std::vector<uint8_t> contents, const std::string& where);
 
 }  // namespace tc::nn
 
