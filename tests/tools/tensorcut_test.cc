@@ -222,6 +222,28 @@ TEST_CASE("mistakes exit non-zero with a message naming them") {
   REQUIRE(Contains(r.err, "tensorcut partition: --threads is not a flag of partition"));
 }
 
+// The OMP_WAIT_POLICY a `tensorcut train` running under `environment` has.
+std::string WaitPolicyOfTrain(const std::string& environment) {
+  const std::string binary =
+      absl::StrCat(Env("TEST_SRCDIR"), "/", Env("TEST_WORKSPACE"), "/tools/tensorcut");
+  const std::string out = TempPath("wait_policy");
+  std::remove(out.c_str());
+  const std::string command = absl::StrCat(
+      "env ", environment, " ", binary, " train --model transformer --steps 100000 --checkpoint ",
+      TempPath("wait.safetensors"),
+      " >/dev/null 2>&1 & pid=$!; sleep 2; tr '\\0' '\\n' "
+      "</proc/$pid/environ | grep '^OMP_WAIT_POLICY=' >",
+      out, "; kill -INT $pid; wait $pid");
+  std::system(command.c_str());
+  return ReadFile(out);
+}
+
+TEST_CASE("train waits for OpenMP work passively unless the environment says otherwise") {
+  // Spinning workers took shared cores from the threads with work.
+  CHECK(WaitPolicyOfTrain("-u OMP_WAIT_POLICY") == "OMP_WAIT_POLICY=passive\n");
+  CHECK(WaitPolicyOfTrain("OMP_WAIT_POLICY=active") == "OMP_WAIT_POLICY=active\n");
+}
+
 TEST_CASE("train writes a checkpoint that --resume continues from") {
   const std::string ckpt = TempPath("linear.safetensors");
   Result r =
