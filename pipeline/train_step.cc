@@ -4,6 +4,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "nn/clip_grad.h"
 #include "partition/min_cut.h"
@@ -32,9 +33,35 @@ class WithLoss : public nn::Module {
   nn::LossFn loss_;
 };
 
+// A batch leaf's capture path in the words of Create's arguments: the
+// capture sees (inputs, targets) as one tuple, "inputs[0]..." and
+// "inputs[1]...".
+std::string UserWords(absl::string_view path) {
+  if (absl::ConsumePrefix(&path, "inputs[0]")) return absl::StrCat("inputs", path);
+  if (absl::ConsumePrefix(&path, "inputs[1]")) return absl::StrCat("targets", path);
+  return std::string(path);
+}
+
 }  // namespace
 
 TrainStep::~TrainStep() = default;
+
+absl::Status TrainStep::CheckBatch(absl::Span<const Tensor> batch) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const TensorType& want = batch_types_[i];
+    const Tensor& t = batch[i];
+    bool fits = t.defined() && t.dtype() == want.dtype && t.dim() == want.rank();
+    for (int64_t d = 0; fits && d < want.rank(); ++d) {
+      fits = IsSymbolic(want.shape[d]) || want.shape[d] == t.size(d);
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TrainStep: batch[", i, "] (", batch_words_[i], "): expected ", want.ToString(), ", got ",
+          t.defined() ? t.type().ToString() : "an undefined tensor"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module, nn::LossFn loss,
                                                              const TensorTree& inputs,
@@ -109,11 +136,13 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   batch_args_.clear();
   batch_names_.clear();
   batch_types_.clear();
+  batch_words_.clear();
   for (int i = 0; i < static_cast<int>(captured.inputs.size()); ++i) {
     if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput) {
       batch_args_.push_back(i);
       batch_names_.push_back(captured.graph.placeholders()[i]->name());
       batch_types_.push_back(captured.graph.placeholders()[i]->type());
+      batch_words_.push_back(UserWords(captured.inputs[i].name));
     }
   }
   forward_ = std::move(fw.run);
@@ -178,7 +207,8 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
     for (int i : batch_args_) forward_args_[i] = Tensor();
     return s;
   }
-  absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
+  absl::Status s = CheckBatch(batch);
+  if (s.ok()) s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
   if (!s.ok()) return WithWideningFailure(s, widening);
   // Copied through strides: a compiler may return them in any layout.

@@ -127,6 +127,10 @@ class TrainStep {
   double last_grad_norm() const { return last_grad_norm_; }
 
  private:
+  // The batch against the compiled step's inputs, in the words of Create's
+  // arguments ("batch[1] (targets): expected i64[128], got f32[128]"); a
+  // symbolic dim takes any size.
+  absl::Status CheckBatch(absl::Span<const Tensor> batch) const;
   TrainStep() = default;
   // Captures, differentiates, partitions and compiles with `dynamic` dims.
   absl::Status Compile(const DynamicDims& dynamic);
@@ -140,6 +144,7 @@ class TrainStep {
   std::atomic<bool> running_{false};
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
+  std::vector<std::string> batch_words_;  // and its name in Create's words: "inputs", "targets"
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;

@@ -208,7 +208,8 @@ TEST_CASE("a batch of the wrong count, dtype or shape is an error naming it") {
   r = step->Run({zeros({64, 784}), batch[1]});
   REQUIRE_FALSE(r.ok());
   REQUIRE_THAT(std::string(r.status().message()),
-               Catch::StartsWith("argument 6 (%arg0): expected f32[128,784], got f32[64,784]; "
+               Catch::StartsWith("TrainStep: batch[0] (inputs): expected f32[128,784], got "
+                                 "f32[64,784]; "
                                  "compiled for any size of the dims that differ, it fails: "
                                  "cross_entropy: expected targets i64[s") &&
                    Catch::Contains("got i64[128]"));
@@ -217,6 +218,9 @@ TEST_CASE("a batch of the wrong count, dtype or shape is an error naming it") {
   REQUIRE_THAT(std::string(r.status().message()), Catch::Contains("it fails: cross_entropy"));
   REQUIRE(step->compilations() == 1);
   REQUIRE(step->Run(batch).ok());  // the failed runs left it usable
+  // The targets are named as Create's argument is, not by their placeholder.
+  r = step->Run({batch[0], batch[1].to(DType::kF32)});
+  REQUIRE(r.status().message() == "TrainStep: batch[1] (targets): expected i64[128], got f32[128]");
 }
 
 TEST_CASE("a compiled step refuses a class target out of range, and stays usable") {
