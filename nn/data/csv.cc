@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <system_error>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -95,33 +98,43 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   for (size_t c = 0; c < header.size(); ++c) {
     if (c != label_index) data.feature_names.push_back(header[c]);
   }
-  std::vector<float> features;
+  // The features as f32 bytes, in a buffer reserved for as many values as
+  // the file could hold (each takes a character and a separator): only what
+  // is written becomes resident, and the buffer never grows by copying.
+  std::error_code size_error;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, size_error);
+  std::vector<uint8_t> features;
+  if (!size_error) features.reserve(static_cast<size_t>(file_bytes / 2 * sizeof(float)));
   std::vector<std::string> label_text;
-  std::vector<std::string> label_where;  // file:line of each label
+  std::vector<int64_t> label_line;  // each label's line in the file
   while (next_line()) {
-    const std::string where = absl::StrCat(path, ":", line_number);
-    if (!SplitFields(line, fields)) return Bad(where, "unterminated quote");
+    // Formatted only for an error: one string a row would be most of the allocations.
+    auto where = [&] { return absl::StrCat(path, ":", line_number); };
+    if (!SplitFields(line, fields)) return Bad(where(), "unterminated quote");
     if (fields.size() != header.size()) {
-      return Bad(where, absl::StrCat("expected ", header.size(), " fields, got ", fields.size()));
+      return Bad(where(), absl::StrCat("expected ", header.size(), " fields, got ", fields.size()));
     }
     for (size_t c = 0; c < fields.size(); ++c) {
       if (c == label_index) {
         if (fields[c].empty())
-          return Bad(where, absl::StrCat("column \"", header[c], "\" is empty"));
+          return Bad(where(), absl::StrCat("column \"", header[c], "\" is empty"));
         label_text.push_back(fields[c]);
-        label_where.push_back(where);
+        label_line.push_back(line_number);
         continue;
       }
       double value = 0;
       if (!absl::SimpleAtod(fields[c], &value)) {
-        return Bad(where,
+        return Bad(where(),
                    absl::StrCat("column \"", header[c], "\": \"", fields[c], "\" is not a number"));
       }
       if (!(std::abs(value) <= std::numeric_limits<float>::max())) {
-        return Bad(where, absl::StrCat("column \"", header[c], "\": ", fields[c],
-                                       " is not a finite f32 value"));
+        return Bad(where(), absl::StrCat("column \"", header[c], "\": ", fields[c],
+                                         " is not a finite f32 value"));
       }
-      features.push_back(static_cast<float>(value));
+      const float f = static_cast<float>(value);
+      const size_t end = features.size();
+      features.resize(end + sizeof(f));
+      std::memcpy(features.data() + end, &f, sizeof(f));
     }
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
@@ -130,19 +143,20 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
 
   // Labels are integers, or class names none of which reads as a number;
   // the first label says which.
+  const std::string column = absl::StrCat("column \"", label_column, "\": ");
   std::vector<int64_t> labels(label_text.size());
   const bool integers = classes.empty() && absl::SimpleAtoi(label_text[0], &labels[0]);
   for (size_t r = 0; r < label_text.size(); ++r) {
+    auto where = [&] { return absl::StrCat(path, ":", label_line[r]); };
     const std::string& text = label_text[r];
-    const std::string column = absl::StrCat("column \"", label_column, "\": ");
     double number = 0;
     if (integers && !absl::SimpleAtoi(text, &labels[r])) {
-      return Bad(label_where[r], absl::StrCat(column, "\"", text,
-                                              "\" is not an integer class, as the first label (\"",
-                                              label_text[0], "\") is"));
+      return Bad(where(), absl::StrCat(column, "\"", text,
+                                       "\" is not an integer class, as the first label (\"",
+                                       label_text[0], "\") is"));
     }
     if (!integers && absl::SimpleAtod(text, &number)) {
-      return Bad(label_where[r],
+      return Bad(where(),
                  classes.empty() && r == 0
                      ? absl::StrCat(column, "\"", text,
                                     "\" is a number but not an integer class: labels are integers "
@@ -174,8 +188,8 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
       labels[r] = it->second;
     }
   }
-  data.features =
-      Make(ElementType::kF32, {rows, static_cast<int64_t>(header.size() - 1)}, features);
+  data.features = Array{
+      ElementType::kF32, {rows, static_cast<int64_t>(header.size() - 1)}, std::move(features)};
   data.labels = Make(ElementType::kI64, {rows}, labels);
   return data;
 }
