@@ -2,13 +2,14 @@
 // normalisation subtracts it again. In f32 what comes out is rounding noise,
 // and it must stay near the noise of the eager kernel (batch_norm_backward;
 // within 6 times, where the defect this guards against was 20 times)
-// under every compiler, partition and decomposition: a backward that
+// under every compiler, partition strategy and decomposition: a backward that
 // cancelled badly (the statistics recomputed with other bits, or the
 // decomposed gradient's terms summed apart) shows here as a larger bias
 // gradient. On the cnn model PyTorch 1.13's eager gradients of these biases
 // are 1.2e-7 to 5.4e-7 (1 and 2 threads, inputs centred or offset by 3),
 // tensorcut's 1e-7 to 3.6e-7 (measured on an AMD EPYC).
 #include <algorithm>
+#include <string>
 
 #include "catch2/catch.hpp"
 #include "codegen/fusing_compiler.h"
@@ -16,6 +17,7 @@
 #include "graph/decompositions.h"
 #include "nn/models/models.h"
 #include "partition/min_cut.h"
+#include "partition/strategies.h"
 #include "pipeline/compiler_pipeline.h"
 #include "runtime/ops.h"
 
@@ -47,9 +49,10 @@ TEST_CASE("a bias before BatchNorm gets the eager kernel's noise under every com
   REQUIRE(eager.bias < 1e-5 * eager.weight);
   for (const DecompositionTable* table :
        {(const DecompositionTable*)nullptr, &DefaultDecompositions()}) {
-    for (const partition::PartitionFn& partition :
-         {partition::PartitionFn(partition::DefaultPartition),
-          partition::PartitionFn(partition::MinCutPartition)}) {
+    // Every strategy by name (linking //partition:milp adds "milp");
+    // budgets halfway, where they make the partitions differ.
+    for (const std::string& strategy : partition::StrategyNames()) {
+      const partition::PartitionFn partition = partition::PartitionerByName(strategy, 0.5).value();
       for (const codegen::Compiler& compiler : {codegen::interpreter(), codegen::fusing()}) {
         const BiasNoise compiled = Measure([&](nn::ModelSpec& spec) {
           Function f =
@@ -58,7 +61,8 @@ TEST_CASE("a bias before BatchNorm gets the eager kernel's noise under every com
                   .value();
           return f(spec.inputs).value();
         });
-        INFO("decompositions " << (table != nullptr) << ", compiled: bias " << compiled.bias);
+        INFO(strategy << ", decompositions " << (table != nullptr) << ", compiled: bias "
+                      << compiled.bias);
         CHECK(compiled.weight == Approx(eager.weight).epsilon(1e-4));
         CHECK(compiled.bias <= 6 * eager.bias);
       }
