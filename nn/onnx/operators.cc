@@ -628,9 +628,14 @@ Outputs ConstantOfShape(const NodeCall& call) {
   return {full(shape, value->to_vector<double>()[0], value->dtype())};
 }
 
-// Shape always runs as shape arithmetic; as a tensor, its dims.
+// Shape always runs as shape arithmetic; as a tensor, its dims. Shape
+// arithmetic declines a node without its input, which is refused here.
 Outputs Shape(const NodeCall& call) {
-  return {Materialize(EvaluateShapeArithmetic(call).value().at(0))};
+  const std::optional<std::vector<IntValue>> dims = EvaluateShapeArithmetic(call);
+  if (!dims.has_value() || dims->empty()) {
+    call.Fail("expected one input, the tensor whose shape it gives");
+  }
+  return {Materialize(dims->front())};
 }
 
 Outputs Where(const NodeCall& call) { return {where(call.input(0), call.input(1), call.input(2))}; }
