@@ -207,10 +207,13 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
     for (int i : batch_args_) forward_args_[i] = Tensor();
     return s;
   }
-  absl::Status s = CheckBatch(batch);
-  if (s.ok()) s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
+  absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
   for (int i : batch_args_) forward_args_[i] = Tensor();
-  if (!s.ok()) return WithWideningFailure(s, widening);
+  if (!s.ok()) {
+    // Only a failed run pays for naming the batch tensor that does not fit.
+    const absl::Status batch_error = CheckBatch(batch);
+    return WithWideningFailure(batch_error.ok() ? s : batch_error, widening);
+  }
   // Copied through strides: a compiler may return them in any layout.
   for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
     kernels::CopyStrided(forward_outputs_[1 + i], mutated_buffers_[i]);

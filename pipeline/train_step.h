@@ -129,7 +129,8 @@ class TrainStep {
  private:
   // The batch against the compiled step's inputs, in the words of Create's
   // arguments ("batch[1] (targets): expected i64[128], got f32[128]"); a
-  // symbolic dim takes any size.
+  // symbolic dim takes any size. Run asks it only after the forward failed,
+  // to say which tensor did not fit.
   absl::Status CheckBatch(absl::Span<const Tensor> batch) const;
   TrainStep() = default;
   // Captures, differentiates, partitions and compiles with `dynamic` dims.

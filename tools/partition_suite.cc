@@ -302,7 +302,7 @@ std::vector<std::string> StrategyOrder(absl::string_view model, const std::vecto
       order.push_back(r.strategy);
     }
   }
-    if (!last.empty()) order.emplace_back(last);
+  if (!last.empty()) order.emplace_back(last);
   return order;
 }
 
