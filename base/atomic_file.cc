@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tc {
 namespace {
@@ -137,6 +139,21 @@ absl::Status CheckWritable(const std::string& given, absl::string_view what) {
   ::unlink(probe.c_str());
   RemoveStaleTemporaries(*path);
   return absl::OkStatus();
+}
+
+absl::Status CheckFreeSpace(const std::string& given, uint64_t bytes, absl::string_view what) {
+  const absl::StatusOr<std::string> path = Destination(given, what);
+  if (!path.ok()) return path.status();
+  const std::string folder = DirName(*path);
+  struct statvfs fs;
+  if (::statvfs(folder.c_str(), &fs) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot measure the free space in ", folder));
+  }
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (bytes <= free_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("a %.1f MB %s does not fit in %s: %.1f MB free", bytes / 1e6, what, folder,
+                      free_bytes / 1e6));
 }
 
 }  // namespace tc

@@ -16,6 +16,7 @@
 #define TENSORCUT_BASE_ATOMIC_FILE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -38,6 +39,12 @@ absl::Status WriteAtomically(const std::string& path, absl::string_view what,
 // left. The error names the folder ("cannot write in /nonexistent: No such
 // file or directory") or what `path` is.
 absl::Status CheckWritable(const std::string& path, absl::string_view what);
+
+// OK when the folder `path` is written in has room for a `bytes`-byte
+// temporary beside what it replaces (the old file stays until the rename).
+// ResourceExhausted otherwise: "a 412.3 MB checkpoint does not fit in /data:
+// 97.1 MB free".
+absl::Status CheckFreeSpace(const std::string& path, uint64_t bytes, absl::string_view what);
 
 // Writes all `size` bytes to `fd`, retrying short writes.
 absl::Status WriteAll(int fd, const void* data, size_t size, const std::string& path,

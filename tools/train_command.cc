@@ -17,6 +17,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "dist/process_group.h"
 #include "nn/checkpoint.h"
@@ -145,6 +146,13 @@ absl::Status Run(dist::ProcessGroup& group) {
 
   TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
   Trainer& t = *trainer;
+  // Rank 0 saves; a checkpoint that cannot fit must not end a run.
+  if (absl::Status s = group.rank() == 0 ? CheckFreeSpace(checkpoint, t.SaveBytes(), "checkpoint")
+                                         : absl::OkStatus();
+      !s.ok()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
+  }
   if (t.synthetic()) {
     for (const char* name : {"batch", "data", "drop_last"}) {
       if (FlagGiven(name)) {

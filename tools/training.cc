@@ -656,10 +656,26 @@ absl::StatusOr<StepStats> Trainer::Step() {
   return stats;
 }
 
-absl::Status Trainer::Save(const std::string& path) const {
-  if (rank() != 0) return absl::OkStatus();
+nn::NamedTensors Trainer::SavedTensors() const {
   nn::NamedTensors tensors = spec_.module->state_dict();
   for (auto& entry : optimizer_->state()) tensors.push_back(std::move(entry));
+  return tensors;
+}
+
+uint64_t Trainer::SaveBytes() const {
+  // A tensor's header entry (name, dtype, shape, offsets) and the metadata
+  // are far below this per tensor.
+  constexpr uint64_t kHeaderBytesPerTensor = 512;
+  uint64_t bytes = 4096;
+  for (const auto& [name, tensor] : SavedTensors()) {
+    bytes += static_cast<uint64_t>(tensor.bytes()) + kHeaderBytesPerTensor;
+  }
+  return bytes;
+}
+
+absl::Status Trainer::Save(const std::string& path) const {
+  if (rank() != 0) return absl::OkStatus();
+  const nn::NamedTensors tensors = SavedTensors();
   const nn::Metadata metadata = {
       {kModelKey, spec_.name},
       {kOptimizerKey, options_.optimizer},

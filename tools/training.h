@@ -147,6 +147,9 @@ class Trainer {
   // seed, batch, data and the default generator's offset. With a group,
   // rank 0 writes and the others return at once.
   absl::Status Save(const std::string& path) const;
+  // At least the bytes Save writes (its tensors and a bound on its header):
+  // what a run checks the checkpoint's folder has free before it trains.
+  uint64_t SaveBytes() const;
 
   int64_t step() const { return step_; }              // steps done, from the start of training
   int64_t first_step() const { return first_step_; }  // step() when created
@@ -190,6 +193,8 @@ class Trainer {
   absl::Status MakeData();
   absl::Status Compile(const partition::PartitionFn& partition_fn);
   absl::Status Restore(const nn::Metadata& metadata);
+  // What Save writes: the module's state, then the optimizer's.
+  nn::NamedTensors SavedTensors() const;
   // The rows of step `step`'s whole batch, over every rank.
   int64_t GlobalRows(int64_t step) const;
 

@@ -24,32 +24,41 @@ absl::Status Bad(absl::string_view where, absl::string_view what) {
 }
 
 // One line's fields: commas split them, double quotes protect commas and
-// write a quote as "". False for an unterminated quote.
-bool SplitFields(absl::string_view line, std::vector<std::string>& fields) {
+// write a quote as "". Each field is a view into `line`, or into `unquoted`
+// for a line with quotes. False for an unterminated quote.
+bool SplitFields(absl::string_view line, std::vector<std::string>& unquoted,
+                 std::vector<absl::string_view>& fields) {
   fields.clear();
-  std::string field;
+  if (line.find('"') == absl::string_view::npos) {  // most lines: no copy
+    for (size_t start = 0;;) {
+      const size_t comma = line.find(',', start);
+      fields.push_back(absl::StripAsciiWhitespace(line.substr(start, comma - start)));
+      if (comma == absl::string_view::npos) return true;
+      start = comma + 1;
+    }
+  }
+  unquoted.assign(1, "");
   bool quoted = false;
   for (size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quoted) {
       if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        field += '"';
+        unquoted.back() += '"';
         ++i;
       } else if (c == '"') {
         quoted = false;
       } else {
-        field += c;
+        unquoted.back() += c;
       }
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
-      fields.push_back(std::string(absl::StripAsciiWhitespace(field)));
-      field.clear();
+      unquoted.emplace_back();
     } else {
-      field += c;
+      unquoted.back() += c;
     }
   }
-  fields.push_back(std::string(absl::StripAsciiWhitespace(field)));
+  for (const std::string& field : unquoted) fields.push_back(absl::StripAsciiWhitespace(field));
   return !quoted;
 }
 
@@ -68,7 +77,8 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   std::string line;
-  std::vector<std::string> header, fields;
+  std::vector<std::string> header, unquoted;
+  std::vector<absl::string_view> fields;
   int64_t line_number = 0;
   auto next_line = [&]() -> bool {
     while (std::getline(in, line)) {
@@ -80,7 +90,8 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   };
   if (!next_line()) return Bad(path, "empty: expected a header line naming the columns");
   const std::string header_where = absl::StrCat(path, ":", line_number);
-  if (!SplitFields(line, header)) return Bad(header_where, "unterminated quote");
+  if (!SplitFields(line, unquoted, fields)) return Bad(header_where, "unterminated quote");
+  for (absl::string_view name : fields) header.emplace_back(name);
   const auto label_it = std::find(header.begin(), header.end(), label_column);
   if (label_it == header.end()) {
     return Bad(path, absl::StrCat("no column \"", label_column,
@@ -107,10 +118,12 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
   if (!size_error) features.reserve(static_cast<size_t>(file_bytes / 2 * sizeof(float)));
   std::vector<std::string> label_text;
   std::vector<int64_t> label_line;  // each label's line in the file
+  std::vector<float> row;
   while (next_line()) {
     // Formatted only for an error: one string a row would be most of the allocations.
     auto where = [&] { return absl::StrCat(path, ":", line_number); };
-    if (!SplitFields(line, fields)) return Bad(where(), "unterminated quote");
+    if (!SplitFields(line, unquoted, fields)) return Bad(where(), "unterminated quote");
+    row.clear();
     if (fields.size() != header.size()) {
       return Bad(where(), absl::StrCat("expected ", header.size(), " fields, got ", fields.size()));
     }
@@ -118,12 +131,15 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
       if (c == label_index) {
         if (fields[c].empty())
           return Bad(where(), absl::StrCat("column \"", header[c], "\" is empty"));
-        label_text.push_back(fields[c]);
+        label_text.emplace_back(fields[c]);
         label_line.push_back(line_number);
         continue;
       }
-      double value = 0;
-      if (!absl::SimpleAtod(fields[c], &value)) {
+      // One digit (sparse and one-hot data are mostly 0 and 1) skips the parser.
+      const absl::string_view field = fields[c];
+      const bool digit = field.size() == 1 && absl::ascii_isdigit(field[0]);
+      double value = digit ? field[0] - '0' : 0;
+      if (!digit && !absl::SimpleAtod(field, &value)) {
         return Bad(where(),
                    absl::StrCat("column \"", header[c], "\": \"", fields[c], "\" is not a number"));
       }
@@ -131,11 +147,10 @@ absl::StatusOr<CsvData> ReadCsv(const std::string& path, const std::string& labe
         return Bad(where(), absl::StrCat("column \"", header[c], "\": ", fields[c],
                                          " is not a finite f32 value"));
       }
-      const float f = static_cast<float>(value);
-      const size_t end = features.size();
-      features.resize(end + sizeof(f));
-      std::memcpy(features.data() + end, &f, sizeof(f));
+      row.push_back(static_cast<float>(value));
     }
+    const auto* bytes = reinterpret_cast<const uint8_t*>(row.data());
+    features.insert(features.end(), bytes, bytes + row.size() * sizeof(float));
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
   const auto rows = static_cast<int64_t>(label_text.size());

@@ -224,6 +224,9 @@ TEST_CASE("a checkpoint's metadata holds the training position") {
   REQUIRE(metadata["tensorcut.seed"] == "4");
   REQUIRE(metadata["tensorcut.batch"] == "4");
   REQUIRE(metadata["tensorcut.data"] == "synthetic");
+  // What a run checks is free before it trains covers what a save writes.
+  CHECK(std::filesystem::file_size(path) <= t->SaveBytes());
+  CHECK(t->SaveBytes() < std::filesystem::file_size(path) + 64 * 1024);
 }
 
 std::string CreateError(const TrainOptions& options) {
