@@ -28,7 +28,9 @@ Conv2dOptions Conv2dOptionsOf(const Attrs& attrs) {
 }
 
 Pool2dOptions Pool2dOptionsOf(const Attrs& attrs) {
-  return {PairOf(attrs, "kernel"), PairOf(attrs, "stride"), PairOf(attrs, "padding")};
+  Pool2dOptions o{PairOf(attrs, "kernel"), PairOf(attrs, "stride"), PairOf(attrs, "padding")};
+  if (attrs.Has("dilation")) o.dilation = PairOf(attrs, "dilation");
+  return o;
 }
 
 GeluApproximation GeluApproximationOf(const Attrs& attrs) {
@@ -68,7 +70,9 @@ Attrs ToAttrs(const Conv2dOptions& o) {
 }
 
 Attrs ToAttrs(const Pool2dOptions& o) {
-  return {{"kernel", Vec(o.kernel)}, {"stride", Vec(o.stride)}, {"padding", Vec(o.padding)}};
+  Attrs attrs = {{"kernel", Vec(o.kernel)}, {"stride", Vec(o.stride)}, {"padding", Vec(o.padding)}};
+  if (o.dilation != std::array<int64_t, 2>{1, 1}) attrs.Set("dilation", Vec(o.dilation));
+  return attrs;
 }
 
 Attrs ToAttrs(GeluApproximation approximation) {

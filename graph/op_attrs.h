@@ -30,11 +30,14 @@ struct Conv2dOptions {
   int64_t groups = 1;
 };
 
-// max_pool2d, avg_pool2d and their backward ops: {kernel, stride, padding}.
+// max_pool2d, avg_pool2d and their backward ops: {kernel, stride, padding},
+// and max pooling's optional {dilation} (taps `dilation` apart; the attribute
+// is left out at its default, 1, which is all average pooling takes).
 struct Pool2dOptions {
   std::array<int64_t, 2> kernel{2, 2};
   std::array<int64_t, 2> stride{2, 2};
   std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};
 };
 
 // gelu's and gelu_backward's `approximate`: the exact erf form, or PyTorch's

@@ -33,8 +33,9 @@ void CheckWindow(absl::string_view layer, const IntPair& kernel, const IntPair& 
 }
 
 // The op's options and, with ceil_mode, the extra bottom/right padding the
-// last, partial windows reach into. PyTorch's output size:
-//   out = floor_or_ceil((in + 2 p - k) / s) + 1,
+// last, partial windows reach into. PyTorch's output size, with the dilated
+// kernel's extent e = d (k - 1) + 1:
+//   out = floor_or_ceil((in + 2 p - e) / s) + 1,
 // less one when ceil_mode's last window would start beyond the input and
 // its left padding.
 struct Windows {
@@ -43,21 +44,26 @@ struct Windows {
 };
 
 Windows PlanWindows(absl::string_view layer, const Tensor& x, const IntPair& kernel,
-                    const IntPair& stride, const IntPair& padding, bool ceil_mode) {
+                    const IntPair& stride, const IntPair& padding, const IntPair& dilation,
+                    bool ceil_mode) {
   RequireInput(layer, x, {4}, -1, "[N, C, H, W]");
   Windows w;
   w.options.kernel = kernel.values;
   w.options.stride = stride.values;
   w.options.padding = padding.values;
+  w.options.dilation = dilation.values;
   for (int d = 0; d < 2; ++d) {
-    const int64_t in = x.size(2 + d), k = kernel[d], s = stride[d], p = padding[d];
+    const int64_t in = x.size(2 + d), s = stride[d], p = padding[d];
+    const int64_t k = dilation[d] * (kernel[d] - 1) + 1;
     const int64_t span = in + 2 * p - k + (ceil_mode ? s - 1 : 0);
     int64_t out = span < 0 ? 0 : span / s + 1;  // floor division of a non-negative span
     if (ceil_mode && out > 0 && (out - 1) * s >= in + p) --out;
     if (out < 1) {
+      const std::string dilated =
+          dilation == IntPair(1) ? "" : absl::StrCat(" and dilation ", dilation.ToString());
       ThrowInvalid(absl::StrCat(layer, ": input ", x.type().ToString(),
                                 " is smaller than the kernel ", kernel.ToString(), " with padding ",
-                                padding.ToString()));
+                                padding.ToString(), dilated));
     }
     if (ceil_mode) w.ceil_extra[d] = std::max<int64_t>(0, (out - 1) * s + k - (in + 2 * p));
   }
@@ -79,17 +85,25 @@ std::string WindowRepr(const IntPair& kernel, const IntPair& stride, const IntPa
 
 // ---- MaxPool2d
 
-MaxPool2d::MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride, IntPair padding,
-                     bool ceil_mode)
-    : kernel_size_(kernel_size),
-      stride_(stride.value_or(kernel_size)),
-      padding_(padding),
-      ceil_mode_(ceil_mode) {
+MaxPool2d::MaxPool2d(const MaxPool2dOptions& options)
+    : kernel_size_(options.kernel_size),
+      stride_(options.stride.value_or(options.kernel_size)),
+      padding_(options.padding),
+      dilation_(options.dilation),
+      ceil_mode_(options.ceil_mode) {
   CheckWindow("MaxPool2d", kernel_size_, stride_, padding_);
+  RequirePositive("MaxPool2d", "dilation", dilation_);
 }
 
+MaxPool2d::MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride, IntPair padding,
+                     bool ceil_mode)
+    : MaxPool2d(MaxPool2dOptions{.kernel_size = kernel_size,
+                                 .stride = stride,
+                                 .padding = padding,
+                                 .ceil_mode = ceil_mode}) {}
+
 Tensor MaxPool2d::forward(const Tensor& x) {
-  Windows w = PlanWindows("MaxPool2d", x, kernel_size_, stride_, padding_, ceil_mode_);
+  Windows w = PlanWindows("MaxPool2d", x, kernel_size_, stride_, padding_, dilation_, ceil_mode_);
   if (w.ceil_extra == std::array<int64_t, 2>{0, 0}) return max_pool2d(x, w.options);
   // The partial windows see -inf beyond the input, as the op's own padding.
   const std::array<int64_t, 2> p = w.options.padding;
@@ -101,7 +115,7 @@ Tensor MaxPool2d::forward(const Tensor& x) {
 
 std::string MaxPool2d::extra_repr() const {
   return absl::StrCat(WindowRepr(kernel_size_, stride_, padding_),
-                      ", dilation=1, ceil_mode=", PyBool(ceil_mode_));
+                      ", dilation=", dilation_.ToString(), ", ceil_mode=", PyBool(ceil_mode_));
 }
 
 // ---- AvgPool2d
@@ -117,7 +131,7 @@ AvgPool2d::AvgPool2d(IntPair kernel_size, std::optional<IntPair> stride, IntPair
 }
 
 Tensor AvgPool2d::forward(const Tensor& x) {
-  Windows w = PlanWindows("AvgPool2d", x, kernel_size_, stride_, padding_, ceil_mode_);
+  Windows w = PlanWindows("AvgPool2d", x, kernel_size_, stride_, padding_, 1, ceil_mode_);
   const std::array<int64_t, 2> p = w.options.padding, extra = w.ceil_extra;
   const bool no_padding = p == std::array<int64_t, 2>{0, 0};
   // The op divides by the whole window, padding included.
@@ -138,6 +152,10 @@ Tensor AvgPool2d::forward(const Tensor& x) {
 Tensor max_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
                   IntPair padding, bool ceil_mode) {
   return MaxPool2d(kernel_size, stride, padding, ceil_mode).forward(x);
+}
+
+Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& options) {
+  return MaxPool2d(options).forward(x);
 }
 
 Tensor avg_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,

@@ -4,6 +4,7 @@
 // kernel, and PyTorch's output sizes, ceil_mode and count_include_pad.
 //
 //   nn::MaxPool2d pool(3, 2, 1, /*ceil_mode=*/true);
+//   nn::MaxPool2d dilated({.kernel_size = 3, .stride = 1, .dilation = 2});
 //   nn::AvgPool2d avg({2, 3}, std::nullopt, 0, false, /*count_include_pad=*/false);
 //   nn::AdaptiveAvgPool2d gap(1);                   // global average pooling
 //   nn::AdaptiveAvgPool1d bins(4);                  // [N, C, L] -> [N, C, 4]
@@ -19,10 +20,23 @@
 
 namespace tc::nn {
 
+// torch.nn.MaxPool2d's arguments by name (return_indices is not offered).
+// The window's taps are `dilation` apart; padding is at most half the
+// kernel_size, as PyTorch checks it.
+struct MaxPool2dOptions {
+  IntPair kernel_size;
+  std::optional<IntPair> stride = std::nullopt;  // default: kernel_size
+  IntPair padding = 0;
+  IntPair dilation = 1;
+  bool ceil_mode = false;
+};
+
 // Windows that PyTorch's ceil_mode starts beyond the input (or its left
-// padding) are dropped, as in PyTorch.
+// padding) are dropped, as in PyTorch. The positional constructor has no
+// dilation (its fourth argument is ceil_mode); MaxPool2dOptions has it.
 class MaxPool2d : public Module {
  public:
+  explicit MaxPool2d(const MaxPool2dOptions& options);
   explicit MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride = std::nullopt,
                      IntPair padding = 0, bool ceil_mode = false);
   Tensor forward(const Tensor& x) override;
@@ -30,7 +44,7 @@ class MaxPool2d : public Module {
   std::string extra_repr() const override;
 
  private:
-  IntPair kernel_size_, stride_, padding_;
+  IntPair kernel_size_, stride_, padding_, dilation_;
   bool ceil_mode_;
 };
 
@@ -56,6 +70,7 @@ using tc::avg_pool2d;
 using tc::max_pool2d;
 Tensor max_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
                   IntPair padding = 0, bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& x, const MaxPool2dOptions& options);
 Tensor avg_pool2d(const Tensor& x, IntPair kernel_size, std::optional<IntPair> stride,
                   IntPair padding = 0, bool ceil_mode = false, bool count_include_pad = true);
 

@@ -130,6 +130,7 @@ absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
   TC_RETURN_IF_ERROR(RequireRank(x, 4, "input (N,C,H,W)"));
   TC_RETURN_IF_ERROR(RequireFloating(x, "input"));
   TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"kernel", 1}, {"stride", 1}, {"padding", 0}}));
+  if (attrs.Has("dilation")) TC_RETURN_IF_ERROR(CheckPairs(attrs, {{"dilation", 1}}));
   TC_RETURN_IF_ERROR(RequireStatic(x, 2, "input"));
   const Pool2dOptions o = Pool2dOptionsOf(attrs);
   Shape out = {x.shape[0], x.shape[1], 0, 0};
@@ -137,7 +138,7 @@ absl::StatusOr<Shape> PoolOutShape(const TensorType& x, const Attrs& attrs) {
     if (2 * o.padding[i] > o.kernel[i]) {
       return Invalid("padding ", o.padding[i], " exceeds half the kernel ", o.kernel[i]);
     }
-    out[2 + i] = WindowOut(x.shape[2 + i], o.kernel[i], o.stride[i], o.padding[i], 1);
+    out[2 + i] = WindowOut(x.shape[2 + i], o.kernel[i], o.stride[i], o.padding[i], o.dilation[i]);
     if (out[2 + i] <= 0) {
       return Invalid("window larger than padded input ", ShapeToString(x.shape));
     }
@@ -321,7 +322,8 @@ std::vector<OpDef> NnOpDefs() {
   conv_weight.push_back({"weight_shape", AttrKind::kInts});
   const std::vector<AttrSpec> pool = {
       {"kernel", AttrKind::kInts}, {"padding", AttrKind::kInts}, {"stride", AttrKind::kInts}};
-  std::vector<AttrSpec> pool_shape = pool;
+  std::vector<AttrSpec> max_pool = pool, pool_shape = pool;
+  max_pool.push_back({"dilation", AttrKind::kInts, {}, /*optional=*/true});
   pool_shape.push_back({"input_shape", AttrKind::kInts});
   const std::vector<AttrSpec> eps = {{"eps", AttrKind::kFloat}};
   // Batch norm's kernels apply a relu to y as they write it.
@@ -336,8 +338,8 @@ std::vector<OpDef> NnOpDefs() {
        &InferConvBackwardData, &ConvCost},
       {OpKind::kConv2dBackwardWeight, "", OpFamily::kNn, 2, 2, conv_weight, kTraitExpensive | bw,
        &InferConvBackwardWeight, &ConvCost},
-      {OpKind::kMaxPool2d, "", OpFamily::kNn, 1, 1, pool, nhwc, &InferPool, &PoolCost},
-      {OpKind::kMaxPool2dBackward, "", OpFamily::kNn, 2, 2, pool, bw | nhwc, &InferPoolBackward,
+      {OpKind::kMaxPool2d, "", OpFamily::kNn, 1, 1, max_pool, nhwc, &InferPool, &PoolCost},
+      {OpKind::kMaxPool2dBackward, "", OpFamily::kNn, 2, 2, max_pool, bw | nhwc, &InferPoolBackward,
        &PoolCost},
       {OpKind::kAvgPool2d, "", OpFamily::kNn, 1, 1, pool, nhwc, &InferPool, &PoolCost},
       {OpKind::kAvgPool2dBackward, "", OpFamily::kNn, 1, 1, pool_shape, bw | nhwc,

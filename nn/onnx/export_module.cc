@@ -228,6 +228,7 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
         {"strides", a.Ints("stride")},
         {"pads", std::vector<int64_t>{padding[0], padding[1], padding[0], padding[1]}}};
     if (name == "avg_pool2d") attrs["count_include_pad"] = int64_t{1};
+    if (a.Has("dilation")) attrs["dilations"] = a.Ints("dilation");
     e.Op(name == "max_pool2d" ? "MaxPool" : "AveragePool", in, {out[0]}, std::move(attrs));
   } else if (name == "batch_norm_inference") {
     e.Op("BatchNormalization", in, {out[0]}, {{"epsilon", a.Float("eps")}});

@@ -185,11 +185,13 @@ Window PoolWindow(const NodeCall& call) {
 Outputs MaxPool(const NodeCall& call) {
   Require4d(call, call.input(0));
   if (call.attr_int("storage_order", 0) != 0) call.Fail("storage_order 1 is not supported");
-  if (Pair(call, "dilations") != std::array<int64_t, 2>{1, 1}) {
-    call.Fail("dilations other than 1 are not supported");
-  }
   const Window w = PoolWindow(call);
-  return {nn::MaxPool2d(w.kernel, w.stride, w.padding, w.ceil_mode).forward(call.input(0))};
+  const std::array<int64_t, 2> dilation = Pair(call, "dilations");
+  return {nn::max_pool2d(call.input(0), {.kernel_size = w.kernel,
+                                         .stride = w.stride,
+                                         .padding = w.padding,
+                                         .dilation = {dilation[0], dilation[1]},
+                                         .ceil_mode = w.ceil_mode})};
 }
 
 Outputs AveragePool(const NodeCall& call) {

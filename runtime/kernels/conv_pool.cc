@@ -306,10 +306,18 @@ absl::Status Conv2dBackwardWeightInto(absl::Span<const Tensor> in, const Attrs& 
 // ---- pooling
 
 // The pooling window of output element (n, c, oh, ow) clipped to the input:
-// rows [h0, h1), cols [w0, w1) of plane (n, c).
+// rows h0, h0 + dh, ... below h1 and cols w0, w0 + dw, ... below w1 of plane
+// (n, c) (the steps are the dilation).
 struct Window {
-  int64_t n, c, oh, ow, h0, h1, w0, w1;
+  int64_t n, c, oh, ow, h0, h1, dh, w0, w1, dw;
 };
+
+// The taps start, start + step, ... (kernel of them) that fall in [0, size):
+// the first one's position and the end of the last.
+std::pair<int64_t, int64_t> TapsInside(int64_t start, int64_t kernel, int64_t step, int64_t size) {
+  const int64_t first = start >= 0 ? start : start + (-start + step - 1) / step * step;
+  return {first, std::min(start + (kernel - 1) * step + 1, size)};
+}
 
 // Calls fn(window) for every output element of pooling an input of `in` shape.
 template <typename Fn>
@@ -317,11 +325,12 @@ void ForEachWindow(const Shape& in, const Shape& out, const Pool2dOptions& p, Fn
   for (int64_t n = 0; n < out[0]; ++n) {
     for (int64_t c = 0; c < out[1]; ++c) {
       for (int64_t oh = 0; oh < out[2]; ++oh) {
-        const int64_t h = oh * p.stride[0] - p.padding[0];
+        const auto [h0, h1] =
+            TapsInside(oh * p.stride[0] - p.padding[0], p.kernel[0], p.dilation[0], in[2]);
         for (int64_t ow = 0; ow < out[3]; ++ow) {
-          const int64_t w = ow * p.stride[1] - p.padding[1];
-          fn(Window{n, c, oh, ow, std::max<int64_t>(h, 0), std::min(h + p.kernel[0], in[2]),
-                    std::max<int64_t>(w, 0), std::min(w + p.kernel[1], in[3])});
+          const auto [w0, w1] =
+              TapsInside(ow * p.stride[1] - p.padding[1], p.kernel[1], p.dilation[1], in[3]);
+          fn(Window{n, c, oh, ow, h0, h1, p.dilation[0], w0, w1, p.dilation[1]});
         }
       }
     }
@@ -339,8 +348,8 @@ Pos ArgMax(const Tensor& x, const Window& win) {
   const T* xp = x.data<T>();
   Pos best;
   T best_value = 0;
-  for (int64_t h = win.h0; h < win.h1; ++h) {
-    for (int64_t w = win.w0; w < win.w1; ++w) {
+  for (int64_t h = win.h0; h < win.h1; h += win.dh) {
+    for (int64_t w = win.w0; w < win.w1; w += win.dw) {
       const T v = xp[Offset(x.strides(), win.n, win.c, h, w)];
       if (best.h < 0 || v > best_value) {
         best = {h, w};
@@ -406,8 +415,8 @@ void RefAvgPoolBackward(const Tensor& grad, const Tensor& dx, const Pool2dOption
   });
 }
 
-// Max pooling whose windows tile the input (kernel == stride, no padding, as
-// MaxPool2d(k) has), on dense NCHW or NHWC data: the forward takes each
+// Max pooling whose windows tile the input (kernel == stride, no padding or
+// dilation, as MaxPool2d(k) has), on dense NCHW or NHWC data: the forward takes each
 // window's maximum many outputs at a time (a row of windows, or a window's
 // channels), which vectorises, and the backward finds each window's first
 // maximum again from x instead of keeping a workspace. All follow ArgMax's
@@ -422,7 +431,10 @@ enum class Tiling { kNone, kRowMajor, kChannelsLast };
 Tiling MaxPoolTiling(const Pool2dOptions& p, const Tensor& x,
                      std::initializer_list<const Tensor*> row_major,
                      std::initializer_list<const Tensor*> channels_last) {
-  if (p.kernel != p.stride || p.padding != Pair{0, 0} || x.numel() == 0) return Tiling::kNone;
+  if (p.kernel != p.stride || p.padding != Pair{0, 0} || p.dilation != Pair{1, 1} ||
+      x.numel() == 0) {
+    return Tiling::kNone;
+  }
   auto all = [](std::initializer_list<const Tensor*> ts, auto pred) {
     return std::all_of(ts.begin(), ts.end(), pred);
   };
@@ -602,28 +614,32 @@ void TiledMaxPoolBackwardChannelsLast(const Tensor& grad, const Tensor& x, const
 // for plain layouts), NHWC when the pooled input is channels-last (x, or dx
 // for the average's backward), else NCHW; a tensor in another layout is
 // reordered.
-dnnl::pooling_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
-                                                  const Tensor& x, const Tensor& y,
-                                                  const Pool2dOptions& p) {
+// oneDNN's pooling_v2 takes a dilation, counted as the gap between taps (0
+// for adjacent ones).
+dnnl::memory::dims Gaps(const Pool2dOptions& p) { return {p.dilation[0] - 1, p.dilation[1] - 1}; }
+
+dnnl::pooling_v2_forward::primitive_desc PoolForward(dnnl::prop_kind prop, dnnl::algorithm alg,
+                                                     const Tensor& x, const Tensor& y,
+                                                     const Pool2dOptions& p) {
   const bool nhwc = x.is_channels_last();
   return {{prop, alg, DenseDesc(x, nhwc), DenseDesc(y, nhwc), Dims(p.stride), Dims(p.kernel),
-           Dims(p.padding), Dims(p.padding)},
+           Gaps(p), Dims(p.padding), Dims(p.padding)},
           Engine()};
 }
 
 // Pooling backward from grad into dx, in the layouts of the forward `hint`.
-dnnl::pooling_backward::primitive_desc PoolBackward(
+dnnl::pooling_v2_backward::primitive_desc PoolBackward(
     dnnl::algorithm alg, const Pool2dOptions& p,
-    const dnnl::pooling_forward::primitive_desc& hint) {
-  return {{alg, hint.src_desc(), hint.dst_desc(), Dims(p.stride), Dims(p.kernel), Dims(p.padding),
-           Dims(p.padding)},
+    const dnnl::pooling_v2_forward::primitive_desc& hint) {
+  return {{alg, hint.src_desc(), hint.dst_desc(), Dims(p.stride), Dims(p.kernel), Gaps(p),
+           Dims(p.padding), Dims(p.padding)},
           Engine(),
           hint};
 }
 
 PrimitiveKey PoolKey(PrimitiveKey::Kind kind, dnnl::algorithm alg, const Pool2dOptions& p) {
   PrimitiveKey key(kind);
-  key.Add(static_cast<int64_t>(alg)).Add(p.kernel).Add(p.stride).Add(p.padding);
+  key.Add(static_cast<int64_t>(alg)).Add(p.kernel).Add(p.stride).Add(p.padding).Add(p.dilation);
   return key;
 }
 
@@ -633,7 +649,7 @@ void OneDnnPool(dnnl::algorithm alg, const Tensor& x, const Tensor& y, const Poo
   key.Add(x).Add(y);
   CachedPlan(key, [&](OneDnnPlan& plan) {
     const auto pd = PoolForward(dnnl::prop_kind::forward_inference, alg, x, y, p);
-    AddWritingTo(plan, pd, dnnl::pooling_forward(pd),
+    AddWritingTo(plan, pd, dnnl::pooling_v2_forward(pd),
                  {{DNNL_ARG_SRC, Input(plan, pd, DNNL_ARG_SRC, 0, PlainDesc(x))}}, DNNL_ARG_DST, 1,
                  PlainDesc(y));
   }).Run({x.raw_data(), y.raw_data()});
@@ -666,12 +682,12 @@ void BuildMaxPoolBackwardPlan(const Tensor& grad, const Tensor& x, const Tensor&
   const dnnl::algorithm alg = dnnl::algorithm::pooling_max;
   const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, x, grad, p);
   const memory workspace = plan.Internal(fwd.workspace_desc());
-  plan.Add(dnnl::pooling_forward(fwd),
+  plan.Add(dnnl::pooling_v2_forward(fwd),
            {{DNNL_ARG_SRC, Input(plan, fwd, DNNL_ARG_SRC, 1, PlainDesc(x))},
             {DNNL_ARG_DST, plan.Internal(fwd.dst_desc())},
             {DNNL_ARG_WORKSPACE, workspace}});
   const auto bwd = PoolBackward(alg, p, fwd);
-  AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
+  AddWritingTo(plan, bwd, dnnl::pooling_v2_backward(bwd),
                {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))},
                 {DNNL_ARG_WORKSPACE, workspace}},
                DNNL_ARG_DIFF_SRC, 2, PlainDesc(dx));
@@ -736,7 +752,7 @@ absl::Status AvgPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
   CachedPlan(key, [&](OneDnnPlan& plan) {
     const auto fwd = PoolForward(dnnl::prop_kind::forward_training, alg, dx, grad, p);
     const auto bwd = PoolBackward(alg, p, fwd);
-    AddWritingTo(plan, bwd, dnnl::pooling_backward(bwd),
+    AddWritingTo(plan, bwd, dnnl::pooling_v2_backward(bwd),
                  {{DNNL_ARG_DIFF_DST, Input(plan, bwd, DNNL_ARG_DIFF_DST, 0, PlainDesc(grad))}},
                  DNNL_ARG_DIFF_SRC, 1, PlainDesc(dx));
   }).Run({grad.raw_data(), dx.raw_data()});

@@ -1,5 +1,5 @@
-// MaxPool2d and AvgPool2d with rectangular windows, ceil_mode and
-// count_include_pad, and AdaptiveAvgPool2d: hand-worked values as PyTorch
+// MaxPool2d and AvgPool2d with rectangular windows, ceil_mode, max pooling's
+// dilation and count_include_pad, and AdaptiveAvgPool2d: hand-worked values as PyTorch
 // gives them, gradients against finite differences, the compiled function
 // against eager, errors.
 #include "nn/pooling.h"
@@ -80,6 +80,43 @@ TEST_CASE("a ceil_mode overhang is never counted; the padding is with count_incl
         std::vector<float>{7});
   CHECK(Values(nn::AvgPool2d(2, 2, 0, true)(from_vector<float>({7}, {1, 1, 1, 1}))) ==
         std::vector<float>{7});
+}
+
+// [1 .. n*n] row-major as [1, 1, n, n].
+Tensor Counting(int64_t n) {
+  std::vector<float> v(n * n);
+  for (int64_t i = 0; i < n * n; ++i) v[i] = static_cast<float>(i + 1);
+  return from_vector<float>(v, {1, 1, n, n});
+}
+
+TEST_CASE("MaxPool2d's dilation spaces the window's taps, as PyTorch") {
+  // A 2x2 kernel with dilation 2 reads rows and cols i and i + 2: on rising
+  // values its maximum is always the last tap, x[i + 2][j + 2].
+  const Tensor spaced = nn::MaxPool2d({.kernel_size = 2, .stride = 1, .dilation = 2})(Counting(5));
+  CHECK(spaced.shape() == Shape{1, 1, 3, 3});
+  CHECK(Values(spaced) == std::vector<float>{13, 14, 15, 18, 19, 20, 23, 24, 25});
+  // With ceil_mode on 6x6 (stride 2, extent 3): windows start at 0, 2 and 4;
+  // the last one's second tap (6) is past the input, so its maximum is at 4.
+  const Tensor ceil = nn::max_pool2d(
+      Counting(6), {.kernel_size = 2, .stride = 2, .dilation = 2, .ceil_mode = true});
+  CHECK(Values(ceil) == std::vector<float>{15, 17, 17, 27, 29, 29, 27, 29, 29});
+  // One dilation per dim, and the repr names it.
+  nn::MaxPool2d rows({.kernel_size = 2, .dilation = {2, 1}});
+  CHECK(rows(Counting(4)).shape() == Shape{1, 1, 1, 2});
+  CHECK(Values(rows(Counting(4))) == std::vector<float>{10, 12});
+  CHECK(rows.ToString() ==
+        "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=(2, 1), ceil_mode=False)");
+  CHECK_THROWS_WITH(nn::MaxPool2d({.kernel_size = 2, .dilation = 0}),
+                    "MaxPool2d: dilation must be positive, got 0");
+  CHECK_THROWS_WITH(
+      nn::MaxPool2d({.kernel_size = 3, .dilation = 2})(zeros({1, 1, 4, 4})),
+      "MaxPool2d: input f32[1,1,4,4] is smaller than the kernel 3 with padding 0 and dilation 2");
+  CheckLayer(
+      [] {
+        return std::make_shared<nn::MaxPool2d>(nn::MaxPool2dOptions{
+            .kernel_size = 3, .stride = 2, .padding = 1, .dilation = 2, .ceil_mode = true});
+      },
+      RandomInput({2, 2, 8, 7}, 7));
 }
 
 TEST_CASE("rectangular windows and strides") {

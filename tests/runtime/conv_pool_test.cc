@@ -137,8 +137,8 @@ void ForEachIndex4(const Shape& s, Fn fn) {
 }
 
 Shape PoolOutShape(const Shape& x, const Pool2dOptions& o) {
-  return {x[0], x[1], OutSize(x[2], o.kernel[0], o.stride[0], o.padding[0], 1),
-          OutSize(x[3], o.kernel[1], o.stride[1], o.padding[1], 1)};
+  return {x[0], x[1], OutSize(x[2], o.kernel[0], o.stride[0], o.padding[0], o.dilation[0]),
+          OutSize(x[3], o.kernel[1], o.stride[1], o.padding[1], o.dilation[1])};
 }
 
 // The in-bounds (h, w) of the window of output (oh, ow), row-major.
@@ -147,8 +147,8 @@ std::vector<std::array<int64_t, 2>> WindowTaps(const Shape& x, const Pool2dOptio
   std::vector<std::array<int64_t, 2>> taps;
   for (int64_t kh = 0; kh < o.kernel[0]; ++kh) {
     for (int64_t kw = 0; kw < o.kernel[1]; ++kw) {
-      const int64_t h = oh * o.stride[0] - o.padding[0] + kh;
-      const int64_t w = ow * o.stride[1] - o.padding[1] + kw;
+      const int64_t h = oh * o.stride[0] - o.padding[0] + kh * o.dilation[0];
+      const int64_t w = ow * o.stride[1] - o.padding[1] + kw * o.dilation[1];
       if (h >= 0 && h < x[2] && w >= 0 && w < x[3]) taps.push_back({h, w});
     }
   }
@@ -381,6 +381,20 @@ const std::vector<PoolCase>& PoolCases() {
   return cases;
 }
 
+// Max pooling's cases: the shared ones and dilated windows (taps dilation
+// apart, partly in the padding, and windows whose first taps all fall in it).
+const std::vector<PoolCase>& MaxPoolCases() {
+  static const std::vector<PoolCase> cases = [] {
+    std::vector<PoolCase> all = PoolCases();
+    all.push_back({"dilation 2, 3x3, stride 1", {2, 3, 7, 7}, {{3, 3}, {1, 1}, {0, 0}, {2, 2}}});
+    all.push_back(
+        {"dilation (3, 2), padding, stride 2", {2, 2, 9, 8}, {{3, 2}, {2, 2}, {1, 1}, {3, 2}}});
+    all.push_back({"dilation 2, kernel == stride", {1, 2, 8, 8}, {{2, 2}, {2, 2}, {0, 0}, {2, 2}}});
+    return all;
+  }();
+  return cases;
+}
+
 // Values in {-1, 0, 1}: windows full of ties, and all-negative windows next to
 // the padding.
 Tensor Ties(const Shape& shape, DType dt) {
@@ -390,7 +404,7 @@ Tensor Ties(const Shape& shape, DType dt) {
 }
 
 TEST_CASE("max_pool2d matches direct loops") {
-  for (const PoolCase& c : PoolCases()) {
+  for (const PoolCase& c : MaxPoolCases()) {
     for (DType dt : kDTypes) {
       const Tensor x = Random(c.x, dt, 1);
       const Tensor expected = RefMaxPool(x.to(DType::kF64), c.o);
@@ -412,7 +426,7 @@ TEST_CASE("max_pool2d matches direct loops") {
 }
 
 TEST_CASE("max_pool2d_backward matches direct loops, ties and finite differences") {
-  for (const PoolCase& c : PoolCases()) {
+  for (const PoolCase& c : MaxPoolCases()) {
     for (DType dt : kDTypes) {
       for (bool ties : {false, true}) {
         const Tensor x = ties ? Ties(c.x, dt) : Random(c.x, dt, 1);
@@ -619,6 +633,21 @@ void CheckPoolErrors(OpKind op, absl::string_view name) {
 TEST_CASE("max_pool2d and avg_pool2d shape errors") {
   CheckPoolErrors(OpKind::kMaxPool2d, "max_pool2d");
   CheckPoolErrors(OpKind::kAvgPool2d, "avg_pool2d");
+}
+
+TEST_CASE("max_pool2d's dilation: its output size, its range, and only max pooling takes it") {
+  const Tensor x = T({1, 2, 7, 7});
+  // A 3x3 kernel with dilation 2 spans 5 rows: 7 - 5 + 1 = 3 windows a side.
+  CHECK(ErrorOf(OpKind::kMaxPool2d, {x}, With(PoolAttrs({3, 3}, {1, 1}), "dilation", {2, 2})) ==
+        "ok");
+  CHECK(max_pool2d(zeros({1, 2, 7, 7}), {{3, 3}, {1, 1}, {0, 0}, {2, 2}}).shape() ==
+        Shape{1, 2, 3, 3});
+  CHECK(ErrorOf(OpKind::kMaxPool2d, {x}, With(PoolAttrs(), "dilation", {0, 1})) ==
+        "max_pool2d: dilation must be 2 values in [1, 2^31], got [0,1]");
+  CHECK(ErrorOf(OpKind::kMaxPool2d, {x}, With(PoolAttrs({3, 3}), "dilation", {4, 4})) ==
+        "max_pool2d: window larger than padded input [1,2,7,7]");
+  CHECK(ErrorOf(OpKind::kAvgPool2d, {x}, With(PoolAttrs(), "dilation", {2, 2})) ==
+        "avg_pool2d: unknown attribute 'dilation'");
 }
 
 TEST_CASE("max_pool2d_backward shape errors") {

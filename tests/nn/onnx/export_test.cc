@@ -13,6 +13,7 @@
 #include "catch2/catch.hpp"
 #include "nn/models/models.h"
 #include "nn/onnx/import.h"
+#include "nn/pooling.h"
 #include "runtime/ops.h"
 #include "tests/test_util.h"
 
@@ -66,6 +67,16 @@ TEST_CASE("every reference model exports to ONNX and imports back to its outputs
 
 TEST_CASE("the zoo's models export to ONNX and import back to their outputs") {
   for (const std::string& name : nn::ZooModelNames()) CheckRoundTrip(name);
+}
+
+TEST_CASE("a dilated max pool exports with its dilations and imports back to its outputs") {
+  nn::MaxPool2d pool({.kernel_size = 2, .stride = 1, .padding = 1, .dilation = {2, 3}});
+  const Tensor x = testing::Random({2, 3, 7, 8}, DType::kF32, 1);
+  const absl::StatusOr<std::string> bytes = ExportToString(pool, TensorTree::MakeLeaf(x));
+  REQUIRE(bytes.ok());
+  CHECK(bytes->find("dilations") != std::string::npos);
+  auto imported = ImportFromString(*bytes, "pool").value();
+  CHECK(testing::CompareTensors((*imported)(TensorTree::MakeLeaf(x)).leaf(), pool(x), 0, 0) == "");
 }
 
 TEST_CASE("what has no ONNX form here is an error naming it") {
