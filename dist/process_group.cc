@@ -46,9 +46,11 @@ absl::StatusOr<MPI_Datatype> MpiType(DType dtype) {
       return MPI_DOUBLE;
     case DType::kI64:
       return MPI_INT64_T;
+    case DType::kI32:
+      return MPI_INT32_T;
     default:
       return absl::InvalidArgumentError(
-          absl::StrCat("collectives take f32, f64 or i64 tensors, got ", DTypeName(dtype)));
+          absl::StrCat("collectives take f32, f64, i64 or i32 tensors, got ", DTypeName(dtype)));
   }
 }
 
@@ -154,6 +156,8 @@ void Scale(const Tensor& dense, double weight) {
       return scale(dense.data<float>());
     case DType::kF64:
       return scale(dense.data<double>());
+    case DType::kI32:
+      return scale(dense.data<int32_t>());
     default:
       return scale(dense.data<int64_t>());
   }

@@ -16,6 +16,8 @@ int64_t ItemSize(DType dtype) {
       return 1;
     case DType::kBF16:
       return 2;
+    case DType::kI32:
+      return 4;
   }
   return 0;
 }
@@ -32,6 +34,8 @@ absl::string_view DTypeName(DType dtype) {
       return "bool";
     case DType::kBF16:
       return "bf16";
+    case DType::kI32:
+      return "i32";
   }
   return "?";
 }
@@ -41,11 +45,13 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
     if (DTypeName(d) == name) return d;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name, "' (expected f32, f64, i64, bool or bf16)"));
+      absl::StrCat("unknown dtype '", name, "' (expected f32, f64, i64, bool, bf16 or i32)"));
 }
 
 bool IsFloating(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF64 || dtype == DType::kBF16;
 }
+
+bool IsInteger(DType dtype) { return dtype == DType::kI64 || dtype == DType::kI32; }
 
 }  // namespace tc

@@ -54,7 +54,7 @@ constexpr DTypeCode kDTypeCodes[] = {{"F32", DType::kF32, ElementType::kF32, 4, 
                                      {"U16", std::nullopt, ElementType::kU16, 2, "u16"},
                                      {"I16", std::nullopt, ElementType::kI16, 2, "i16"},
                                      {"U32", std::nullopt, ElementType::kU32, 4, "u32"},
-                                     {"I32", std::nullopt, ElementType::kI32, 4, "i32"},
+                                     {"I32", DType::kI32, ElementType::kI32, 4, "i32"},
                                      {"U64", std::nullopt, ElementType::kU64, 8, "u64"}};
 
 absl::string_view CodeOf(DType dtype) {

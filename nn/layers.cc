@@ -50,7 +50,9 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim,
   if (padding_idx_.has_value()) init::zeros_(weight_.slice(0, *padding_idx_, *padding_idx_ + 1));
 }
 
-Tensor Embedding::forward(const Tensor& indices) {
+Tensor Embedding::forward(const Tensor& given) {
+  // PyTorch takes int32 indices too; the op reads i64.
+  const Tensor indices = given.dtype() == DType::kI32 ? given.to(DType::kI64) : given;
   const Tensor rows = embedding(weight_, indices);
   if (!padding_idx_.has_value()) return rows;
   // The padding positions read the same row, cut from the gradient.

@@ -51,7 +51,7 @@ class Linear : public Module {
 };
 
 // A lookup table: weight [num_embeddings, embedding_dim] drawn from N(0, 1);
-// forward takes i64 indices of any shape.
+// forward takes i64 or i32 indices of any shape.
 class Embedding : public Module {
  public:
   // padding_idx (may count from the end): that row starts at zero and takes

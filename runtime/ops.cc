@@ -112,6 +112,7 @@ Tensor from_vector(const std::vector<T>& values, absl::Span<const int64_t> shape
 template Tensor from_vector<float>(const std::vector<float>&, absl::Span<const int64_t>);
 template Tensor from_vector<double>(const std::vector<double>&, absl::Span<const int64_t>);
 template Tensor from_vector<int64_t>(const std::vector<int64_t>&, absl::Span<const int64_t>);
+template Tensor from_vector<int32_t>(const std::vector<int32_t>&, absl::Span<const int64_t>);
 template Tensor from_vector<bool>(const std::vector<bool>&, absl::Span<const int64_t>);
 
 // ---- elementwise
@@ -196,7 +197,9 @@ Tensor operator/(double a, const Tensor& b) { return div(scalar(a, b.dtype()), b
 // ---- reductions
 
 Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  const Tensor& counted = x.dtype() == DType::kBool ? cast(x, DType::kI64) : x;
+  // As PyTorch: bools count, and i32 sums in i64.
+  const bool widen = x.dtype() == DType::kBool || x.dtype() == DType::kI32;
+  const Tensor& counted = widen ? cast(x, DType::kI64) : x;
   return Call1(OpKind::kSum, {counted}, ReduceAttrs(std::move(dims), keepdim));
 }
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {

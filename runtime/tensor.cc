@@ -197,10 +197,12 @@ std::vector<T> Tensor::to_vector() const {
 template float Tensor::item<float>() const;
 template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
+template int32_t Tensor::item<int32_t>() const;
 template bool Tensor::item<bool>() const;
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<int32_t> Tensor::to_vector<int32_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
 
 Tensor Tensor::clone() const { return cast(*this, dtype()); }
@@ -291,6 +293,9 @@ void PrintElement(std::ostream& os, const Tensor& t, int64_t offset) {
       break;
     case DType::kI64:
       os << reinterpret_cast<const int64_t*>(base)[offset];
+      break;
+    case DType::kI32:
+      os << reinterpret_cast<const int32_t*>(base)[offset];
       break;
     case DType::kBool:
       os << (reinterpret_cast<const bool*>(base)[offset] ? "true" : "false");

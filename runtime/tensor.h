@@ -176,6 +176,10 @@ constexpr DType DTypeOf<int64_t>() {
   return DType::kI64;
 }
 template <>
+constexpr DType DTypeOf<int32_t>() {
+  return DType::kI32;
+}
+template <>
 constexpr DType DTypeOf<bool>() {
   return DType::kBool;
 }

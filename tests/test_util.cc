@@ -54,7 +54,8 @@ Tensor Random(absl::Span<const int64_t> shape, DType dtype, uint64_t seed) {
     case DType::kF64:
       return randn(shape, dtype, &gen);
     case DType::kI64:
-      return cast(rand(shape, DType::kF64, &gen, 0, 10), DType::kI64);
+    case DType::kI32:
+      return cast(rand(shape, DType::kF64, &gen, 0, 10), dtype);
     case DType::kBool:
       return lt(rand(shape, DType::kF64, &gen), scalar(0.5, DType::kF64));
     case DType::kBF16:

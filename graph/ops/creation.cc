@@ -15,11 +15,13 @@ absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
   const std::vector<int64_t>& shape = attrs.Ints("shape");
   TC_RETURN_IF_ERROR(CheckShapeSize(shape));
   const DType dtype = attrs.Dtype("dtype");
-  // Converting a double outside int64 to one is undefined (it gave the most
-  // negative value): refused, as PyTorch refuses the overflow.
+  // Converting a double outside an integer type to it is undefined (it gave
+  // the most negative value): refused, as PyTorch refuses the overflow.
   const double value = attrs.Float("value");
-  if (dtype == DType::kI64 && !(value >= -0x1p63 && value < 0x1p63)) {
-    return Invalid("value ", value, " cannot be converted to i64 without overflow");
+  const double limit = dtype == DType::kI64 ? 0x1p63 : 0x1p31;
+  if (IsInteger(dtype) && !(value >= -limit && value < limit)) {
+    return Invalid("value ", value, " cannot be converted to ", DTypeName(dtype),
+                   " without overflow");
   }
   return One(dtype, shape);
 }

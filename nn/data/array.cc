@@ -158,12 +158,15 @@ absl::Status Array::GatherRows(absl::Span<const int64_t> indices, const Tensor& 
     case DType::kI64:
       fill(out.data<int64_t>());
       break;
+    case DType::kI32:
+      fill(out.data<int32_t>());
+      break;
     case DType::kBool:
       fill(out.data<bool>());
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("rows of ", ToString(),
-                                                     " convert to f32, f64, i64 or bool, not ",
+                                                     " convert to f32, f64, i64, i32 or bool, not ",
                                                      DTypeName(out.dtype())));
   }
   return absl::OkStatus();

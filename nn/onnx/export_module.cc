@@ -128,7 +128,7 @@ absl::Status EmitNode(const tc::Node& node, const std::vector<std::string>& in,
   } else if (name == "cast") {
     const DType to = a.Dtype("dtype");
     const int64_t onnx_type = OnnxTypeOf(to);
-    if (onnx_type == 0) return Unsupported(node, "cast to bf16");
+    if (onnx_type == 0) return Unsupported(node, absl::StrCat("cast to ", DTypeName(to)));
     e.Op("Cast", in, {out[0]}, {{"to", onnx_type}});
   } else if (name == "full") {
     e.Op("Identity", {e.Constant(full(a.Ints("shape"), a.Float("value"), a.Dtype("dtype")))},

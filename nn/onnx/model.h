@@ -64,7 +64,8 @@ struct Model {
 absl::StatusOr<Model> ParseModel(absl::string_view bytes, absl::string_view source);
 
 // `model` as a serialized ModelProto that ParseModel reads back to the same
-// model (integers as INT64). Tensors must be f32, f64, i64 or bool.
+// model (integers as INT64). Tensors must be f32, f64, i64 or bool (an ONNX
+// INT32 reads as i64, so i32 is not written: it would not read back the same).
 absl::StatusOr<std::string> SerializeModel(const Model& model, absl::string_view producer_version);
 
 // The ONNX data type of a dtype (TensorProto's FLOAT, DOUBLE, INT64, BOOL),

@@ -5,6 +5,7 @@
 #ifndef TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_
 #define TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,6 +22,8 @@ decltype(auto) VisitDType(DType dtype, Fn&& fn) {
       return fn(double{});
     case DType::kI64:
       return fn(int64_t{});
+    case DType::kI32:
+      return fn(int32_t{});
     case DType::kBool:
       return fn(bool{});
     case DType::kBF16:

@@ -56,10 +56,12 @@ void Map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
 // An integer division by zero is an error, as in PyTorch, where the CPU
 // would trap (SIGFPE).
 absl::Status CheckIntegerDivisor(const Tensor& divisor) {
-  if (divisor.dtype() != DType::kI64) return absl::OkStatus();
-  const int64_t* d = divisor.data<int64_t>();
+  if (!IsInteger(divisor.dtype())) return absl::OkStatus();
   bool zero = false;
-  ForEachOffset<1>(divisor.shape(), {divisor.strides()}, [&](int64_t o) { zero |= d[o] == 0; });
+  VisitDType(divisor.dtype(), [&](auto type) {
+    const auto* d = divisor.data<decltype(type)>();
+    ForEachOffset<1>(divisor.shape(), {divisor.strides()}, [&](int64_t o) { zero |= d[o] == 0; });
+  });
   if (!zero) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat("integer division by zero: the divisor ",
                                                  divisor.type().ToString(), " holds a 0"));

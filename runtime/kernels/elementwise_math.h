@@ -31,22 +31,34 @@ struct UnaryFormula {};
 struct BinaryFormula {};
 struct Comparison {};
 
+// Integers wrap on overflow (two's complement), as PyTorch's do, where C++'s
+// signed overflow is undefined: their sums and products run unsigned.
+template <typename T, typename Op>
+T Wrapping(T a, T b, Op op) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
+  } else {
+    return op(a, b);
+  }
+}
+
 struct Add : BinaryFormula {
   template <typename T>
   T operator()(T a, T b) const {
-    return a + b;
+    return Wrapping(a, b, [](auto x, auto y) { return x + y; });
   }
 };
 struct Sub : BinaryFormula {
   template <typename T>
   T operator()(T a, T b) const {
-    return a - b;
+    return Wrapping(a, b, [](auto x, auto y) { return x - y; });
   }
 };
 struct Mul : BinaryFormula {
   template <typename T>
   T operator()(T a, T b) const {
-    return a * b;
+    return Wrapping(a, b, [](auto x, auto y) { return x * y; });
   }
 };
 // Integers divide truncating toward zero, and never trap: by zero the

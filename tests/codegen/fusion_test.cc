@@ -176,15 +176,32 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
 }
 
 TEST_CASE("a compiled integer division by zero is an error, not a trap") {
+  for (DType dt : {DType::kI64, DType::kI32}) {
+    INFO(DTypeName(dt));
+    Builder b;
+    Value* x = b.g.AddPlaceholder("x", {dt, {3}});
+    Value* d = b.g.AddPlaceholder("d", {dt, {3}});
+    REQUIRE(b.g.SetOutputs({b(OpKind::kAdd, {b(OpKind::kDiv, {x, d}), x})}).ok());
+    std::shared_ptr<codegen::Program> program = codegen::Program::Compile(b.g).value();
+    const absl::StatusOr<std::vector<Tensor>> out = program->Run(
+        {from_vector<int64_t>({4, 5, 6}, {3}).to(dt), from_vector<int64_t>({2, 0, 3}, {3}).to(dt)});
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().message().find("div: integer division by zero") != std::string::npos);
+  }
+}
+
+TEST_CASE("i32 arithmetic, comparisons and casts compile to eager's results") {
   Builder b;
-  Value* x = b.g.AddPlaceholder("x", {DType::kI64, {3}});
-  Value* d = b.g.AddPlaceholder("d", {DType::kI64, {3}});
-  REQUIRE(b.g.SetOutputs({b(OpKind::kAdd, {b(OpKind::kDiv, {x, d}), x})}).ok());
-  std::shared_ptr<codegen::Program> program = codegen::Program::Compile(b.g).value();
-  const absl::StatusOr<std::vector<Tensor>> out =
-      program->Run({from_vector<int64_t>({4, 5, 6}, {3}), from_vector<int64_t>({2, 0, 3}, {3})});
-  REQUIRE_FALSE(out.ok());
-  CHECK(out.status().message().find("div: integer division by zero") != std::string::npos);
+  Value* x = b.g.AddPlaceholder("x", {DType::kI32, {4, 3}});
+  Value* f = b.g.AddPlaceholder("f", {DType::kF32, {4, 3}});
+  Value* y = b(OpKind::kDiv, {b(OpKind::kMul, {x, x}), b(OpKind::kAdd, {x, x})});
+  Value* as_float = b(OpKind::kMul, {b(OpKind::kCast, {y}, {{"dtype", DType::kF32}}), f});
+  Value* greater = b(OpKind::kGt, {x, y});
+  Value* total = b(OpKind::kSum, {b(OpKind::kCast, {x}, {{"dtype", DType::kI64}})},
+                   {{"dims", std::vector<int64_t>{}}, {"keepdim", false}});
+  REQUIRE(b.g.SetOutputs({y, as_float, greater, total}).ok());
+  const Tensor positive = testing::Random({4, 3}, DType::kI32, 1) + full({}, 1, DType::kI32);
+  RequireSameAsInterpreter(b.g, {positive, testing::Random({4, 3}, DType::kF32, 2)}, 0);
 }
 
 TEST_CASE("dropout fuses with the elementwise ops around it and draws eager's mask") {

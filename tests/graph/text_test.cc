@@ -104,6 +104,8 @@ TEST_CASE("doubles, strings, dtypes, bools and odd names and sources round-trip 
   for (double e : exponents) Add(g, OpKind::kPow, {x}, {{"exponent", e}}, "pow # with a hash ");
   Add(g, OpKind::kGelu, {x}, {{"approximate", std::string("tanh")}});
   Add(g, OpKind::kCast, {x}, {{"dtype", DType::kI64}});
+  Value* i32 = Add(g, OpKind::kCast, {x}, {{"dtype", DType::kI32}})[0];
+  Add(g, OpKind::kMul, {i32, i32}, {});
   Add(g, OpKind::kSum, {x}, {{"dims", std::vector<int64_t>{}}, {"keepdim", true}});
   Add(g, OpKind::kArange, {},
       {{"start", int64_t{0}}, {"end", 5.5}, {"step", 0.5}, {"dtype", DType::kF64}});
@@ -205,7 +207,7 @@ TEST_CASE("malformed text is rejected with its line, column and what was expecte
         "line 2, column 13: bad dimension '99999999999999999999': number out of range at offset 0");
   // bad dtype
   CHECK(ParseError(WithNode("  %0: f33[4,3] = relu(%x)")) ==
-        "line 2, column 7: unknown dtype 'f33' (expected f32, f64, i64, bool or bf16)");
+        "line 2, column 7: unknown dtype 'f33' (expected f32, f64, i64, bool, bf16 or i32)");
   // missing '='
   CHECK(ParseError(WithNode("  %0: f32[4,3] relu(%x)")) ==
         "line 2, column 16: expected '=', got 'relu'");

@@ -162,6 +162,7 @@ TEST_CASE("SaveTensors and LoadTensors keep names, order, dtypes, metadata") {
       {"a.transposed", testing::NonContiguous(testing::Random({3, 2}, DType::kF32, 2))},
       {"mask", from_vector(std::vector<bool>{true, false, true}, {3})},
       {"half", bf16},
+      {"counts", from_vector<int32_t>({-5, 7, INT32_MAX}, {3})},
       {"empty", zeros({0, 4})}};
   REQUIRE(SaveTensors(tensors, path, {{"format", "pt"}, {"note", "é\t"}}).ok());
   Metadata metadata;

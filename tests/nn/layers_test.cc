@@ -220,8 +220,10 @@ TEST_CASE("Embedding picks rows and scatters their gradient back") {
   emb.to(DType::kF64);
   Tensor idx = from_vector<int64_t>({5, 0, 2, 2, 1, 5}, {2, 3});
   Tensor onehot = cast(eq(reshape(idx, {2, 3, 1}), arange(6)), DType::kF64);  // [2, 3, 6]
-  Tensor want = matmul(onehot, expand(reshape(emb.weight(), {1, 6, 4}), {2, 6, 4}));
-  RequireSameValueAndGrads(emb(idx), want, emb.parameters());
+  auto want = [&] { return matmul(onehot, expand(reshape(emb.weight(), {1, 6, 4}), {2, 6, 4})); };
+  RequireSameValueAndGrads(emb(idx), want(), emb.parameters());
+  // int32 indices pick the same rows, as PyTorch's IntTensor indices.
+  RequireSameValueAndGrads(emb(idx.to(DType::kI32)), want(), emb.parameters());
 }
 
 TEST_CASE("Embedding's padding row starts at zero and takes no gradient, eager and compiled") {

@@ -80,7 +80,7 @@ void CheckBinaryOp(Tensor (*op)(const Tensor&, const Tensor&), const Fn2& ref,
   }
 }
 
-const std::vector<DType> kNumeric = {DType::kF32, DType::kF64, DType::kI64};
+const std::vector<DType> kNumeric = {DType::kF32, DType::kF64, DType::kI64, DType::kI32};
 const std::vector<DType> kFloats = {DType::kF32, DType::kF64};
 
 TEST_CASE("add") { CheckBinaryOp(add, std::plus<double>(), kNumeric); }
@@ -101,6 +101,26 @@ TEST_CASE("div: an integer divisor of zero is an error, the most negative over -
         "div: integer division by zero: the divisor i64[] holds a 0");
   CHECK(div(a, from_vector<int64_t>({-1, -1, -2}, {3})).to_vector<int64_t>() ==
         std::vector<int64_t>{-7, INT64_MIN, -2});
+  const Tensor b = from_vector<int32_t>({7, INT32_MIN, -7}, {3});
+  CHECK(testing::ThrownMessage([&] { div(b, zeros({3}, DType::kI32)); }) ==
+        "div: integer division by zero: the divisor i32[3] holds a 0");
+  CHECK(div(b, from_vector<int32_t>({2, -1, 2}, {3})).to_vector<int32_t>() ==
+        std::vector<int32_t>{3, INT32_MIN, -3});
+}
+TEST_CASE("i32 arithmetic wraps on overflow and sums in i64, as PyTorch's int32") {
+  const Tensor big = from_vector<int32_t>({INT32_MAX, INT32_MIN, 65536}, {3});
+  CHECK(add(big, full({3}, 1, DType::kI32)).to_vector<int32_t>() ==
+        std::vector<int32_t>{INT32_MIN, INT32_MIN + 1, 65537});
+  CHECK(sub(big, full({3}, 1, DType::kI32)).to_vector<int32_t>() ==
+        std::vector<int32_t>{INT32_MAX - 1, INT32_MAX, 65535});
+  CHECK(mul(big, big).to_vector<int32_t>() == std::vector<int32_t>{1, 0, 0});
+  const Tensor total = sum(big);
+  CHECK(total.dtype() == DType::kI64);
+  CHECK(total.item<int64_t>() == int64_t{INT32_MAX} + INT32_MIN + 65536);
+  CHECK(testing::ThrownMessage([] { full({2}, 0x1p31, DType::kI32); }) ==
+        "full: value 2.14748e+09 cannot be converted to i32 without overflow");
+  CHECK(full({2}, -0x1p31, DType::kI32).to_vector<int32_t>() ==
+        std::vector<int32_t>{INT32_MIN, INT32_MIN});
 }
 TEST_CASE("maximum") {
   CheckBinaryOp(
@@ -115,7 +135,7 @@ TEST_CASE("minimum") {
 
 void CheckCompare(Tensor (*op)(const Tensor&, const Tensor&), const Fn2& ref) {
   // Integers in [0, 10) make ties common, which is what comparisons must get right.
-  CheckBinaryOp(op, ref, {DType::kI64});
+  CheckBinaryOp(op, ref, {DType::kI64, DType::kI32});
   Tensor a = from_vector<double>({1, 2, NAN}, {3});
   Tensor b = from_vector<double>({2, 2, NAN}, {3});
   Tensor expected =
@@ -146,7 +166,7 @@ TEST_CASE("ge") {
 }
 
 TEST_CASE("where") {
-  for (DType dtype : {DType::kF32, DType::kF64, DType::kI64, DType::kBool}) {
+  for (DType dtype : {DType::kF32, DType::kF64, DType::kI64, DType::kI32, DType::kBool}) {
     Tensor c = testing::Random({3, 1}, DType::kBool, 1);
     Tensor a = testing::NonContiguous(testing::Random({3, 4}, dtype, 2));
     Tensor b = testing::Random({4}, dtype, 3);
@@ -290,6 +310,9 @@ TEST_CASE("pow") {
 TEST_CASE("cast") {
   Tensor x = from_vector<double>({-1.75, 0, 2.5, 3}, {4});
   CHECK(cast(x, DType::kI64).to_vector<int64_t>() == std::vector<int64_t>{-1, 0, 2, 3});
+  CHECK(cast(x, DType::kI32).to_vector<int32_t>() == std::vector<int32_t>{-1, 0, 2, 3});
+  CHECK(cast(cast(x, DType::kI32), DType::kF32).to_vector<float>() ==
+        std::vector<float>{-1, 0, 2, 3});
   CHECK(cast(x, DType::kBool).to_vector<bool>() == std::vector<bool>{true, false, true, true});
   CHECK(cast(x, DType::kF32).to_vector<float>() == std::vector<float>{-1.75f, 0, 2.5f, 3});
   Tensor t = testing::NonContiguous(testing::Random({3, 4}, DType::kF64, 5));

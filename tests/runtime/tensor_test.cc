@@ -157,6 +157,9 @@ TEST_CASE("printing shows dtype, shape and values") {
   std::ostringstream big;
   big << arange(10);
   CHECK(big.str() == "Tensor(i64[10],\n [0, 1, 2, ..., 7, 8, 9])");
+  std::ostringstream i32;
+  i32 << from_vector<int32_t>({-7, 2147483647}, {2});
+  CHECK(i32.str() == "Tensor(i32[2],\n [-7, 2147483647])");
   std::ostringstream undef;
   undef << Tensor();
   CHECK(undef.str() == "Tensor(undefined)");
