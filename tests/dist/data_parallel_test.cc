@@ -100,11 +100,14 @@ TEST_CASE("ranks that pass different tensors get an error, each of them") {
                            std::to_string(rank) + " of 2 passed f32[" +
                            std::to_string(rank == 0 ? 3 : 4) + "]");
   CHECK(Group().AllReduceSum({zeros({2}, DType::kBool)}).message() ==
-        "collectives take f32, f64 or i64 tensors, got bool");
-  // The group still works.
+        "collectives take f32, f64, i64 or i32 tensors, got bool");
+  // The group still works, in every dtype it takes.
   Tensor one = full({1}, 1.0);
   REQUIRE(Group().AllReduceSum({one}).ok());
   CHECK(one.item<float>() == 2.0f);
+  Tensor counts = from_vector<int32_t>({rank + 1, -7}, {2});
+  REQUIRE(Group().AllReduceSum({counts}).ok());
+  CHECK(counts.to_vector<int32_t>() == std::vector<int32_t>{3, -14});
 }
 
 TEST_CASE("a compiled wait on a bucket no start began is an error") {

@@ -360,7 +360,10 @@ TEST_CASE("gathering rows checks the batch tensor and the row numbers") {
         "rows of u8[3,2] go into a contiguous tensor of shape [1,2], got f32[2,2]");
   CHECK(a.GatherRows({3}, tc::empty({1, 2})).message() == "row 3 of u8[3,2] is out of range");
   CHECK(a.GatherRows({0}, tc::empty({1, 2}, DType::kBF16)).message() ==
-        "rows of u8[3,2] convert to f32, f64, i64 or bool, not bf16");
+        "rows of u8[3,2] convert to f32, f64, i64, i32 or bool, not bf16");
+  const Tensor i32_rows = tc::empty({2, 2}, DType::kI32);
+  REQUIRE(a.GatherRows({2, 0}, i32_rows).ok());
+  CHECK(i32_rows.to_vector<int32_t>() == std::vector<int32_t>{5, 6, 1, 2});
   // Rows of no elements gather into an empty batch (the data-files fuzz
   // target's finding: an .npy of shape (2, 0) was refused as not contiguous).
   const Array empty_rows{ElementType::kI16, {2, 0}, Bytes{}};
