@@ -51,8 +51,9 @@ class LinearProgram {
 };
 
 struct CbcOptions {
-  // Stops the branch and bound of a mixed-integer program; CBC does not
-  // stop a linear program's simplex (nor a MIP's root LP) for it.
+  // Wall time for the whole solve: the root LP (or a linear program) stops
+  // at it, then the branch and bound gets what is left. CBC checks its clock
+  // between phases, so a solve may end a few seconds late.
   double time_limit_seconds = 10;
   // A solution to start from (one value per column), or empty. CBC drops a
   // start that breaks a row; one of another length is not given to it.

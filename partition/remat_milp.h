@@ -61,7 +61,8 @@ struct LpRoundingOptions {
   // Roundings tried per relaxation: the first at 1/2, the rest at random.
   int samples = 64;
   uint32_t seed = 0;
-  // Checked between the relaxations (CBC does not stop a simplex for it).
+  // Each relaxation stops at what is left of it, and no relaxation starts
+  // after it.
   // When no rounding fits, the relaxation is solved again at 0.9, 0.8 and
   // 0.7 of the budget (as Checkmate does).
   double time_limit_seconds = 60;
