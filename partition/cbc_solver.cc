@@ -140,8 +140,15 @@ CbcSolution SolveWithCbc(const LinearProgram& program, const CbcOptions& options
     solution.seconds = elapsed();
     return solution;
   }
+  std::vector<double> start = options.start;
+  if (options.start_from_relaxation) {
+    const double* relaxed = solver.getColSolution();
+    std::vector<double> rounded =
+        options.start_from_relaxation({relaxed, relaxed + program.num_columns()});
+    if (!rounded.empty()) start = std::move(rounded);
+  }
   CbcModel model(solver);
-  BranchAndBound(model, options.start, options.time_limit_seconds - elapsed());
+  BranchAndBound(model, start, options.time_limit_seconds - elapsed());
   solution.seconds = elapsed();
   solution.proven_infeasible = model.isProvenInfeasible();
   solution.proven_optimal = model.isProvenOptimal() && model.bestSolution() != nullptr;

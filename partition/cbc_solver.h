@@ -17,6 +17,7 @@
 #define TENSORCUT_PARTITION_CBC_SOLVER_H_
 
 #include <cstddef>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct CbcOptions {
   // A solution to start from (one value per column), or empty. CBC drops a
   // start that breaks a row; one of another length is not given to it.
   std::vector<double> start;
+  // A mixed-integer program's: called with the optimum of its relaxation
+  // before branching, returns a start cheaper than `start` (rounded from
+  // it), which replaces it, or empty.
+  std::function<std::vector<double>(const std::vector<double>& relaxed)> start_from_relaxation;
 };
 
 struct CbcSolution {

@@ -229,6 +229,23 @@ bool Fits(const RematGraph& graph, const StagePlan& plan, int64_t budget_bytes) 
   return true;
 }
 
+// The cheapest plan that fits among `samples` roundings of a relaxation's
+// optimum `x` (the first at 1/2, the rest at random), or nullopt.
+absl::StatusOr<std::optional<StagePlan>> BestRounding(const RematGraph& graph,
+                                                      const CheckmateProgram& program,
+                                                      const std::vector<double>& x,
+                                                      int64_t budget_bytes, int samples,
+                                                      std::mt19937& rng) {
+  std::optional<StagePlan> best;
+  for (int sample = 0; sample < samples; ++sample) {
+    TC_ASSIGN_OR_RETURN(StagePlan plan,
+                        CompleteStages(graph, program.Kept(x, 0.5, sample == 0 ? nullptr : &rng)));
+    if (!Fits(graph, plan, budget_bytes)) continue;
+    if (!best.has_value() || PlanCost(graph, plan) < PlanCost(graph, *best)) best = std::move(plan);
+  }
+  return best;
+}
+
 }  // namespace
 
 absl::StatusOr<RematResult> CheckmateMilpSchedule(const RematGraph& graph, int64_t budget_bytes,
@@ -251,7 +268,26 @@ absl::StatusOr<RematResult> CheckmateMilpSchedule(const RematGraph& graph, int64
   }
   CbcOptions cbc{.time_limit_seconds = options.time_limit_seconds};
   if (start != nullptr) cbc.start = program.Assignment(*start, budget);
+  // Checkmate's rounding of the root relaxation, which branch and bound
+  // solves anyway, as a second start: the MILP is then never worse than
+  // lp_rounding's first relaxation.
+  std::optional<StagePlan> rounded;
+  absl::Status rounding_status;
+  cbc.start_from_relaxation = [&](const std::vector<double>& relaxed) -> std::vector<double> {
+    std::mt19937 rng(0);
+    absl::StatusOr<std::optional<StagePlan>> best =
+        BestRounding(graph, program, relaxed, budget_bytes, options.roundings, rng);
+    if (!best.ok()) rounding_status = best.status();
+    if (!best.ok() || !best->has_value() ||
+        (start != nullptr && PlanCost(graph, **best) >= PlanCost(graph, *start))) {
+      return {};
+    }
+    rounded = **std::move(best);
+    start = &*rounded;
+    return program.Assignment(*rounded, budget);
+  };
   const CbcSolution solution = SolveWithCbc(program.program(), cbc);
+  TC_RETURN_IF_ERROR(rounding_status);
   RematResult result;
   result.strategy = kStrategy;
   result.lower_bound = std::max(TotalCost(graph), solution.bound * TotalCost(graph));
@@ -315,14 +351,8 @@ absl::StatusOr<RematResult> LpRoundingSchedule(const RematGraph& graph, int64_t 
     }
     if (first) result.lower_bound = relaxed.objective * TotalCost(graph);
     first = false;
-    for (int sample = 0; sample < options.samples; ++sample) {
-      absl::StatusOr<StagePlan> plan =
-          CompleteStages(graph, program.Kept(relaxed.x, 0.5, sample == 0 ? nullptr : &rng));
-      if (!plan.ok()) return plan.status();
-      if (!Fits(graph, *plan, budget_bytes)) continue;
-      if (!best.has_value() || PlanCost(graph, *plan) < PlanCost(graph, *best))
-        best = *std::move(plan);
-    }
+    TC_ASSIGN_OR_RETURN(
+        best, BestRounding(graph, program, relaxed.x, budget_bytes, options.samples, rng));
     if (best.has_value()) break;
   }
   result.seconds = absl::ToDoubleSeconds(absl::Now() - began);

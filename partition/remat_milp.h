@@ -33,7 +33,9 @@
 // presolve: R[t,i] and S[t,i] are fixed at 0 where nothing at or after
 // stage t descends from i. A solution is read back as the values each
 // stage keeps and completed with CompleteStages, which never computes more
-// or holds more than the solution did; the checker replays it.
+// or holds more than the solution did; the checker replays it. Branch and
+// bound starts from the cheapest of the given plans and of roundings of the
+// root relaxation it has just solved.
 #ifndef TENSORCUT_PARTITION_REMAT_MILP_H_
 #define TENSORCUT_PARTITION_REMAT_MILP_H_
 
@@ -52,6 +54,9 @@ struct RematMilpOptions {
   // Plans to start from (the greedy one): CBC starts at the cheapest that
   // fits, so a solve the time limit stops is never worse than its starts.
   std::vector<const StagePlan*> starts;
+  // Roundings of the root relaxation tried as one more start (as
+  // lp_rounding rounds it: the first at 1/2, the rest at random); 0: none.
+  int roundings = 64;
 };
 
 absl::StatusOr<RematResult> CheckmateMilpSchedule(const RematGraph& graph, int64_t budget_bytes,
