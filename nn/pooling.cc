@@ -18,10 +18,20 @@ using internal::RequireNonNegative;
 using internal::RequirePositive;
 using internal::ThrowInvalid;
 
+// A window's kernel_size, stride or dilation: positive, and at most 2^31 as
+// the ops take them (so a dilated extent cannot overflow).
+void RequireWindowSize(absl::string_view layer, absl::string_view what, const IntPair& value) {
+  RequirePositive(layer, what, value);
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (value[0] > kMax || value[1] > kMax) {
+    ThrowInvalid(absl::StrCat(layer, ": ", what, " must be at most 2^31, got ", value.ToString()));
+  }
+}
+
 void CheckWindow(absl::string_view layer, const IntPair& kernel, const IntPair& stride,
                  const IntPair& padding) {
-  RequirePositive(layer, "kernel_size", kernel);
-  RequirePositive(layer, "stride", stride);
+  RequireWindowSize(layer, "kernel_size", kernel);
+  RequireWindowSize(layer, "stride", stride);
   RequireNonNegative(layer, "padding", padding);
   for (int d = 0; d < 2; ++d) {
     if (padding[d] > kernel[d] / 2) {
@@ -92,7 +102,7 @@ MaxPool2d::MaxPool2d(const MaxPool2dOptions& options)
       dilation_(options.dilation),
       ceil_mode_(options.ceil_mode) {
   CheckWindow("MaxPool2d", kernel_size_, stride_, padding_);
-  RequirePositive("MaxPool2d", "dilation", dilation_);
+  RequireWindowSize("MaxPool2d", "dilation", dilation_);
 }
 
 MaxPool2d::MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride, IntPair padding,

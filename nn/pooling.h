@@ -33,12 +33,15 @@ struct MaxPool2dOptions {
 
 // Windows that PyTorch's ceil_mode starts beyond the input (or its left
 // padding) are dropped, as in PyTorch. The positional constructor has no
-// dilation (its fourth argument is ceil_mode); MaxPool2dOptions has it.
+// dilation (its fourth argument is ceil_mode); MaxPool2dOptions has it. A
+// rectangular kernel alone is MaxPool2d(nn::IntPair(2, 3)): MaxPool2d({2, 3})
+// could be either constructor.
 class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(const MaxPool2dOptions& options);
   explicit MaxPool2d(IntPair kernel_size, std::optional<IntPair> stride = std::nullopt,
                      IntPair padding = 0, bool ceil_mode = false);
+
   Tensor forward(const Tensor& x) override;
   using Module::forward;
   std::string extra_repr() const override;

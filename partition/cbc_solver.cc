@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "CbcModel.hpp"
 #include "CbcSolver.hpp"
@@ -83,27 +83,31 @@ class LoadedCbcModel {
 
 namespace {
 
-// Solves the linear relaxation, presolved, within `seconds`: CBC's driver
-// neither presolves it nor stops it (on MobileNet's schedule at 0.8, 28.5 s
-// there against 9.8 s here, on an AMD EPYC). True when it is optimal.
+// Solves the linear relaxation, presolved, within `seconds` of wall time:
+// CBC's driver neither presolves it nor stops it (on MobileNet's schedule at
+// 0.8, 28.5 s there against 9.8 s here, on an AMD EPYC). True when it is
+// optimal. The limit is lifted after, so that the branch and bound's copy
+// of the solver does not inherit it.
 bool SolveRootLp(OsiClpSolverInterface& solver, double seconds) {
   ClpSolve options;
   options.setPresolveType(ClpSolve::presolveOn);
   solver.setSolveOptions(options);
-  solver.getModelPtr()->setMaximumSeconds(std::max(seconds, 1e-9));
+  solver.getModelPtr()->setMaximumWallSeconds(std::max(seconds, 1e-9));
   solver.initialSolve();
+  solver.getModelPtr()->setMaximumWallSeconds(-1);
   return solver.isProvenOptimal();
 }
 
 // Branch and bound from the solved root (CBC's driver, with its default
 // cuts and heuristics, reuses the root's basis), from `start` when it has
-// one value per column, stopped after `seconds` of wall time. The
-// feasibility pump is off: every caller starts from a feasible plan, and
-// the pump overran the time limit by seconds on MobileNet's schedule.
+// one value per column, stopped after `seconds` of wall time. Given a
+// start, the feasibility pump is off: it overran the time limit by seconds
+// on MobileNet's schedule to find what the start already is.
 void BranchAndBound(CbcModel& model, const std::vector<double>& start, double seconds) {
   CbcSolverUsefulData data;
   CbcMain0(model, data);
-  if (start.size() == static_cast<size_t>(model.getNumCols())) {
+  const bool started = start.size() == static_cast<size_t>(model.getNumCols());
+  if (started) {
     std::vector<std::pair<std::string, double>> named;
     for (size_t c = 0; c < start.size(); ++c) {
       named.emplace_back(model.solver()->getColName(static_cast<int>(c)), start[c]);
@@ -111,11 +115,13 @@ void BranchAndBound(CbcModel& model, const std::vector<double>& start, double se
     model.setMIPStart(named);
   }
   const std::string limit = absl::StrCat(std::max(seconds, 1e-9));
-  const char* args[] = {"tensorcut",   "-log",          "0",    "-timeMode", "elapsed", "-seconds",
-                        limit.c_str(), "-allowableGap", "0",    "-ratioGap", "0",       "-feas",
-                        "off",         "-solve",        "-quit"};
+  std::vector<const char*> args = {
+      "tensorcut",   "-log",          "0", "-timeMode", "elapsed", "-seconds",
+      limit.c_str(), "-allowableGap", "0", "-ratioGap", "0"};
+  if (started) args.insert(args.end(), {"-feas", "off"});
+  args.insert(args.end(), {"-solve", "-quit"});
   CbcMain1(
-      static_cast<int>(std::size(args)), args, model, [](CbcModel*, int) { return 0; }, data);
+      static_cast<int>(args.size()), args.data(), model, [](CbcModel*, int) { return 0; }, data);
 }
 
 }  // namespace
@@ -145,8 +151,9 @@ CbcSolution SolveWithCbc(const LinearProgram& program, const CbcOptions& options
     const double* relaxed = solver.getColSolution();
     std::vector<double> rounded =
         options.start_from_relaxation({relaxed, relaxed + program.num_columns()});
-    if (!rounded.empty()) start = std::move(rounded);
+    if (rounded.size() == static_cast<size_t>(program.num_columns())) start = std::move(rounded);
   }
+  const double root_bound = solver.getObjValue();
   CbcModel model(solver);
   BranchAndBound(model, start, options.time_limit_seconds - elapsed());
   solution.seconds = elapsed();
@@ -160,11 +167,12 @@ CbcSolution SolveWithCbc(const LinearProgram& program, const CbcOptions& options
   if (solution.proven_optimal) {
     solution.bound = solution.objective;
   } else {
-    // CBC gives its incumbent (or its infinity) when it has no bound yet.
+    // CBC gives its incumbent (or its infinity) when it has no bound yet;
+    // the root relaxation's optimum is one anyway.
     const double bound = model.getBestPossibleObjValue();
     const bool known =
         std::abs(bound) < kNoBound && !(solution.found && bound >= solution.objective);
-    solution.bound = known ? bound : -kNoBound;
+    solution.bound = known ? std::max(bound, root_bound) : root_bound;
   }
   return solution;
 }

@@ -60,8 +60,9 @@ struct CbcOptions {
   // start that breaks a row; one of another length is not given to it.
   std::vector<double> start;
   // A mixed-integer program's: called with the optimum of its relaxation
-  // before branching, returns a start cheaper than `start` (rounded from
-  // it), which replaces it, or empty.
+  // before branching (with the solver's lock held: it must not solve),
+  // returns a start cheaper than `start` (rounded from it), which replaces
+  // it, or empty.
   std::function<std::vector<double>(const std::vector<double>& relaxed)> start_from_relaxation;
 };
 

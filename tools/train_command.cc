@@ -150,8 +150,7 @@ absl::Status Run(dist::ProcessGroup& group) {
   if (absl::Status s = group.rank() == 0 ? CheckFreeSpace(checkpoint, t.SaveBytes(), "checkpoint")
                                          : absl::OkStatus();
       !s.ok()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
+    return absl::Status(s.code(), absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
   }
   if (t.synthetic()) {
     for (const char* name : {"batch", "data", "drop_last"}) {

@@ -10,19 +10,24 @@
 namespace tc::ops_internal {
 namespace {
 
-absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
-                                                  const Attrs& attrs) {
-  const std::vector<int64_t>& shape = attrs.Ints("shape");
-  TC_RETURN_IF_ERROR(CheckShapeSize(shape));
-  const DType dtype = attrs.Dtype("dtype");
-  // Converting a double outside an integer type to it is undefined (it gave
-  // the most negative value): refused, as PyTorch refuses the overflow.
-  const double value = attrs.Float("value");
+// Converting a double outside an integer type to it is undefined (it gave
+// the most negative value): refused, as PyTorch refuses the overflow.
+absl::Status RequireRepresentable(double value, DType dtype) {
   const double limit = dtype == DType::kI64 ? 0x1p63 : 0x1p31;
   if (IsInteger(dtype) && !(value >= -limit && value < limit)) {
     return Invalid("value ", value, " cannot be converted to ", DTypeName(dtype),
                    " without overflow");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TensorType>> InferFull(absl::Span<const TensorType>,
+                                                  const Attrs& attrs) {
+  const std::vector<int64_t>& shape = attrs.Ints("shape");
+  TC_RETURN_IF_ERROR(CheckShapeSize(shape));
+  const DType dtype = attrs.Dtype("dtype");
+  const double value = attrs.Float("value");
+  TC_RETURN_IF_ERROR(RequireRepresentable(value, dtype));
   return One(dtype, shape);
 }
 
@@ -35,7 +40,12 @@ absl::StatusOr<std::vector<TensorType>> InferArange(absl::Span<const TensorType>
   if (!(n <= static_cast<double>(kMaxElements))) {
     return Invalid("[", start, ", ", end, ") in steps of ", step, " has more than 2^60 elements");
   }
-  return One(attrs.Dtype("dtype"), {n > 0 ? static_cast<int64_t>(n) : 0});
+  const DType dtype = attrs.Dtype("dtype");
+  if (n > 0) {
+    TC_RETURN_IF_ERROR(RequireRepresentable(start, dtype));
+    TC_RETURN_IF_ERROR(RequireRepresentable(start + (n - 1) * step, dtype));
+  }
+  return One(dtype, {n > 0 ? static_cast<int64_t>(n) : 0});
 }
 
 absl::StatusOr<std::vector<TensorType>> InferSizeScalar(absl::Span<const TensorType>,

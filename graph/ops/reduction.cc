@@ -28,6 +28,16 @@ absl::StatusOr<std::vector<TensorType>> InferReduce(absl::Span<const TensorType>
   return One(in[0].dtype, ReducedShape(in[0].shape, dims, attrs.Bool("keepdim")));
 }
 
+// sum: i32 would overflow where PyTorch counts in i64; tc::sum casts first.
+absl::StatusOr<std::vector<TensorType>> InferSum(absl::Span<const TensorType> in,
+                                                 const Attrs& attrs) {
+  if (in[0].dtype == DType::kI32) {
+    return Invalid("input i32 is summed as i64: cast it first (as tc::sum does), got ",
+                   in[0].ToString());
+  }
+  return InferReduce(in, attrs);
+}
+
 absl::StatusOr<std::vector<TensorType>> InferFloatReduce(absl::Span<const TensorType> in,
                                                          const Attrs& attrs) {
   TC_RETURN_IF_ERROR(RequireFloating(in[0], "input"));
@@ -88,7 +98,7 @@ std::vector<OpDef> ReductionOpDefs() {
       {"correction", AttrKind::kInt}, {"dims", AttrKind::kInts}, {"keepdim", AttrKind::kBool}};
   const std::vector<AttrSpec> one_dim = {{"dim", AttrKind::kInt}};
   return {
-      {OpKind::kSum, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferReduce,
+      {OpKind::kSum, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferSum,
        &ReduceCost},
       {OpKind::kMean, "", OpFamily::kReduction, 1, 1, reduce, kTraitReduction, &InferFloatReduce,
        &ReduceCost},

@@ -45,7 +45,7 @@ struct Array {
   std::string ToString() const;
 
   // Writes rows `indices` (each in [0, rows())) into `out`, a contiguous f32,
-  // f64, i64 or bool tensor of shape [indices.size(), row_shape()...], each
+  // f64, i64, i32 or bool tensor of shape [indices.size(), row_shape()...], each
   // element converted (bool: nonzero). An error names what did not fit.
   absl::Status GatherRows(absl::Span<const int64_t> indices, const Tensor& out) const;
   // An error naming the first element that is not a finite f32 value (NaN,

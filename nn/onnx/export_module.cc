@@ -302,8 +302,9 @@ absl::StatusOr<std::string> ExportToString(nn::Module& module, const TensorTree&
   absl::flat_hash_map<const Value*, std::string> names;
   int user_inputs = 0;
   for (const Value* v : graph.placeholders()) {
-    if (v->type().dtype == DType::kBF16) {
-      return absl::UnimplementedError("export: bf16 tensors have no ONNX form here");
+    if (OnnxTypeOf(v->type().dtype) == 0) {
+      return absl::UnimplementedError(
+          absl::StrCat("export: ", DTypeName(v->type().dtype), " tensors have no ONNX form here"));
     }
     const InputDescriptor& d = descriptors.at(static_cast<size_t>(v->index()));
     if (HasSymbolic(v->type().shape)) {

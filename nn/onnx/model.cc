@@ -239,6 +239,12 @@ absl::Status EncodeTensor(const std::string& name, const Tensor& value, TensorPr
 }
 
 absl::Status EncodeValueInfo(const ValueInfo& info, ::onnx::ValueInfoProto& proto) {
+  if (OnnxTypeOf(info.dtype) == TensorProto::UNDEFINED) {
+    return absl::InvalidArgumentError(absl::StrCat("value '", info.name, "' is ",
+                                                   DTypeName(info.dtype),
+                                                   "; ONNX models are written in f32, f64, i64 "
+                                                   "and bool"));
+  }
   proto.set_name(info.name);
   auto* type = proto.mutable_type()->mutable_tensor_type();
   type->set_elem_type(OnnxTypeOf(info.dtype));

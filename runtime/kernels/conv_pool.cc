@@ -319,6 +319,21 @@ std::pair<int64_t, int64_t> TapsInside(int64_t start, int64_t kernel, int64_t st
   return {first, std::min(start + (kernel - 1) * step + 1, size)};
 }
 
+// Whether every window of pooling an input of `in` shape into `out` holds an
+// input element. A dilated one can fall wholly in the padding (taps at -1
+// and 3 of a 3-wide input): the reference loops give it -inf and no
+// gradient; oneDNN would not.
+bool EveryWindowReachesInput(const Shape& in, const Shape& out, const Pool2dOptions& p) {
+  for (int d = 0; d < 2; ++d) {
+    for (int64_t o = 0; o < out[2 + d]; ++o) {
+      const auto [first, end] =
+          TapsInside(o * p.stride[d] - p.padding[d], p.kernel[d], p.dilation[d], in[2 + d]);
+      if (first >= end) return false;
+    }
+  }
+  return true;
+}
+
 // Calls fn(window) for every output element of pooling an input of `in` shape.
 template <typename Fn>
 void ForEachWindow(const Shape& in, const Shape& out, const Pool2dOptions& p, Fn fn) {
@@ -338,7 +353,8 @@ void ForEachWindow(const Shape& in, const Shape& out, const Pool2dOptions& p, Fn
 }
 
 // Position (h, w) of the window's first maximum in row-major order; h < 0
-// for a window holding no input element (only for a zero-size input).
+// for a window holding no input element (a zero-size input, or a dilated
+// window wholly in the padding).
 struct Pos {
   int64_t h = -1, w = -1;
 };
@@ -665,7 +681,7 @@ absl::Status MaxPool2dInto(absl::Span<const Tensor> in, const Attrs& attrs,
   } else if (tiling == Tiling::kChannelsLast) {
     VisitFloatDType(y.dtype(),
                     [&](auto zero) { TiledMaxPoolForwardChannelsLast<decltype(zero)>(x, y, p); });
-  } else if (UseOneDnn({&x, &y})) {
+  } else if (UseOneDnn({&x, &y}) && EveryWindowReachesInput(x.shape(), y.shape(), p)) {
     OneDnnPool(dnnl::algorithm::pooling_max, x, y, p);
   } else {
     VisitFloatDType(y.dtype(), [&](auto zero) { RefMaxPool<decltype(zero)>(x, y, p); });
@@ -709,7 +725,7 @@ absl::Status MaxPool2dBackwardInto(absl::Span<const Tensor> in, const Attrs& att
     });
     return absl::OkStatus();
   }
-  if (!UseOneDnn({&grad, &x, &dx})) {
+  if (!UseOneDnn({&grad, &x, &dx}) || !EveryWindowReachesInput(x.shape(), grad.shape(), p)) {
     ZeroDense(dx);
     VisitFloatDType(dx.dtype(),
                     [&](auto zero) { RefMaxPoolBackward<decltype(zero)>(grad, x, dx, p); });

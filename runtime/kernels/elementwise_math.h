@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "absl/base/casts.h"
@@ -136,13 +137,13 @@ struct Ge : Comparison {
 struct Neg : UnaryFormula {
   template <typename T>
   T operator()(T x) const {
-    return -x;
+    return Wrapping(T(0), x, [](auto zero, auto y) { return zero - y; });
   }
 };
 struct Abs : UnaryFormula {
   template <typename T>
   T operator()(T x) const {
-    return x < 0 ? -x : x;
+    return x < 0 ? Neg{}(x) : x;
   }
 };
 struct Sign : UnaryFormula {
@@ -326,10 +327,19 @@ struct Where {
   }
 };
 
+// A float cast to an integer type saturates (NaN gives 0), where C++'s
+// conversion of a value out of range is undefined.
 template <typename To>
 struct Cast {
   template <typename From>
   To operator()(From x) const {
+    if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+                  !std::is_same_v<To, bool>) {
+      constexpr double kLimit = -static_cast<double>(std::numeric_limits<To>::min());  // 2^(bits-1)
+      if (std::isnan(x)) return To(0);
+      if (x >= kLimit) return std::numeric_limits<To>::max();
+      if (x < -kLimit) return std::numeric_limits<To>::min();
+    }
     return static_cast<To>(x);
   }
 };

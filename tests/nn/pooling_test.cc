@@ -108,6 +108,8 @@ TEST_CASE("MaxPool2d's dilation spaces the window's taps, as PyTorch") {
         "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=(2, 1), ceil_mode=False)");
   CHECK_THROWS_WITH(nn::MaxPool2d({.kernel_size = 2, .dilation = 0}),
                     "MaxPool2d: dilation must be positive, got 0");
+  CHECK_THROWS_WITH(nn::MaxPool2d({.kernel_size = 2, .dilation = int64_t{1} << 40}),
+                    "MaxPool2d: dilation must be at most 2^31, got 1099511627776");
   CHECK_THROWS_WITH(
       nn::MaxPool2d({.kernel_size = 3, .dilation = 2})(zeros({1, 1, 4, 4})),
       "MaxPool2d: input f32[1,1,4,4] is smaller than the kernel 3 with padding 0 and dilation 2");

@@ -382,7 +382,7 @@ const std::vector<PoolCase>& PoolCases() {
 }
 
 // Max pooling's cases: the shared ones and dilated windows (taps dilation
-// apart, partly in the padding, and windows whose first taps all fall in it).
+// apart, some of them in the padding).
 const std::vector<PoolCase>& MaxPoolCases() {
   static const std::vector<PoolCase> cases = [] {
     std::vector<PoolCase> all = PoolCases();
@@ -421,6 +421,21 @@ TEST_CASE("max_pool2d matches direct loops") {
       const Tensor y = max_pool2d(zeros({1, 2, 0, 4}, dt), {{2, 2}, {1, 2}, {1, 0}});
       REQUIRE(y.shape() == Shape{1, 2, 1, 2});
       for (double v : y.to_vector<double>()) CHECK(v == -std::numeric_limits<double>::infinity());
+    }
+  }
+  SECTION("a dilated window wholly in the padding is -inf and takes no gradient") {
+    // Columns: taps at -1 and 3 of a 3-wide input.
+    const Pool2dOptions o{{2, 2}, {1, 1}, {0, 1}, {1, 4}};
+    for (DType dt : kDTypes) {
+      for (Layout l : kLayouts) {
+        INFO(Describe("wholly in the padding", dt, l));
+        const Tensor x = InLayout(Random({1, 2, 4, 3}, dt, 1), l);
+        const Tensor y = max_pool2d(x, o);
+        REQUIRE(y.shape() == Shape{1, 2, 3, 1});
+        for (double v : y.to_vector<double>()) CHECK(v == -std::numeric_limits<double>::infinity());
+        const Tensor dx = max_pool2d_backward(InLayout(ones({1, 2, 3, 1}, dt), l), x, o);
+        REQUIRE_TENSORS_CLOSE(dx, zeros({1, 2, 4, 3}, DType::kF64), 0, 0);
+      }
     }
   }
 }

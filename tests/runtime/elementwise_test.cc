@@ -121,6 +121,17 @@ TEST_CASE("i32 arithmetic wraps on overflow and sums in i64, as PyTorch's int32"
         "full: value 2.14748e+09 cannot be converted to i32 without overflow");
   CHECK(full({2}, -0x1p31, DType::kI32).to_vector<int32_t>() ==
         std::vector<int32_t>{INT32_MIN, INT32_MIN});
+  // The most negative value negates to itself, in both integer dtypes.
+  CHECK(neg(big).to_vector<int32_t>() == std::vector<int32_t>{-INT32_MAX, INT32_MIN, -65536});
+  CHECK(abs(big).to_vector<int32_t>() == std::vector<int32_t>{INT32_MAX, INT32_MIN, 65536});
+  CHECK(neg(from_vector<int64_t>({INT64_MIN}, {1})).item<int64_t>() == INT64_MIN);
+  // A graph's sum of i32 is refused: it would overflow where PyTorch counts in i64.
+  CHECK(Call(OpKind::kSum, {big}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}})
+            .status()
+            .message() ==
+        "sum: input i32 is summed as i64: cast it first (as tc::sum does), got i32[3]");
+  CHECK(testing::ThrownMessage([] { arange(0, 4e9, 1.5e9, DType::kI32); }) ==
+        "arange: value 3e+09 cannot be converted to i32 without overflow");
 }
 TEST_CASE("maximum") {
   CheckBinaryOp(
@@ -313,6 +324,12 @@ TEST_CASE("cast") {
   CHECK(cast(x, DType::kI32).to_vector<int32_t>() == std::vector<int32_t>{-1, 0, 2, 3});
   CHECK(cast(cast(x, DType::kI32), DType::kF32).to_vector<float>() ==
         std::vector<float>{-1, 0, 2, 3});
+  // Out of range saturates and NaN gives 0, where C++'s conversion is undefined.
+  const Tensor wide = from_vector<double>({1e10, -1e10, NAN, 0x1p63}, {4});
+  CHECK(cast(wide, DType::kI32).to_vector<int32_t>() ==
+        std::vector<int32_t>{INT32_MAX, INT32_MIN, 0, INT32_MAX});
+  CHECK(cast(wide, DType::kI64).to_vector<int64_t>() ==
+        std::vector<int64_t>{10000000000, -10000000000, 0, INT64_MAX});
   CHECK(cast(x, DType::kBool).to_vector<bool>() == std::vector<bool>{true, false, true, true});
   CHECK(cast(x, DType::kF32).to_vector<float>() == std::vector<float>{-1.75f, 0, 2.5f, 3});
   Tensor t = testing::NonContiguous(testing::Random({3, 4}, DType::kF64, 5));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "nn/layers.h"
 #include "nn/models/models.h"
 #include "nn/onnx/import.h"
 #include "nn/pooling.h"
@@ -86,6 +87,10 @@ TEST_CASE("what has no ONNX form here is an error naming it") {
       spec.inputs.Map([](const Tensor& t) { return t.to(DType::kBF16); });
   CHECK(ExportToString(*spec.module, bf16_inputs).status().message() ==
         "export: bf16 tensors have no ONNX form here");
+  nn::Embedding embedding(5, 3);
+  CHECK(
+      ExportToString(embedding, TensorTree::MakeLeaf(zeros({2}, DType::kI32))).status().message() ==
+      "export: i32 tensors have no ONNX form here");
   nn::ModelSpec linear = nn::MakeModel("linear", 1).value();
   const std::string dir = std::getenv("TEST_TMPDIR");
   CHECK(Export(*linear.module, linear.inputs, dir).message() ==
