@@ -134,10 +134,16 @@ struct Ge : Comparison {
   }
 };
 
+// Floats keep the sign of zero (0 - x would not); integers wrap at the
+// most negative value.
 struct Neg : UnaryFormula {
   template <typename T>
   T operator()(T x) const {
-    return Wrapping(T(0), x, [](auto zero, auto y) { return zero - y; });
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return Wrapping(T(0), x, [](auto zero, auto y) { return zero - y; });
+    } else {
+      return -x;
+    }
   }
 };
 struct Abs : UnaryFormula {
