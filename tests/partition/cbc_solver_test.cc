@@ -1,6 +1,6 @@
 // SolveWithCbc on programs small enough to solve by hand: a linear
-// program's optimum, a mixed-integer program's optimum, its start from the
-// relaxation, infeasibility proven by the relaxation.
+// program's optimum, a mixed-integer program's optimum, the relaxation handed
+// to the start callback, infeasibility proven by the relaxation.
 #include "partition/cbc_solver.h"
 
 #include <vector>
@@ -30,7 +30,10 @@ TEST_CASE("a linear program's optimum is its own bound") {
   CHECK(s.x[0] + s.x[1] == Approx(1.5));
 }
 
-TEST_CASE("a mixed-integer program starts from what its relaxation's rounding gives") {
+// What this can show: the relaxation's optimum reaches the callback before
+// branching, and the optimum follows. Whether CBC takes the returned start
+// it cannot show (branch and bound finds -1 from any start).
+TEST_CASE("a mixed-integer program hands its relaxation's optimum to the start callback") {
   std::vector<double> seen;
   CbcOptions options{.time_limit_seconds = 10};
   options.start_from_relaxation = [&](const std::vector<double>& relaxed) {
