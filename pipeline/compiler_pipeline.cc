@@ -9,6 +9,7 @@
 #include "codegen/per_size.h"
 #include "graph/pass.h"
 #include "graph/passes/fuse_attention.h"
+#include "pipeline/step_program.h"
 
 namespace tc {
 namespace {
@@ -136,13 +137,9 @@ codegen::Compiler CompilerPipeline::PerSize(const codegen::Compiler& compiler) c
 absl::StatusOr<CompiledForward> CompilerPipeline::fw_compile(
     const codegen::Compiler& compiler, const partition::PartitionResult& partition) const {
   if (joint_ == nullptr) return MustCallFirst("fw_compile", "generate_ir_for_training");
-  // The saved values go to the backward in whatever layout the forward
-  // computes them in (channels-last activations): no reorder between.
   TC_ASSIGN_OR_RETURN(
       codegen::Executable run,
-      PerSize(compiler)(partition.forward,
-                        {.free_outputs_from = joint_->layout.num_forward_outputs,
-                         .saved_outputs_from = joint_->layout.num_forward_outputs}));
+      CompileForwardHalf(PerSize(compiler), partition.forward, joint_->layout.num_forward_outputs));
   return CompiledForward{std::move(run)};
 }
 
@@ -151,22 +148,10 @@ absl::StatusOr<CompiledBackward> CompilerPipeline::bw_compile(
     const CompiledForward& forward) const {
   if (joint_ == nullptr) return MustCallFirst("bw_compile", "generate_ir_for_training");
   if (!forward.run) return MustCallFirst("bw_compile", "fw_compile");
-  // The saved values come first, in the layouts the forward gives them.
-  const int saved = partition.num_fw_outs_saved_for_bw;
-  const int forward_outputs = joint_->layout.num_forward_outputs + saved;
-  if (forward.run.num_outputs() != forward_outputs ||
-      static_cast<int>(partition.backward.placeholders().size()) < saved) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bw_compile: the partition saves ", saved, " values; the compiled forward returns ",
-        forward.run.num_outputs(), " outputs (expected ", forward_outputs,
-        ") and the backward takes ", partition.backward.placeholders().size()));
-  }
-  codegen::CompileOptions options;
-  options.argument_orders.resize(partition.backward.placeholders().size());
-  for (int i = 0; i < saved; ++i) {
-    options.argument_orders[i] = forward.run.output_order(joint_->layout.num_forward_outputs + i);
-  }
-  TC_ASSIGN_OR_RETURN(codegen::Executable run, PerSize(compiler)(partition.backward, options));
+  TC_ASSIGN_OR_RETURN(
+      codegen::Executable run,
+      CompileBackwardHalf(PerSize(compiler), partition.backward, forward.run,
+                          joint_->layout.num_forward_outputs, partition.num_fw_outs_saved_for_bw));
   return CompiledBackward{std::move(run)};
 }
 

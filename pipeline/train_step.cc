@@ -6,11 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
-#include "nn/clip_grad.h"
 #include "partition/min_cut.h"
 #include "pipeline/compiler_pipeline.h"
-#include "runtime/kernels/strided.h"
-#include "runtime/ops.h"
 
 namespace tc {
 namespace {
@@ -42,39 +39,28 @@ std::string UserWords(absl::string_view path) {
   return std::string(path);
 }
 
+// A parameter's or buffer's name in the user's model: the capture names
+// them inside the wrapper ("model.fc.weight").
+std::string ModelName(const std::string& name) {
+  absl::string_view n = name;
+  absl::ConsumePrefix(&n, "model.");
+  return std::string(n);
+}
+
 }  // namespace
 
 TrainStep::~TrainStep() = default;
-
-absl::Status TrainStep::CheckBatch(absl::Span<const Tensor> batch) const {
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const TensorType& want = batch_types_[i];
-    const Tensor& t = batch[i];
-    bool fits = t.defined() && t.dtype() == want.dtype && t.dim() == want.rank();
-    for (int64_t d = 0; fits && d < want.rank(); ++d) {
-      fits = IsSymbolic(want.shape[d]) || want.shape[d] == t.size(d);
-    }
-    if (!fits) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "TrainStep: batch[", i, "] (", batch_words_[i], "): expected ", want.ToString(), ", got ",
-          t.defined() ? t.type().ToString() : "an undefined tensor"));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module, nn::LossFn loss,
                                                              const TensorTree& inputs,
                                                              const TensorTree& targets,
                                                              nn::Optimizer& optimizer,
                                                              const TrainStepOptions& options) {
-  if (options.clip_grad_value.has_value() && !(*options.clip_grad_value >= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TrainStep: clip_grad_value must be >= 0, got ", *options.clip_grad_value));
-  }
-  if (options.clip_grad_norm.has_value() && !(options.clip_norm_type > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TrainStep: clip_norm_type must be > 0, got ", options.clip_norm_type));
+  if (absl::Status s = CheckClipOptions({.clip_grad_value = options.clip_grad_value,
+                                         .clip_grad_norm = options.clip_grad_norm,
+                                         .clip_norm_type = options.clip_norm_type});
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("TrainStep: ", s.message()));
   }
   std::unique_ptr<TrainStep> step(new TrainStep());
   step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss));
@@ -86,6 +72,7 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
 }
 
 absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
+  using Kind = InputDescriptor::Kind;
   TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
                       CompilerPipeline::Create(
                           *wrapper_, example_,
@@ -107,60 +94,47 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
       options_.partition_fn ? options_.partition_fn
                             : partition::PartitionFn(partition::MinCutPartition);
   TC_ASSIGN_OR_RETURN(partition::PartitionResult part, pipeline.partition(partition_fn, *joint));
-  BackwardRewriter* rewriter = options_.backward_rewriter.get();
-  if (rewriter != nullptr) TC_RETURN_IF_ERROR(rewriter->Rewrite(*joint, part));
-  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline.fw_compile(options_.compiler, part));
-  TC_ASSIGN_OR_RETURN(CompiledBackward bw, pipeline.bw_compile(options_.compiler, part, fw));
-  if (rewriter != nullptr) bw.run = rewriter->Bind(std::move(bw.run));
-  // Backward arguments: the saved values (set at each run), then one tangent
-  // per floating forward output: 1 for the loss, 0 for buffer updates.
-  const JointLayout& layout = joint->layout;
-  std::vector<Tensor> tangents;
-  const std::vector<Value*>& fw_outputs = part.forward.outputs();
-  for (int i = 0; i < layout.num_forward_outputs; ++i) {
-    const TensorType& type = fw_outputs[i]->type();
-    if (!IsFloating(type.dtype)) continue;
-    if (HasSymbolic(type.shape)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TrainStep: forward output ", i, " is ", type.ToString(),
-                       "; the loss and the updated buffers must not depend on a symbolic size"));
-    }
-    tangents.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
+  if (options_.backward_rewriter != nullptr) {
+    TC_RETURN_IF_ERROR(options_.backward_rewriter->Rewrite(*joint, part));
   }
-
-  // Forward arguments: parameters, buffers and constants stay bound; the
-  // batch's leaves are set at each run.
+  StepProgram program{.forward = std::move(part.forward),
+                      .backward = std::move(part.backward),
+                      .inputs = captured.inputs,
+                      .num_saved = part.num_fw_outs_saved_for_bw,
+                      .gradient_of = joint->layout.grad_primal_indices,
+                      .random = captured.random,
+                      .dynamic_dims = dynamic};
+  for (InputDescriptor& d : program.inputs) {
+    if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) d.name = ModelName(d.name);
+    if (d.kind == Kind::kUserInput) program.batch_words.push_back(UserWords(d.name));
+  }
+  for (const std::string& name : pipeline.mutated_buffers()) {
+    program.mutated_buffers.push_back(ModelName(name));
+  }
+  // Parameters, buffers and constants stay bound; the batch's leaves are
+  // set at each run.
   TC_ASSIGN_OR_RETURN(
-      forward_args_,
+      std::vector<Tensor> bound,
       GraphArguments(captured, example_, wrapper_->named_parameters(), wrapper_->named_buffers()));
-  batch_args_.clear();
-  batch_names_.clear();
-  batch_types_.clear();
-  batch_words_.clear();
-  for (int i = 0; i < static_cast<int>(captured.inputs.size()); ++i) {
-    if (captured.inputs[i].kind == InputDescriptor::Kind::kUserInput) {
-      batch_args_.push_back(i);
-      batch_names_.push_back(captured.graph.placeholders()[i]->name());
-      batch_types_.push_back(captured.graph.placeholders()[i]->type());
-      batch_words_.push_back(UserWords(captured.inputs[i].name));
+  std::vector<std::string> batch_names;
+  std::vector<TensorType> batch_types;
+  for (size_t i = 0; i < captured.inputs.size(); ++i) {
+    if (captured.inputs[i].kind == Kind::kUserInput) {
+      batch_names.push_back(captured.graph.placeholders()[i]->name());
+      batch_types.push_back(captured.graph.placeholders()[i]->type());
     }
   }
-  forward_ = std::move(fw.run);
-  backward_ = std::move(bw.run);
-  random_ = captured.random;
-  mutated_buffers_ = pipeline.mutated_buffer_tensors();
-  num_forward_outputs_ = layout.num_forward_outputs;
-  grad_params_.clear();
-  clipped_params_.clear();
-  for (int primal : layout.grad_primal_indices) {
-    const bool is_param = captured.inputs[primal].kind == InputDescriptor::Kind::kParameter;
-    grad_params_.push_back(is_param ? forward_args_[primal] : Tensor());
-    if (is_param) clipped_params_.push_back(forward_args_[primal]);
-  }
-  backward_args_.assign(part.num_fw_outs_saved_for_bw, Tensor());
-  backward_args_.insert(backward_args_.end(), tangents.begin(), tangents.end());
-  forward_outputs_.assign(forward_.num_outputs(), Tensor());
-  backward_outputs_.assign(backward_.num_outputs(), Tensor());
+  TC_ASSIGN_OR_RETURN(compiled_,
+                      CompiledStep::Create(std::move(program), std::move(bound), *optimizer_,
+                                           {.compiler = options_.compiler,
+                                            .plan_cache_size = options_.plan_cache_size,
+                                            .clip_grad_value = options_.clip_grad_value,
+                                            .clip_grad_norm = options_.clip_grad_norm,
+                                            .clip_norm_type = options_.clip_norm_type,
+                                            .reduce_gradients = options_.reduce_gradients,
+                                            .backward_rewriter = options_.backward_rewriter}));
+  batch_names_ = std::move(batch_names);
+  batch_types_ = std::move(batch_types);
   dynamic_dims_ = dynamic;
   ++compilations_;
   return absl::OkStatus();
@@ -173,15 +147,10 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
         "a time (one TrainStep per thread, each with its own module, trains concurrently)");
   }
   absl::Cleanup done = [this] { running_ = false; };
-  if (batch.size() != batch_args_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("TrainStep: expected ", batch_args_.size(),
-                                                   " batch tensors (inputs, then targets), got ",
-                                                   batch.size()));
-  }
-  // A widening that failed is not tried again: the forward's own error
-  // then says what did not fit, and the failure why.
+  // A widening that failed is not tried again: the step's own error then
+  // says what did not fit, and the failure why.
   absl::Status widening = absl::OkStatus();
-  if (options_.automatic_dynamic) {
+  if (options_.automatic_dynamic && batch.size() == batch_names_.size()) {
     std::optional<DynamicDims> dims =
         WidenedDynamicDims(dynamic_dims_, batch_names_, batch_types_, batch);
     if (dims && dims != failed_dims_) {
@@ -192,69 +161,7 @@ absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {
     }
     if (dims && dims == failed_dims_) widening = failure_;
   }
-  // A symbolic count of random numbers takes its value from the batch.
-  SymbolValues sizes;
-  if (IsSymbolic(random_.numbers)) {
-    std::vector<ShapeToBind> shapes;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (!batch[i].defined()) return absl::InvalidArgumentError("TrainStep: an undefined tensor");
-      shapes.push_back({batch_types_[i].shape, batch[i].shape(), absl::StrCat("batch[", i, "]")});
-    }
-    TC_ASSIGN_OR_RETURN(sizes, BindSymbols(shapes));
-  }
-  for (size_t i = 0; i < batch.size(); ++i) forward_args_[batch_args_[i]] = batch[i];
-  if (absl::Status s = random_.Draw(absl::MakeSpan(forward_args_), sizes); !s.ok()) {
-    for (int i : batch_args_) forward_args_[i] = Tensor();
-    return s;
-  }
-  absl::Status s = forward_.Run(forward_args_, absl::MakeSpan(forward_outputs_));
-  for (int i : batch_args_) forward_args_[i] = Tensor();
-  if (!s.ok()) {
-    // Only a failed run pays for naming the batch tensor that does not fit.
-    const absl::Status batch_error = CheckBatch(batch);
-    return WithWideningFailure(batch_error.ok() ? s : batch_error, widening);
-  }
-  // Copied through strides: a compiler may return them in any layout.
-  for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
-    kernels::CopyStrided(forward_outputs_[1 + i], mutated_buffers_[i]);
-  }
-  const int num_saved = static_cast<int>(forward_outputs_.size()) - num_forward_outputs_;
-  for (int i = 0; i < num_saved; ++i) {
-    backward_args_[i] = forward_outputs_[num_forward_outputs_ + i];
-  }
-  const Tensor& loss_value = forward_outputs_[0];
-  const double loss =
-      loss_value.dtype() == DType::kF64 ? *loss_value.data<double>() : *loss_value.data<float>();
-  if (options_.backward_rewriter != nullptr) s = options_.backward_rewriter->Prepare(batch);
-  if (s.ok()) s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
-  for (int i = 0; i < num_saved; ++i) backward_args_[i] = Tensor();
-  if (!s.ok()) return s;
-  param_grads_.clear();
-  for (size_t k = 0; k < grad_params_.size(); ++k) {
-    if (!grad_params_[k].defined()) continue;
-    grad_params_[k].set_grad(backward_outputs_[k]);
-    param_grads_.push_back(backward_outputs_[k]);
-  }
-  if (options_.reduce_gradients) s = options_.reduce_gradients(param_grads_, batch);
-  param_grads_.clear();
-  if (!s.ok()) {  // no update: the step failed
-    optimizer_->zero_grad();
-    for (Tensor& g : backward_outputs_) g = Tensor();
-    return s;
-  }
-  if (options_.clip_grad_value.has_value()) {
-    nn::clip_grad_value_(clipped_params_, *options_.clip_grad_value);
-  }
-  if (options_.clip_grad_norm.has_value()) {
-    last_grad_norm_ =
-        nn::clip_grad_norm_(clipped_params_, *options_.clip_grad_norm, options_.clip_norm_type);
-  }
-  optimizer_->step();
-  optimizer_->zero_grad();
-  // Gradients may be views of saved forward outputs: let go of them, or the
-  // forward would find its buffers held and allocate new ones.
-  for (Tensor& g : backward_outputs_) g = Tensor();
-  return loss;
+  return WithWideningFailure(compiled_->Run(batch), widening);
 }
 
 }  // namespace tc

@@ -44,23 +44,9 @@
 #include "nn/models/models.h"
 #include "nn/optim.h"
 #include "partition/partition.h"
+#include "pipeline/compiled_step.h"
 
 namespace tc {
-
-// Rewrites a TrainStep's partitioned backward before it is compiled (at
-// each of the step's compilations) and readies each run's backward: what
-// makes a step data-parallel with the gradients summed inside its backward
-// (dist::BackwardAllReduce).
-class BackwardRewriter {
- public:
-  virtual ~BackwardRewriter() = default;
-  virtual absl::Status Rewrite(const JointGraph& joint, partition::PartitionResult& part) = 0;
-  // The backward compiled from the rewritten partition, made to take the
-  // arguments it took before the rewrite (what the rewrite added, bound).
-  virtual codegen::Executable Bind(codegen::Executable backward) const = 0;
-  // Before each run's backward, with the run's batch.
-  virtual absl::Status Prepare(absl::Span<const Tensor> batch) = 0;
-};
 
 struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
@@ -115,8 +101,11 @@ class TrainStep {
   // taken as automatic_dynamic says.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
 
-  const codegen::Executable& forward() const { return forward_; }
-  const codegen::Executable& backward() const { return backward_; }
+  const codegen::Executable& forward() const { return compiled_->forward(); }
+  const codegen::Executable& backward() const { return compiled_->backward(); }
+  // What runs the step: its program, bound tensors and optimizer (what a
+  // plan file saves: pipeline/plan.h).
+  const CompiledStep& compiled() const { return *compiled_; }
   // How many times the step was captured, differentiated, partitioned and
   // compiled: 1, one more each time a batch of new sizes made dims symbols.
   int compilations() const { return compilations_; }
@@ -124,14 +113,9 @@ class TrainStep {
   const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
   // The gradients' total norm of the last run, before clipping; NaN unless
   // clip_grad_norm is set.
-  double last_grad_norm() const { return last_grad_norm_; }
+  double last_grad_norm() const { return compiled_->last_grad_norm(); }
 
  private:
-  // The batch against the compiled step's inputs, in the words of Create's
-  // arguments ("batch[1] (targets): expected i64[128], got f32[128]"); a
-  // symbolic dim takes any size. Run asks it only after the forward failed,
-  // to say which tensor did not fit.
-  absl::Status CheckBatch(absl::Span<const Tensor> batch) const;
   TrainStep() = default;
   // Captures, differentiates, partitions and compiles with `dynamic` dims.
   absl::Status Compile(const DynamicDims& dynamic);
@@ -145,21 +129,10 @@ class TrainStep {
   std::atomic<bool> running_{false};
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
-  std::vector<std::string> batch_words_;  // and its name in Create's words: "inputs", "targets"
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;
-  codegen::Executable forward_, backward_;
-  std::vector<int> batch_args_;          // forward argument index of each batch leaf
-  RandomInputs random_;                  // the forward's random inputs, drawn each run
-  std::vector<Tensor> mutated_buffers_;  // the module's, after the loss
-  std::vector<Tensor> grad_params_;      // the parameter of each gradient, or undefined
-  std::vector<Tensor> clipped_params_;   // the defined ones, which clipping reads
-  std::vector<Tensor> param_grads_;      // their gradients, for reduce_gradients
-  double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
-  int num_forward_outputs_ = 0;  // the loss, then the mutated buffers
-  std::vector<Tensor> forward_args_, forward_outputs_;
-  std::vector<Tensor> backward_args_, backward_outputs_;
+  std::unique_ptr<CompiledStep> compiled_;
 };
 
 }  // namespace tc

@@ -57,6 +57,11 @@ stage() {
 
 # --keep_going: a test that fails to build is reported as such, the rest still run.
 stage main bazel test --keep_going //... "$@"
+# tools/install.sh into a temporary prefix, and the README's program built
+# against it with CMake, with pkg-config, and from an external Bazel
+# workspace; installed from the build of the first line (-c fastbuild), so
+# that it compiles nothing again.
+stage install tests/install/consumers_test.sh -c fastbuild "$@"
 # A compiled program called from several threads at once, and the DataLoader's
 # prefetch thread, under ThreadSanitizer, three times: a race shows in some
 # runs only.
@@ -65,13 +70,9 @@ stage tsan bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurren
 # Address and undefined-behaviour sanitizers over every test but the few
 # that compile whole models many times (tagged slow_under_asan, .bazelrc);
 # only what the tests need is built (not the benchmarks or the installed
-# library).
+# library). Built with clang and the fuzz targets' flags (.bazelrc), so the
+# fuzz stage after it links its targets from these objects.
 stage asan bazel test --config=asan --build_tests_only --keep_going //...
-# tools/install.sh into a temporary prefix, and the README's program built
-# against it with CMake, with pkg-config, and from an external Bazel
-# workspace; installed from the build of the first line (-c fastbuild), so
-# that it compiles nothing again.
-stage install tests/install/consumers_test.sh -c fastbuild "$@"
 # Each fuzz target for a short time from its seed corpus, with a fixed seed:
 # the same inputs every run.
 FUZZ_SEED=1 stage fuzz tools/fuzz.sh "${FUZZ_SECONDS:-20}"

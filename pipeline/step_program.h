@@ -1,0 +1,71 @@
+// A training step as the two programs that run it, apart from the model
+// they came from: the partitioned forward and backward graphs and what each
+// argument and output of them stands for. TrainStep (pipeline/train_step.h)
+// makes one from a module and its loss; a plan file (pipeline/plan.h) stores
+// one, so that the step can be compiled and run again where the model's code
+// is not.
+//
+//   forward(parameters, buffers, batch, constants, random seed and offset)
+//       -> (loss, updated buffers..., saved values...)
+//   backward(saved values..., one tangent per floating forward output)
+//       -> one gradient per `gradient_of` entry
+#ifndef TENSORCUT_PIPELINE_STEP_PROGRAM_H_
+#define TENSORCUT_PIPELINE_STEP_PROGRAM_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codegen/executable.h"
+#include "graph/ir.h"
+#include "runtime/trace.h"
+
+namespace tc {
+
+struct StepProgram {
+  Graph forward;
+  Graph backward;
+  // One per forward placeholder: a parameter or buffer by its name in the
+  // model, a batch leaf (kUserInput) by its path, a constant, the random
+  // seed or offset.
+  std::vector<InputDescriptor> inputs;
+  // Per batch leaf, in placeholder order: its name in the words of the
+  // step's arguments ("inputs", "targets[1]"), for errors.
+  std::vector<std::string> batch_words;
+  // The buffers the forward updates, in the order of its outputs after the
+  // loss.
+  std::vector<std::string> mutated_buffers;
+  int num_saved = 0;  // the forward's last outputs, the backward's first placeholders
+  // Per backward output: the forward placeholder it is the gradient of.
+  std::vector<int> gradient_of;
+  RandomInputs random;
+  DynamicDims dynamic_dims;  // the batch dims that are symbols, by placeholder name
+
+  // The loss and the updated buffers.
+  int num_forward_outputs() const { return 1 + static_cast<int>(mutated_buffers.size()); }
+};
+
+// Checks that the parts of `program` agree: one descriptor per forward
+// placeholder, one batch word per batch leaf, the outputs the counts say, a
+// scalar f32 or f64 loss, gradients of placeholders that exist with their
+// types, the random inputs where the descriptors put them. The error names
+// the part ("step program: gradient_of[3] = 9, but the forward has 8
+// placeholders").
+absl::Status VerifyStepProgram(const StepProgram& program);
+
+// The two halves compiled by `compiler` (which plans per size itself when
+// the graphs are symbolic: codegen/per_size.h): the forward may give its
+// saved values in any layout, and the backward takes them in the layouts the
+// forward gives.
+absl::StatusOr<codegen::Executable> CompileForwardHalf(const codegen::Compiler& compiler,
+                                                       const Graph& forward,
+                                                       int num_forward_outputs);
+absl::StatusOr<codegen::Executable> CompileBackwardHalf(const codegen::Compiler& compiler,
+                                                        const Graph& backward,
+                                                        const codegen::Executable& forward,
+                                                        int num_forward_outputs, int num_saved);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_PIPELINE_STEP_PROGRAM_H_
