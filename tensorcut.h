@@ -8,7 +8,7 @@
 // It brings in tensors and eager ops, the nn API (modules, layers, losses,
 // optimizers, schedulers, data loading, checkpoints, the reference models),
 // the IR, the partitioners, the compilers (and bf16 mixed precision), the
-// staged pipeline and TrainStep.
+// staged pipeline, TrainStep and plan files.
 // The headers it includes may also be included one by one, but their paths
 // differ by route: installed, "tensorcut/nn/layers.h"; from Bazel, rooted at
 // the source tree, "nn/layers.h". Code that builds both ways includes this
@@ -47,6 +47,7 @@
 #include "partition/strategies.h"
 #include "pipeline/compiled_function.h"
 #include "pipeline/compiler_pipeline.h"
+#include "pipeline/plan.h"
 #include "pipeline/train_step.h"
 #include "runtime/bf16.h"
 #include "runtime/build_info.h"

@@ -1,8 +1,8 @@
 // CompiledStep: a training step's program (pipeline/step_program.h)
 // compiled for this CPU and bound to the tensors it trains and the optimizer
 // that updates them. It is what runs a TrainStep (pipeline/train_step.h),
-// and what a plan file loads into (pipeline/plan.h): it needs no module,
-// tracer, autodiff or partitioner.
+// and what a plan file loads into (pipeline/plan.h): it needs no module and
+// links none of the capture, joint-graph or partition stages.
 //
 // A run binds the batch, draws the random inputs, runs the forward, copies
 // the updated buffers back, runs the backward, hands the gradients to the

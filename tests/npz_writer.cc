@@ -52,7 +52,7 @@ Bytes Zip(const std::vector<std::pair<std::string, Bytes>>& members, bool deflat
     }
     const uint64_t crc = crc32(0, data.data(), static_cast<uInt>(data.size()));
     const uint64_t offset = out.size();
-    auto header = [&](Bytes& b, bool central) {
+    auto header = [&, &name = name, &data = data](Bytes& b, bool central) {
       Put(b, central ? 0x02014b50 : 0x04034b50, 4);
       if (central) Put(b, 20, 2);  // made by
       Put(b, 20, 2);               // needed

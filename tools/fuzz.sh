@@ -16,12 +16,12 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
   exit 2
 fi
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(graph_parser graph_compile safetensors idx data_files onnx_import)
+[ ${#targets[@]} -gt 0 ] || targets=(graph_parser graph_compile safetensors idx data_files onnx_import plan)
 
 declare -A corpus=([graph_parser]=graph_parser [graph_compile]=graph_parser [safetensors]=safetensors [idx]=idx
-  [data_files]=data_files [onnx_import]=onnx_import)
+  [data_files]=data_files [onnx_import]=onnx_import [plan]=plan)
 declare -A dict=([graph_parser]=graph [graph_compile]=graph [safetensors]=safetensors [idx]=idx
-  [data_files]=data_files [onnx_import]=onnx_import)
+  [data_files]=data_files [onnx_import]=onnx_import [plan]=plan)
 
 for t in "${targets[@]}"; do
   [ -n "${corpus[$t]:-}" ] || { echo "tools/fuzz.sh: no fuzz target $t (targets: ${!corpus[*]})" >&2; exit 1; }

@@ -111,6 +111,7 @@ absl::StatusOr<TensorList> SliceKernel(absl::Span<const Tensor> in, const Attrs&
 // region of out), without making a view of it.
 void CopyToRegion(const Tensor& src, const Tensor& out, absl::Span<const int64_t> strides,
                   int64_t offset) {
+  if (src.numel() == 0) return;  // an empty tensor's data may be null: no offset from it
   VisitDType(src.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* sp = src.data<T>();

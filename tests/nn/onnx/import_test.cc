@@ -60,7 +60,7 @@ nn::NamedTensors Gradients(nn::Module& module, const Tensor& y, const Tensor& r)
 void CheckSameGradients(const nn::NamedTensors& actual, const nn::NamedTensors& expected) {
   for (const auto& [name, g] : expected) {
     const auto it = std::find_if(actual.begin(), actual.end(),
-                                 [&](const auto& entry) { return entry.first == name; });
+                                 [&name = name](const auto& entry) { return entry.first == name; });
     REQUIRE(it != actual.end());
     INFO(name);
     CHECK(testing::CompareTensors(it->second, g, 1e-12, 1e-12) == "");

@@ -1,0 +1,446 @@
+#include "pipeline/plan.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/version.h"
+#include "graph/parser.h"
+#include "graph/printer.h"
+#include "graph/symbolic.h"
+#include "graph/verifier.h"
+#include "nlohmann/json.hpp"
+#include "nn/checkpoint.h"
+#include "runtime/error.h"
+#include "runtime/random.h"
+
+namespace tc {
+namespace {
+
+using Json = nlohmann::json;
+using Kind = InputDescriptor::Kind;
+
+constexpr char kFormatKey[] = "tensorcut.plan.format";
+constexpr char kVersionKey[] = "tensorcut.version";
+constexpr char kPlanKey[] = "tensorcut.plan";
+constexpr char kForwardKey[] = "tensorcut.plan.forward";
+constexpr char kBackwardKey[] = "tensorcut.plan.backward";
+constexpr char kChecksumKey[] = "tensorcut.plan.crc32";
+constexpr char kConstantPrefix[] = "tensorcut.constant.";
+
+constexpr std::pair<Kind, const char*> kKindNames[] = {
+    {Kind::kParameter, "parameter"},    {Kind::kBuffer, "buffer"},
+    {Kind::kUserInput, "batch"},        {Kind::kConstant, "constant"},
+    {Kind::kRandomSeed, "random_seed"}, {Kind::kRandomOffset, "random_offset"},
+};
+
+const char* KindName(Kind kind) {
+  for (const auto& [k, name] : kKindNames) {
+    if (k == kind) return name;
+  }
+  return "?";
+}
+
+std::string Checksum(absl::string_view plan, absl::string_view forward,
+                     absl::string_view backward) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (absl::string_view part : {plan, forward, backward}) {
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(part.data()), static_cast<uInt>(part.size()));
+  }
+  return absl::StrCat(crc);
+}
+
+// The placeholder `tensor` is bound to, or -1.
+int PlaceholderOf(const CompiledStep& step, const Tensor& tensor) {
+  const std::vector<Tensor>& bound = step.bound();
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (bound[i].defined() && bound[i].impl() == tensor.impl()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::StatusOr<Json> OptimizerJson(const CompiledStep& step) {
+  const nn::Optimizer& optimizer = step.optimizer();
+  Json groups = Json::array();
+  for (int g = 0; g < optimizer.num_groups(); ++g) {
+    Json params = Json::array();
+    for (const auto& [key, tensor] : optimizer.group_params(g)) {
+      const int at = PlaceholderOf(step, tensor);
+      if (at < 0 || step.program().inputs[at].kind != Kind::kParameter) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the optimizer updates \"", key, "\", which is not a parameter of the step"));
+      }
+      params.push_back({{"key", key}, {"input", at}});
+    }
+    const std::optional<double> initial_lr = optimizer.initial_lr(g);
+    groups.push_back(
+        {{"params", params}, {"initial_lr", initial_lr ? Json(*initial_lr) : Json(nullptr)}});
+  }
+  return Json{{"name", std::string(optimizer.name())}, {"groups", groups}};
+}
+
+Json OptionalJson(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+}  // namespace
+
+std::string PlanChecksum(const nn::Metadata& metadata) {
+  const auto entry = [&metadata](const char* key) -> absl::string_view {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? absl::string_view() : absl::string_view(it->second);
+  };
+  return Checksum(entry(kPlanKey), entry(kForwardKey), entry(kBackwardKey));
+}
+
+absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
+  const CompiledStepOptions& options = step.options();
+  if (options.reduce_gradients || options.backward_rewriter != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "SavePlan ", path,
+        ": this step is data-parallel (its gradients are reduced across processes); save the "
+        "step of a single process"));
+  }
+  const StepProgram& program = step.program();
+  nn::NamedTensors tensors;
+  Json inputs = Json::array();
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const InputDescriptor& d = program.inputs[i];
+    inputs.push_back({{"kind", KindName(d.kind)}, {"name", d.name}});
+    if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
+      tensors.emplace_back(d.name, step.bound()[i]);
+    } else if (d.kind == Kind::kConstant) {
+      inputs.back()["constant_index"] = d.constant_index;
+      tensors.emplace_back(absl::StrCat(kConstantPrefix, i), step.bound()[i]);
+    }
+  }
+  for (auto& entry : step.optimizer().state()) tensors.push_back(std::move(entry));
+  absl::StatusOr<Json> optimizer = OptimizerJson(step);
+  if (!optimizer.ok())
+    return absl::Status(optimizer.status().code(),
+                        absl::StrCat("SavePlan ", path, ": ", optimizer.status().message()));
+  Json dynamic = Json::object();
+  for (const auto& [name, dims] : program.dynamic_dims) dynamic[name] = dims;
+  const Generator& generator = DefaultGenerator();
+  const Json plan = {
+      {"kind", "train_step"},
+      {"inputs", inputs},
+      {"batch_words", program.batch_words},
+      {"mutated_buffers", program.mutated_buffers},
+      {"num_saved", program.num_saved},
+      {"gradient_of", program.gradient_of},
+      {"random",
+       {{"seed", program.random.seed},
+        {"offset", program.random.offset},
+        {"numbers", DimToString(program.random.numbers)}}},
+      {"dynamic_dims", dynamic},
+      {"plan_cache_size", options.plan_cache_size},
+      {"clip",
+       {{"value", OptionalJson(options.clip_grad_value)},
+        {"norm", OptionalJson(options.clip_grad_norm)},
+        {"norm_type", options.clip_norm_type}}},
+      {"optimizer", *optimizer},
+      // Strings: JSON numbers lose 64-bit integers in many readers.
+      {"generator",
+       {{"seed", absl::StrCat(generator.seed())}, {"offset", absl::StrCat(generator.offset())}}},
+  };
+  const std::string plan_text = plan.dump(1);
+  const std::string forward = ToString(program.forward);
+  const std::string backward = ToString(program.backward);
+  nn::Metadata metadata = {
+      {kFormatKey, absl::StrCat(kPlanFormatVersion)},
+      {kVersionKey, version()},
+      {kPlanKey, plan_text},
+      {kForwardKey, forward},
+      {kBackwardKey, backward},
+  };
+  metadata[kChecksumKey] = PlanChecksum(metadata);
+  return nn::SaveTensors(tensors, path, metadata);
+}
+
+namespace {
+
+absl::StatusOr<std::string> Entry(const nn::Metadata& metadata, const char* key) {
+  auto it = metadata.find(key);
+  if (it == metadata.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("its header has no ", key));
+  }
+  return it->second;
+}
+
+// The format version and the header's checksum.
+absl::Status CheckHeader(const nn::Metadata& metadata) {
+  auto format = metadata.find(kFormatKey);
+  if (format == metadata.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("not a tensorcut plan: its header has no ",
+                                                   kFormatKey, " (a checkpoint, perhaps)"));
+  }
+  int version_read = 0;
+  if (!absl::SimpleAtoi(format->second, &version_read) || version_read < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kFormatKey, ": expected a version number, got \"", format->second, "\""));
+  }
+  if (version_read > kPlanFormatVersion) {
+    auto saved_by = metadata.find(kVersionKey);
+    return absl::InvalidArgumentError(absl::StrCat(
+        kFormatKey, ": the plan has format ", version_read, ", newer than this tensorcut (",
+        version(), ") reads (", kPlanFormatVersion, "); it was saved by tensorcut ",
+        saved_by == metadata.end() ? "of an unknown version" : saved_by->second));
+  }
+  TC_ASSIGN_OR_RETURN(const std::string plan, Entry(metadata, kPlanKey));
+  TC_ASSIGN_OR_RETURN(const std::string forward, Entry(metadata, kForwardKey));
+  TC_ASSIGN_OR_RETURN(const std::string backward, Entry(metadata, kBackwardKey));
+  TC_ASSIGN_OR_RETURN(const std::string checksum, Entry(metadata, kChecksumKey));
+  const std::string computed = PlanChecksum(metadata);
+  if (checksum != computed) {
+    return absl::DataLossError(absl::StrCat(kChecksumKey, ": the header says ", checksum,
+                                            ", its plan and graphs give ", computed,
+                                            ": the file is damaged"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Graph> ReadGraph(const nn::Metadata& metadata, const char* key) {
+  TC_ASSIGN_OR_RETURN(const std::string text, Entry(metadata, key));
+  absl::StatusOr<Graph> graph = Parse(text);
+  absl::Status s = graph.ok() ? Verify(*graph) : graph.status();
+  if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(key, ": ", s.message()));
+  return graph;
+}
+
+absl::StatusOr<Kind> KindOf(const std::string& name) {
+  for (const auto& [kind, kind_name] : kKindNames) {
+    if (name == kind_name) return kind;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown input kind \"", name, "\""));
+}
+
+absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(const std::string& name,
+                                                             std::vector<nn::ParamGroup> groups) {
+  try {
+    if (name == "SGD") return std::make_unique<nn::SGD>(std::move(groups));
+    if (name == "Adam") return std::make_unique<nn::Adam>(std::move(groups));
+    if (name == "AdamW") return std::make_unique<nn::AdamW>(std::move(groups));
+    if (name == "RMSprop") return std::make_unique<nn::RMSprop>(std::move(groups));
+    if (name == "Adagrad") return std::make_unique<nn::Adagrad>(std::move(groups));
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown optimizer \"", name, "\" (known: SGD, Adam, AdamW, RMSprop, Adagrad)"));
+}
+
+// What the plan's JSON says, and the file's tensors it names, into `step`;
+// `field` follows the JSON field being read, for the error of a field that
+// is missing or of the wrong type (which nlohmann reports by throwing).
+// What a plan holds beside its graphs.
+struct PlanParts {
+  StepProgram program;        // its graphs read apart
+  std::vector<Tensor> bound;  // per forward placeholder
+  CompiledStepOptions options;
+  std::unique_ptr<nn::Optimizer> optimizer;
+  uint64_t generator_seed = 0, generator_offset = 0;
+};
+
+absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>& tensors,
+                      PlanParts& parts, std::string& field) {
+  StepProgram& program = parts.program;
+  std::vector<Tensor>& bound = parts.bound;
+  CompiledStepOptions& options = parts.options;
+  std::unique_ptr<nn::Optimizer>& optimizer = parts.optimizer;
+  const auto invalid = [&field](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+  };
+  const auto take = [&tensors](const std::string& name) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) return Tensor();
+    Tensor t = std::move(it->second);
+    tensors.erase(it);
+    return t;
+  };
+  field = "kind";
+  if (plan.at("kind").get<std::string>() != "train_step") {
+    return invalid(absl::StrCat("expected \"train_step\", got ", plan.at("kind").dump()));
+  }
+  const Json& inputs = plan.at("inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    field = absl::StrCat("inputs[", i, "]");
+    InputDescriptor d;
+    absl::StatusOr<Kind> kind = KindOf(inputs[i].at("kind").get<std::string>());
+    if (!kind.ok()) return invalid(kind.status().message());
+    d.kind = *kind;
+    d.name = inputs[i].at("name").get<std::string>();
+    Tensor tensor;
+    if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
+      tensor = take(d.name);
+      if (!tensor.defined()) {
+        return invalid(absl::StrCat("the step takes ", KindName(d.kind), " ", d.name,
+                                    ", which the file does not hold"));
+      }
+    } else if (d.kind == Kind::kConstant) {
+      d.constant_index = inputs[i].at("constant_index").get<int>();
+      tensor = take(absl::StrCat(kConstantPrefix, i));
+      if (!tensor.defined()) {
+        return invalid(absl::StrCat("the file holds no ", kConstantPrefix, i));
+      }
+    }
+    const std::vector<Value*>& placeholders = program.forward.placeholders();
+    if (i >= placeholders.size()) {
+      return invalid(
+          absl::StrCat("the forward graph has only ", placeholders.size(), " placeholders"));
+    }
+    if (tensor.defined() && tensor.type() != placeholders[i]->type()) {
+      return invalid(absl::StrCat(KindName(d.kind), " ", d.name, " must be ",
+                                  placeholders[i]->type().ToString(),
+                                  " as the graph takes it, got ", tensor.type().ToString()));
+    }
+    program.inputs.push_back(std::move(d));
+    bound.push_back(std::move(tensor));
+  }
+  field = "batch_words";
+  program.batch_words = plan.at("batch_words").get<std::vector<std::string>>();
+  field = "mutated_buffers";
+  program.mutated_buffers = plan.at("mutated_buffers").get<std::vector<std::string>>();
+  field = "num_saved";
+  program.num_saved = plan.at("num_saved").get<int>();
+  field = "gradient_of";
+  program.gradient_of = plan.at("gradient_of").get<std::vector<int>>();
+  field = "random";
+  program.random.seed = plan.at("random").at("seed").get<int>();
+  program.random.offset = plan.at("random").at("offset").get<int>();
+  absl::StatusOr<int64_t> numbers = ParseDim(plan.at("random").at("numbers").get<std::string>());
+  if (!numbers.ok()) return invalid(numbers.status().message());
+  program.random.numbers = *numbers;
+  field = "dynamic_dims";
+  for (const auto& [name, dims] : plan.at("dynamic_dims").items()) {
+    program.dynamic_dims[name] = dims.get<std::vector<int64_t>>();
+  }
+  field = "plan_cache_size";
+  options.plan_cache_size = plan.at("plan_cache_size").get<int>();
+  if (options.plan_cache_size < 1) return invalid("must be at least 1");
+  field = "clip";
+  const Json& clip = plan.at("clip");
+  if (!clip.at("value").is_null()) options.clip_grad_value = clip.at("value").get<double>();
+  if (!clip.at("norm").is_null()) options.clip_grad_norm = clip.at("norm").get<double>();
+  options.clip_norm_type = clip.at("norm_type").get<double>();
+
+  // The optimizer: its groups over the parameters just read, with the
+  // options their saved state holds, then that state.
+  field = "optimizer";
+  const Json& opt = plan.at("optimizer");
+  nn::NamedTensors state;
+  for (auto it = tensors.begin(); it != tensors.end();) {
+    if (absl::StartsWith(it->first, nn::kOptimizerStatePrefix)) {
+      state.emplace_back(it->first, std::move(it->second));
+      tensors.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(state.begin(), state.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<nn::ParamGroup> groups;
+  const Json& group_list = opt.at("groups");
+  for (size_t g = 0; g < group_list.size(); ++g) {
+    field = absl::StrCat("optimizer.groups[", g, "]");
+    nn::NamedTensors params;
+    for (const Json& p : group_list[g].at("params")) {
+      const int at = p.at("input").get<int>();
+      if (at < 0 || at >= static_cast<int>(bound.size()) ||
+          program.inputs[at].kind != Kind::kParameter) {
+        return invalid(absl::StrCat("input ", at, " is not a parameter of the step"));
+      }
+      params.emplace_back(p.at("key").get<std::string>(), bound[at]);
+    }
+    std::map<std::string, double> group_options;
+    const std::string prefix = absl::StrCat(nn::kOptimizerStatePrefix, "param_groups.", g, ".");
+    for (const auto& [name, value] : state) {
+      if (absl::StartsWith(name, prefix) && value.dtype() == DType::kF64 && value.dim() == 0) {
+        group_options[name.substr(prefix.size())] = *value.data<double>();
+      }
+    }
+    groups.push_back({std::move(params), std::move(group_options)});
+  }
+  field = "optimizer.name";
+  absl::StatusOr<std::unique_ptr<nn::Optimizer>> made =
+      MakeOptimizer(opt.at("name").get<std::string>(), std::move(groups));
+  if (!made.ok()) return invalid(made.status().message());
+  optimizer = std::move(*made);
+  field = "optimizer state";
+  if (absl::Status s = optimizer->load_state(state); !s.ok()) return invalid(s.message());
+  for (size_t g = 0; g < group_list.size(); ++g) {
+    field = absl::StrCat("optimizer.groups[", g, "].initial_lr");
+    const Json& lr = group_list[g].at("initial_lr");
+    if (!lr.is_null()) optimizer->set_initial_lr(static_cast<int>(g), lr.get<double>());
+  }
+  if (!tensors.empty()) {
+    field = "tensors";
+    return invalid(absl::StrCat("the file holds ", tensors.begin()->first,
+                                ", which no input of the plan takes"));
+  }
+
+  field = "generator";
+  const Json& gen = plan.at("generator");
+  if (!absl::SimpleAtoi(gen.at("seed").get<std::string>(), &parts.generator_seed) ||
+      !absl::SimpleAtoi(gen.at("offset").get<std::string>(), &parts.generator_offset)) {
+    return invalid("expected a seed and an offset as decimal strings");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
+  nn::Metadata metadata;
+  TC_ASSIGN_OR_RETURN(nn::NamedTensors read, nn::LoadTensors(path, &metadata));
+  const auto fail = [&path](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  };
+  if (absl::Status s = CheckHeader(metadata); !s.ok()) return fail(s);
+  PlanParts parts;
+  absl::StatusOr<Graph> forward = ReadGraph(metadata, kForwardKey);
+  if (!forward.ok()) return fail(forward.status());
+  absl::StatusOr<Graph> backward = ReadGraph(metadata, kBackwardKey);
+  if (!backward.ok()) return fail(backward.status());
+  parts.program.forward = std::move(*forward);
+  parts.program.backward = std::move(*backward);
+  const Json plan = Json::parse(metadata[kPlanKey], nullptr, /*allow_exceptions=*/false);
+  if (plan.is_discarded() || !plan.is_object()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(kPlanKey, ": not a JSON object")));
+  }
+  absl::flat_hash_map<std::string, Tensor> tensors;
+  for (auto& [name, tensor] : read) tensors.emplace(name, std::move(tensor));
+  std::string field;
+  absl::Status s;
+  try {
+    s = ReadPlan(plan, tensors, parts, field);
+  } catch (const Json::exception& e) {
+    s = absl::InvalidArgumentError(absl::StrCat(field, ": ", e.what()));
+  }
+  if (!s.ok()) return fail(absl::Status(s.code(), absl::StrCat(kPlanKey, ": ", s.message())));
+  std::unique_ptr<LoadedStep> step(new LoadedStep());
+  for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
+    const InputDescriptor& d = parts.program.inputs[i];
+    if (d.kind == Kind::kParameter) step->parameters_.emplace_back(d.name, parts.bound[i]);
+    if (d.kind == Kind::kBuffer) step->buffers_.emplace_back(d.name, parts.bound[i]);
+  }
+  const bool draws = parts.program.random.seed >= 0;
+  step->optimizer_ = std::move(parts.optimizer);
+  absl::StatusOr<std::unique_ptr<CompiledStep>> compiled = CompiledStep::Create(
+      std::move(parts.program), std::move(parts.bound), *step->optimizer_, parts.options);
+  if (!compiled.ok()) return fail(compiled.status());
+  step->compiled_ = std::move(*compiled);
+  // Only a plan that loaded moves the generator.
+  if (draws) {
+    DefaultGenerator().Reseed(parts.generator_seed);
+    DefaultGenerator().Advance(parts.generator_offset);
+  }
+  return step;
+}
+
+}  // namespace tc

@@ -1,0 +1,94 @@
+// Plan files: a compiled training step saved as one file, which a program
+// loads and trains without the model's code and without capturing,
+// differentiating or partitioning anything, on this CPU or another (loading compiles the kernels
+// and plans the memory for the CPU it runs on).
+//
+//   // Where the model is: compile, train a while, save.
+//   std::unique_ptr<TrainStep> step = TrainStep::Create(model, loss, x, y, adam).value();
+//   step->Run({x, y});
+//   TC_RETURN_IF_ERROR(SavePlan(step->compiled(), "mlp.tcplan"));
+//
+//   // Anywhere: load and go on training, bit for bit as the saving process would.
+//   std::unique_ptr<LoadedStep> plan = LoadPlan("mlp.tcplan").value();
+//   double loss = plan->Run({x, y}).value();
+//   TC_RETURN_IF_ERROR(SavePlan(plan->compiled(), "mlp.tcplan"));  // its trained state
+//
+// Format, version 1: a safetensors file (nn/checkpoint.h: atomic writes, a
+// CRC-32 of the tensor data). Its tensors are the parameters and buffers under
+// the model's (PyTorch's) names, the lifted constants as
+// "tensorcut.constant.<index>", and the optimizer's state ("optim.<key>.exp_avg",
+// "optim.param_groups.0.lr", ...). Its header's metadata holds:
+//   tensorcut.plan.format   "1"; a reader refuses a newer version
+//   tensorcut.version       the tensorcut that saved it
+//   tensorcut.plan          JSON: what each forward placeholder stands for, the
+//                           updated buffers, the saved-value count, what each
+//                           gradient is of, the random inputs, the symbolic
+//                           batch dims, clipping, the optimizer (kind, groups,
+//                           initial rates) and the default generator's state
+//   tensorcut.plan.forward  the partitioned forward graph, as IR text
+//   tensorcut.plan.backward the partitioned backward graph, as IR text
+//   tensorcut.plan.crc32    CRC-32 of the three above, in that order
+// The graphs are the text graph/printer.h prints, so a person can read a
+// plan's header (its first 8 bytes give the header's length) with any JSON
+// reader.
+#ifndef TENSORCUT_PIPELINE_PLAN_H_
+#define TENSORCUT_PIPELINE_PLAN_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nn/checkpoint.h"
+#include "nn/named_tensors.h"
+#include "nn/optim.h"
+#include "pipeline/compiled_step.h"
+
+namespace tc {
+
+inline constexpr int kPlanFormatVersion = 1;
+
+// Writes `step`'s programs, tensors and optimizer state to `path`
+// (atomically: a failed save leaves an earlier file as it was). A step of a
+// data-parallel job (reduce_gradients or a backward rewriter) is refused:
+// its backward talks to other processes; save a single process's step.
+// The compiler is not saved: a loaded plan compiles with the fusing compiler.
+absl::Status SavePlan(const CompiledStep& step, const std::string& path);
+
+// The value of tensorcut.plan.crc32 for a header's plan and graphs: what a
+// program that edits a plan's header writes.
+std::string PlanChecksum(const nn::Metadata& metadata);
+
+// A training step loaded from a plan file: it owns its parameters, buffers
+// and optimizer.
+class LoadedStep {
+ public:
+  // One step on `batch` (the batch leaves in the order the saved step took
+  // them); returns the loss before the update.
+  absl::StatusOr<double> Run(absl::Span<const Tensor> batch) { return compiled_->Run(batch); }
+  const CompiledStep& compiled() const { return *compiled_; }
+  // The parameters and buffers by the model's names, the live tensors.
+  const nn::NamedTensors& parameters() const { return parameters_; }
+  const nn::NamedTensors& buffers() const { return buffers_; }
+  nn::Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path);
+  nn::NamedTensors parameters_, buffers_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<CompiledStep> compiled_;
+};
+
+// Reads a plan saved by SavePlan, checks it (the format version, the
+// checksums, the graphs through the parser and verifier, every tensor's
+// name, dtype and shape against the graphs, the optimizer's state) and
+// compiles it for this CPU. Errors start with the path and name the field
+// ("m.tcplan: tensorcut.plan: optimizer.name: unknown optimizer \"Lion\"").
+// A plan whose step draws random numbers (dropout) sets the default
+// generator (runtime/random.h) to the state it was saved with, so that the
+// loaded step draws what the saving process would have drawn next.
+absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path);
+
+}  // namespace tc
+
+#endif  // TENSORCUT_PIPELINE_PLAN_H_

@@ -1,0 +1,73 @@
+// The loading half of plan_processes_test, a program that links no model
+// code and none of the capture, joint-graph or partition stages: loads each plan plan_save_main
+// wrote, runs it three times on the saved batch, and requires the losses,
+// parameters and optimizer state that the saving process reached, bit for bit.
+//   plan_load_main DIR NAME...
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "nn/checkpoint.h"
+#include "pipeline/plan.h"
+#include "runtime/gemm.h"
+
+namespace tc {
+namespace {
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return x.type() == y.type() && std::memcmp(x.raw_data(), y.raw_data(), x.bytes()) == 0;
+}
+
+absl::Status Check(const std::string& name) {
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<LoadedStep> step, LoadPlan(name + ".tcplan"));
+  nn::Metadata losses;
+  TC_ASSIGN_OR_RETURN(nn::NamedTensors expected, nn::LoadTensors(name + ".expected", &losses));
+  const auto find = [&expected](const std::string& key) {
+    for (const auto& [n, t] : expected) {
+      if (n == key) return t;
+    }
+    return Tensor();
+  };
+  std::vector<Tensor> batch;
+  for (int i = 0; find(absl::StrCat("batch.", i)).defined(); ++i) {
+    batch.push_back(find(absl::StrCat("batch.", i)));
+  }
+  for (int i = 0; i < 3; ++i) {
+    TC_ASSIGN_OR_RETURN(const double loss, step->Run(batch));
+    const std::string want = losses[absl::StrCat("loss.", i)];
+    if (absl::StrFormat("%a", loss) != want) {
+      return absl::InternalError(
+          absl::StrCat("run ", i, ": loss ", absl::StrFormat("%a", loss), ", expected ", want));
+    }
+  }
+  for (const auto& [n, t] : step->parameters()) {
+    if (!SameBits(t, find("param." + n))) return absl::InternalError("parameter " + n + " differs");
+  }
+  for (const auto& [n, t] : step->optimizer().state()) {
+    if (!SameBits(t, find(n))) return absl::InternalError("optimizer state " + n + " differs");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace tc
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: plan_load_main DIR NAME...\n");
+    return 2;
+  }
+  if (!tc::SetGemmChoice(tc::GemmChoice::kOneDnn).ok()) return 1;
+  int failed = 0;
+  for (int i = 2; i < argc; ++i) {
+    const absl::Status s = tc::Check(absl::StrCat(argv[1], "/", argv[i]));
+    std::printf("%s: %s\n", argv[i], s.ok() ? "bit for bit" : std::string(s.message()).c_str());
+    failed += !s.ok();
+  }
+  return failed == 0 ? 0 : 1;
+}
