@@ -70,8 +70,7 @@ stage tsan bazel test --config=tsan --runs_per_test=3 //tests/pipeline:concurren
 # Address and undefined-behaviour sanitizers over every test but the few
 # that compile whole models many times (tagged slow_under_asan, .bazelrc);
 # only what the tests need is built (not the benchmarks or the installed
-# library). Built with clang and the fuzz targets' flags (.bazelrc), so the
-# fuzz stage after it links its targets from these objects.
+# library).
 stage asan bazel test --config=asan --build_tests_only --keep_going //...
 # Each fuzz target for a short time from its seed corpus, with a fixed seed:
 # the same inputs every run.
