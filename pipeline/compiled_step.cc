@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
           ", got ", bound[i].defined() ? bound[i].type().ToString() : "an undefined tensor"));
     }
   }
-  for (const std::string& name : program.mutated_buffers) {
+  for (size_t k = 0; k < program.mutated_buffers.size(); ++k) {
+    const std::string& name = program.mutated_buffers[k];
     Tensor buffer;
     for (size_t i = 0; i < bound.size(); ++i) {
       if (program.inputs[i].kind == Kind::kBuffer && program.inputs[i].name == name) {
@@ -60,6 +61,13 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
     if (!buffer.defined()) {
       return absl::InvalidArgumentError(absl::StrCat("CompiledStep: the forward updates buffer ",
                                                      name, ", which is not an input"));
+    }
+    // The update is copied into the buffer: it must fit it exactly.
+    const TensorType& update = program.forward.outputs()[1 + k]->type();
+    if (update != buffer.type()) {
+      return absl::InvalidArgumentError(absl::StrCat("CompiledStep: the forward updates buffer ",
+                                                     name, " (", buffer.type().ToString(),
+                                                     ") with ", update.ToString()));
     }
     step->mutated_buffers_.push_back(buffer);
   }
@@ -128,8 +136,8 @@ absl::Status CompiledStep::CheckBatch(absl::Span<const Tensor> batch) const {
 absl::StatusOr<double> CompiledStep::Run(absl::Span<const Tensor> batch) {
   if (running_.exchange(true)) {
     return absl::FailedPreconditionError(
-        "TrainStep: Run while another Run of this step is in progress; a step runs one batch at "
-        "a time (one TrainStep per thread, each with its own module, trains concurrently)");
+        "step: Run while another Run of this step is in progress; a step runs one batch at a "
+        "time (steps over parameters of their own, one per thread, train concurrently)");
   }
   absl::Cleanup done = [this] { running_ = false; };
   if (batch.size() != batch_args_.size()) {

@@ -2,7 +2,8 @@
 // compiled for this CPU and bound to the tensors it trains and the optimizer
 // that updates them. It is what runs a TrainStep (pipeline/train_step.h),
 // and what a plan file loads into (pipeline/plan.h): it needs no module and
-// links none of the capture, joint-graph or partition stages.
+// links neither CompilerPipeline nor the joint-graph builder nor a
+// partitioner.
 //
 // A run binds the batch, draws the random inputs, runs the forward, copies
 // the updated buffers back, runs the backward, hands the gradients to the

@@ -3,13 +3,16 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "base/version.h"
 #include "graph/parser.h"
@@ -66,6 +69,49 @@ int PlaceholderOf(const CompiledStep& step, const Tensor& tensor) {
   return -1;
 }
 
+// A JSON integer that fits an int (nlohmann's get<int> converts any number,
+// a float out of range included, which is undefined).
+absl::StatusOr<int64_t> Integer(const Json& j, int64_t lo = std::numeric_limits<int>::min(),
+                                int64_t hi = std::numeric_limits<int>::max()) {
+  if (!j.is_number_integer()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected an integer, got ", j.dump()));
+  }
+  const int64_t v = j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(hi)
+                        ? hi + 1
+                        : j.get<int64_t>();
+  if (v < lo || v > hi) {
+    return absl::InvalidArgumentError(absl::StrCat(v, " is out of range [", lo, ", ", hi, "]"));
+  }
+  return v;
+}
+
+absl::StatusOr<std::vector<int>> Integers(const Json& j) {
+  if (!j.is_array())
+    return absl::InvalidArgumentError(absl::StrCat("expected an array, got ", j.dump()));
+  std::vector<int> out;
+  for (const Json& e : j) {
+    TC_ASSIGN_OR_RETURN(const int64_t v, Integer(e));
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+// Doubles travel as strings ("inf", "0.5"): JSON has no infinity, and
+// nlohmann writes one as null.
+std::string DoubleText(double v) { return absl::StrFormat("%.17g", v); }
+absl::StatusOr<double> DoubleOf(const Json& j) {
+  double v = 0;
+  if (!j.is_string() || !absl::SimpleAtod(j.get<std::string>(), &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected a number as a string, got ", j.dump()));
+  }
+  return v;
+}
+
+Json OptionalJson(const std::optional<double>& v) {
+  return v ? Json(DoubleText(*v)) : Json(nullptr);
+}
+
 absl::StatusOr<Json> OptimizerJson(const CompiledStep& step) {
   const nn::Optimizer& optimizer = step.optimizer();
   Json groups = Json::array();
@@ -80,13 +126,10 @@ absl::StatusOr<Json> OptimizerJson(const CompiledStep& step) {
       params.push_back({{"key", key}, {"input", at}});
     }
     const std::optional<double> initial_lr = optimizer.initial_lr(g);
-    groups.push_back(
-        {{"params", params}, {"initial_lr", initial_lr ? Json(*initial_lr) : Json(nullptr)}});
+    groups.push_back({{"params", params}, {"initial_lr", OptionalJson(initial_lr)}});
   }
   return Json{{"name", std::string(optimizer.name())}, {"groups", groups}};
 }
-
-Json OptionalJson(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
 }  // namespace
 
@@ -143,13 +186,18 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
       {"clip",
        {{"value", OptionalJson(options.clip_grad_value)},
         {"norm", OptionalJson(options.clip_grad_norm)},
-        {"norm_type", options.clip_norm_type}}},
+        {"norm_type", DoubleText(options.clip_norm_type)}}},
       {"optimizer", *optimizer},
       // Strings: JSON numbers lose 64-bit integers in many readers.
       {"generator",
        {{"seed", absl::StrCat(generator.seed())}, {"offset", absl::StrCat(generator.offset())}}},
   };
-  const std::string plan_text = plan.dump(1);
+  std::string plan_text;
+  try {
+    plan_text = plan.dump(1);
+  } catch (const Json::exception& e) {  // a name that is not UTF-8
+    return absl::InvalidArgumentError(absl::StrCat("SavePlan ", path, ": ", e.what()));
+  }
   const std::string forward = ToString(program.forward);
   const std::string backward = ToString(program.backward);
   nn::Metadata metadata = {
@@ -235,9 +283,6 @@ absl::StatusOr<std::unique_ptr<nn::Optimizer>> MakeOptimizer(const std::string& 
       absl::StrCat("unknown optimizer \"", name, "\" (known: SGD, Adam, AdamW, RMSprop, Adagrad)"));
 }
 
-// What the plan's JSON says, and the file's tensors it names, into `step`;
-// `field` follows the JSON field being read, for the error of a field that
-// is missing or of the wrong type (which nlohmann reports by throwing).
 // What a plan holds beside its graphs.
 struct PlanParts {
   StepProgram program;        // its graphs read apart
@@ -247,92 +292,52 @@ struct PlanParts {
   uint64_t generator_seed = 0, generator_offset = 0;
 };
 
-absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>& tensors,
-                      PlanParts& parts, std::string& field) {
-  StepProgram& program = parts.program;
-  std::vector<Tensor>& bound = parts.bound;
-  CompiledStepOptions& options = parts.options;
-  std::unique_ptr<nn::Optimizer>& optimizer = parts.optimizer;
-  const auto invalid = [&field](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
-  };
-  const auto take = [&tensors](const std::string& name) {
-    auto it = tensors.find(name);
-    if (it == tensors.end()) return Tensor();
-    Tensor t = std::move(it->second);
-    tensors.erase(it);
-    return t;
-  };
-  field = "kind";
-  if (plan.at("kind").get<std::string>() != "train_step") {
-    return invalid(absl::StrCat("expected \"train_step\", got ", plan.at("kind").dump()));
+// The file's tensors each input of the plan names, moved out of `tensors`.
+absl::Status ReadInputs(const Json& inputs, absl::flat_hash_map<std::string, Tensor>& tensors,
+                        PlanParts& parts, std::string& field) {
+  const std::vector<Value*>& placeholders = parts.program.forward.placeholders();
+  if (!inputs.is_array() || inputs.size() != placeholders.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("expected an array of ", placeholders.size(),
+                                                   " inputs, one per forward placeholder"));
   }
-  const Json& inputs = plan.at("inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     field = absl::StrCat("inputs[", i, "]");
     InputDescriptor d;
-    absl::StatusOr<Kind> kind = KindOf(inputs[i].at("kind").get<std::string>());
-    if (!kind.ok()) return invalid(kind.status().message());
-    d.kind = *kind;
+    TC_ASSIGN_OR_RETURN(d.kind, KindOf(inputs[i].at("kind").get<std::string>()));
     d.name = inputs[i].at("name").get<std::string>();
-    Tensor tensor;
+    std::string key;
     if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
-      tensor = take(d.name);
-      if (!tensor.defined()) {
-        return invalid(absl::StrCat("the step takes ", KindName(d.kind), " ", d.name,
-                                    ", which the file does not hold"));
-      }
+      key = d.name;
     } else if (d.kind == Kind::kConstant) {
-      d.constant_index = inputs[i].at("constant_index").get<int>();
-      tensor = take(absl::StrCat(kConstantPrefix, i));
-      if (!tensor.defined()) {
-        return invalid(absl::StrCat("the file holds no ", kConstantPrefix, i));
+      TC_ASSIGN_OR_RETURN(const int64_t index, Integer(inputs[i].at("constant_index"), 0));
+      d.constant_index = static_cast<int>(index);
+      key = absl::StrCat(kConstantPrefix, i);
+    }
+    Tensor tensor;
+    if (!key.empty()) {
+      auto it = tensors.find(key);
+      if (it == tensors.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("the step takes ", KindName(d.kind), " ",
+                                                       key, ", which the file does not hold"));
+      }
+      tensor = std::move(it->second);
+      tensors.erase(it);
+      if (tensor.type() != placeholders[i]->type()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KindName(d.kind), " ", key, " must be ", placeholders[i]->type().ToString(),
+            " as the graph takes it, got ", tensor.type().ToString()));
       }
     }
-    const std::vector<Value*>& placeholders = program.forward.placeholders();
-    if (i >= placeholders.size()) {
-      return invalid(
-          absl::StrCat("the forward graph has only ", placeholders.size(), " placeholders"));
-    }
-    if (tensor.defined() && tensor.type() != placeholders[i]->type()) {
-      return invalid(absl::StrCat(KindName(d.kind), " ", d.name, " must be ",
-                                  placeholders[i]->type().ToString(),
-                                  " as the graph takes it, got ", tensor.type().ToString()));
-    }
-    program.inputs.push_back(std::move(d));
-    bound.push_back(std::move(tensor));
+    parts.program.inputs.push_back(std::move(d));
+    parts.bound.push_back(std::move(tensor));
   }
-  field = "batch_words";
-  program.batch_words = plan.at("batch_words").get<std::vector<std::string>>();
-  field = "mutated_buffers";
-  program.mutated_buffers = plan.at("mutated_buffers").get<std::vector<std::string>>();
-  field = "num_saved";
-  program.num_saved = plan.at("num_saved").get<int>();
-  field = "gradient_of";
-  program.gradient_of = plan.at("gradient_of").get<std::vector<int>>();
-  field = "random";
-  program.random.seed = plan.at("random").at("seed").get<int>();
-  program.random.offset = plan.at("random").at("offset").get<int>();
-  absl::StatusOr<int64_t> numbers = ParseDim(plan.at("random").at("numbers").get<std::string>());
-  if (!numbers.ok()) return invalid(numbers.status().message());
-  program.random.numbers = *numbers;
-  field = "dynamic_dims";
-  for (const auto& [name, dims] : plan.at("dynamic_dims").items()) {
-    program.dynamic_dims[name] = dims.get<std::vector<int64_t>>();
-  }
-  field = "plan_cache_size";
-  options.plan_cache_size = plan.at("plan_cache_size").get<int>();
-  if (options.plan_cache_size < 1) return invalid("must be at least 1");
-  field = "clip";
-  const Json& clip = plan.at("clip");
-  if (!clip.at("value").is_null()) options.clip_grad_value = clip.at("value").get<double>();
-  if (!clip.at("norm").is_null()) options.clip_grad_norm = clip.at("norm").get<double>();
-  options.clip_norm_type = clip.at("norm_type").get<double>();
+  return absl::OkStatus();
+}
 
-  // The optimizer: its groups over the parameters just read, with the
-  // options their saved state holds, then that state.
-  field = "optimizer";
-  const Json& opt = plan.at("optimizer");
+// The optimizer: its groups over the parameters read, with the options its
+// saved state holds, then that state (the file's "optim." tensors).
+absl::Status ReadOptimizer(const Json& opt, absl::flat_hash_map<std::string, Tensor>& tensors,
+                           PlanParts& parts, std::string& field) {
   nn::NamedTensors state;
   for (auto it = tensors.begin(); it != tensors.end();) {
     if (absl::StartsWith(it->first, nn::kOptimizerStatePrefix)) {
@@ -344,18 +349,21 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
   }
   std::sort(state.begin(), state.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<nn::ParamGroup> groups;
   const Json& group_list = opt.at("groups");
+  if (!group_list.is_array()) return absl::InvalidArgumentError("groups: expected an array");
+  std::vector<nn::ParamGroup> groups;
+  std::vector<std::optional<double>> initial_lrs;
   for (size_t g = 0; g < group_list.size(); ++g) {
     field = absl::StrCat("optimizer.groups[", g, "]");
     nn::NamedTensors params;
     for (const Json& p : group_list[g].at("params")) {
-      const int at = p.at("input").get<int>();
-      if (at < 0 || at >= static_cast<int>(bound.size()) ||
-          program.inputs[at].kind != Kind::kParameter) {
-        return invalid(absl::StrCat("input ", at, " is not a parameter of the step"));
+      TC_ASSIGN_OR_RETURN(const int64_t at,
+                          Integer(p.at("input"), 0, static_cast<int64_t>(parts.bound.size()) - 1));
+      if (parts.program.inputs[at].kind != Kind::kParameter) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", at, " is not a parameter of the step"));
       }
-      params.emplace_back(p.at("key").get<std::string>(), bound[at]);
+      params.emplace_back(p.at("key").get<std::string>(), parts.bound[at]);
     }
     std::map<std::string, double> group_options;
     const std::string prefix = absl::StrCat(nn::kOptimizerStatePrefix, "param_groups.", g, ".");
@@ -365,30 +373,87 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
       }
     }
     groups.push_back({std::move(params), std::move(group_options)});
+    const Json& lr = group_list[g].at("initial_lr");
+    if (lr.is_null()) {
+      initial_lrs.emplace_back();
+    } else {
+      TC_ASSIGN_OR_RETURN(initial_lrs.emplace_back(), DoubleOf(lr));
+    }
   }
   field = "optimizer.name";
-  absl::StatusOr<std::unique_ptr<nn::Optimizer>> made =
-      MakeOptimizer(opt.at("name").get<std::string>(), std::move(groups));
-  if (!made.ok()) return invalid(made.status().message());
-  optimizer = std::move(*made);
+  TC_ASSIGN_OR_RETURN(parts.optimizer,
+                      MakeOptimizer(opt.at("name").get<std::string>(), std::move(groups)));
   field = "optimizer state";
-  if (absl::Status s = optimizer->load_state(state); !s.ok()) return invalid(s.message());
-  for (size_t g = 0; g < group_list.size(); ++g) {
-    field = absl::StrCat("optimizer.groups[", g, "].initial_lr");
-    const Json& lr = group_list[g].at("initial_lr");
-    if (!lr.is_null()) optimizer->set_initial_lr(static_cast<int>(g), lr.get<double>());
+  TC_RETURN_IF_ERROR(parts.optimizer->load_state(state));
+  for (size_t g = 0; g < initial_lrs.size(); ++g) {
+    if (initial_lrs[g]) parts.optimizer->set_initial_lr(static_cast<int>(g), *initial_lrs[g]);
   }
+  return absl::OkStatus();
+}
+
+// What the plan's JSON says, and the file's tensors it names, into `parts`
+// (whose graphs are read). `field` follows the field being read: the error
+// of one that is missing, of the wrong type or out of range is about it.
+// nlohmann reports the first two by throwing.
+absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>& tensors,
+                      PlanParts& parts, std::string& field) {
+  StepProgram& program = parts.program;
+  CompiledStepOptions& options = parts.options;
+  field = "kind";
+  if (plan.at("kind") != "train_step") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected \"train_step\", got ", plan.at("kind").dump()));
+  }
+  field = "inputs";
+  TC_RETURN_IF_ERROR(ReadInputs(plan.at("inputs"), tensors, parts, field));
+  field = "batch_words";
+  program.batch_words = plan.at("batch_words").get<std::vector<std::string>>();
+  field = "mutated_buffers";
+  program.mutated_buffers = plan.at("mutated_buffers").get<std::vector<std::string>>();
+  field = "num_saved";
+  TC_ASSIGN_OR_RETURN(program.num_saved, Integer(plan.at("num_saved"), 0));
+  field = "gradient_of";
+  TC_ASSIGN_OR_RETURN(program.gradient_of, Integers(plan.at("gradient_of")));
+  field = "random.seed";
+  TC_ASSIGN_OR_RETURN(program.random.seed, Integer(plan.at("random").at("seed"), -1));
+  field = "random.offset";
+  TC_ASSIGN_OR_RETURN(program.random.offset, Integer(plan.at("random").at("offset"), -1));
+  field = "random.numbers";
+  TC_ASSIGN_OR_RETURN(program.random.numbers,
+                      ParseDim(plan.at("random").at("numbers").get<std::string>()));
+  for (const auto& [name, dims] : plan.at("dynamic_dims").items()) {
+    field = absl::StrCat("dynamic_dims.", name);
+    if (!dims.is_array()) return absl::InvalidArgumentError("expected an array of dims");
+    std::vector<int64_t>& read = program.dynamic_dims[name];
+    for (const Json& d : dims) {
+      TC_ASSIGN_OR_RETURN(read.emplace_back(), Integer(d, -64, 63));
+    }
+  }
+  field = "plan_cache_size";
+  TC_ASSIGN_OR_RETURN(options.plan_cache_size, Integer(plan.at("plan_cache_size"), 1));
+  const Json& clip = plan.at("clip");
+  field = "clip.value";
+  if (!clip.at("value").is_null()) {
+    TC_ASSIGN_OR_RETURN(options.clip_grad_value, DoubleOf(clip.at("value")));
+  }
+  field = "clip.norm";
+  if (!clip.at("norm").is_null()) {
+    TC_ASSIGN_OR_RETURN(options.clip_grad_norm, DoubleOf(clip.at("norm")));
+  }
+  field = "clip.norm_type";
+  TC_ASSIGN_OR_RETURN(options.clip_norm_type, DoubleOf(clip.at("norm_type")));
+  field = "optimizer";
+  TC_RETURN_IF_ERROR(ReadOptimizer(plan.at("optimizer"), tensors, parts, field));
   if (!tensors.empty()) {
     field = "tensors";
-    return invalid(absl::StrCat("the file holds ", tensors.begin()->first,
-                                ", which no input of the plan takes"));
+    return absl::InvalidArgumentError(absl::StrCat("the file holds ", tensors.begin()->first,
+                                                   ", which no input of the plan takes"));
   }
-
   field = "generator";
   const Json& gen = plan.at("generator");
   if (!absl::SimpleAtoi(gen.at("seed").get<std::string>(), &parts.generator_seed) ||
       !absl::SimpleAtoi(gen.at("offset").get<std::string>(), &parts.generator_offset)) {
-    return invalid("expected a seed and an offset as decimal strings");
+    return absl::InvalidArgumentError("expected a seed and an offset as decimal strings");
   }
   return absl::OkStatus();
 }
@@ -420,9 +485,13 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   try {
     s = ReadPlan(plan, tensors, parts, field);
   } catch (const Json::exception& e) {
-    s = absl::InvalidArgumentError(absl::StrCat(field, ": ", e.what()));
+    s = absl::InvalidArgumentError(e.what());
+  } catch (const Error& e) {  // an optimizer's option it refuses
+    s = e.status();
   }
-  if (!s.ok()) return fail(absl::Status(s.code(), absl::StrCat(kPlanKey, ": ", s.message())));
+  if (!s.ok()) {
+    return fail(absl::Status(s.code(), absl::StrCat(kPlanKey, ": ", field, ": ", s.message())));
+  }
   std::unique_ptr<LoadedStep> step(new LoadedStep());
   for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
     const InputDescriptor& d = parts.program.inputs[i];

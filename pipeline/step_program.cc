@@ -40,20 +40,27 @@ absl::Status VerifyStepProgram(const StepProgram& program) {
                                   ", and it must be an i64 scalar"));
     }
   }
-  for (int at : {program.random.seed, program.random.offset}) {
-    if (at != -1 && (at < 0 || at >= num_inputs ||
-                     (program.inputs[at].kind != Kind::kRandomSeed &&
-                      program.inputs[at].kind != Kind::kRandomOffset))) {
-      return Invalid(
-          absl::StrCat("the random inputs name placeholder ", at, ", which is not a random input"));
-    }
+  const RandomInputs& random = program.random;
+  const bool no_random = random.seed == -1 && random.offset == -1;
+  const auto is_input = [&](int at, Kind kind) {
+    return at >= 0 && at < num_inputs && program.inputs[at].kind == kind;
+  };
+  if (!no_random &&
+      !(is_input(random.seed, Kind::kRandomSeed) && is_input(random.offset, Kind::kRandomOffset))) {
+    return Invalid(absl::StrCat("the random inputs are placeholders ", random.seed, " (seed) and ",
+                                random.offset,
+                                " (offset); expected a random seed and a random offset input, or "
+                                "-1 for both"));
   }
   if (static_cast<int>(program.batch_words.size()) != batch_leaves) {
     return Invalid(absl::StrCat(program.batch_words.size(), " batch names for ", batch_leaves,
                                 " batch leaves"));
   }
-  const int num_outputs = program.num_forward_outputs() + program.num_saved;
-  if (program.num_saved < 0 || static_cast<int>(fw_out.size()) != num_outputs) {
+  const int num_outputs =
+      program.num_saved < 0 || program.num_saved > static_cast<int>(fw_out.size())
+          ? -1
+          : program.num_forward_outputs() + program.num_saved;
+  if (static_cast<int>(fw_out.size()) != num_outputs) {
     return Invalid(absl::StrCat("the forward returns ", fw_out.size(), " values; expected ",
                                 num_outputs, " (the loss, ", program.mutated_buffers.size(),
                                 " updated buffers, ", program.num_saved, " saved values)"));

@@ -1,5 +1,5 @@
 // The loading half of plan_processes_test, a program that links no model
-// code and none of the capture, joint-graph or partition stages: loads each plan plan_save_main
+// code, CompilerPipeline, joint-graph builder or partitioner: loads each plan plan_save_main
 // wrote, runs it three times on the saved batch, and requires the losses,
 // parameters and optimizer state that the saving process reached, bit for bit.
 // With --close (a plan saved on another ISA, whose products round

@@ -2,8 +2,8 @@
 # A plan saved by one process and trained on by another that links no model
 # code or compiling stages: the second reaches the first's losses, parameters and optimizer
 # state bit for bit (plan_save_main.cc, plan_load_main.cc). Then a plan saved
-# with oneDNN held to AVX2 loads and trains with every ISA this CPU has, to
-# the saving process's losses within rounding.
+# with oneDNN held to AVX2 loads and trains with all of this CPU's ISA (AVX-512,
+# AMX where it has them), to the saving process's losses within rounding.
 #   plan_processes_test.sh SAVE_MAIN LOAD_MAIN
 set -euo pipefail
 dir="${TEST_TMPDIR:-$(mktemp -d)}/plans"

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -115,6 +116,10 @@ TEST_CASE("a loaded plan trains on bit for bit as the step that saved it") {
     CheckContinues(name, "adam", Precision::kBF16);
   }
   CheckContinues("mlp", "sgd", Precision::kF32, {.clip_grad_norm = 0.5});
+  // JSON has no infinity: the max-norm's type travels as text.
+  CheckContinues(
+      "mlp", "adam", Precision::kF32,
+      {.clip_grad_norm = 0.5, .clip_norm_type = std::numeric_limits<double>::infinity()});
 }
 
 TEST_CASE("a plan over a symbolic batch runs every batch size") {
@@ -225,6 +230,19 @@ TEST_CASE("a damaged or foreign plan file is refused with what is wrong") {
           absl::StrReplaceAll(m["tensorcut.plan"], {{"\"name\": \"Adam\"", "\"name\": \"Lion\""}});
     });
     REQUIRE_THAT(LoadError(lion), Catch::Contains("optimizer.name: unknown optimizer \"Lion\""));
+  }
+  SECTION("a float where an integer belongs, and random inputs that are not there") {
+    const std::string huge = Edited(path, "huge.tcplan", [](nn::Metadata& m, nn::NamedTensors&) {
+      m["tensorcut.plan"] = absl::StrReplaceAll(
+          m["tensorcut.plan"], {{"\"num_saved\": ", "\"num_saved\": 1e300, \"_\": "}});
+    });
+    REQUIRE_THAT(LoadError(huge), Catch::Contains("num_saved: expected an integer, got 1e+300"));
+    const std::string random =
+        Edited(path, "random.tcplan", [](nn::Metadata& m, nn::NamedTensors&) {
+          m["tensorcut.plan"] =
+              absl::StrReplaceAll(m["tensorcut.plan"], {{"\"seed\": -1", "\"seed\": 0"}});
+        });
+    REQUIRE_THAT(LoadError(random), Catch::Contains("the random inputs are placeholders 0 (seed)"));
   }
   SECTION("a data-parallel step is not saved") {
     nn::ModelSpec spec = nn::MakeModel("mlp", 3).value();
