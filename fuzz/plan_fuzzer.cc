@@ -1,7 +1,8 @@
 // Plan files (pipeline/plan.h): load, with the header's checksum made to
 // agree first, so that mutations of the plan's JSON and graphs reach the
-// readers behind it (the checksum's own check is a unit test's). What loads
-// runs a step on a batch of zeros, saves, and loads again.
+// readers behind it (the checksum's own check is a unit test's). A training
+// plan that loads runs a step on a batch of zeros, saves, and loads again;
+// an inference plan runs on zeros.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,7 +24,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = tc::fuzz::ScratchDir() + "/plan.tcplan";
   if (!tc::nn::SaveTensors(*tensors, path, metadata).ok()) return 0;
   absl::StatusOr<std::unique_ptr<tc::LoadedStep>> loaded = tc::LoadPlan(path);
-  if (!loaded.ok()) return 0;
+  if (!loaded.ok()) {
+    // Perhaps an inference plan: it must run on zeros of its inputs' types or say why not.
+    absl::StatusOr<std::unique_ptr<tc::LoadedFunction>> function = tc::LoadInferencePlan(path);
+    if (!function.ok()) return 0;
+    std::vector<tc::Tensor> inputs;
+    for (const tc::TensorType& type : (*function)->input_types()) {
+      if (tc::HasSymbolic(type.shape) || tc::NumElements(type.shape) > (int64_t{1} << 20)) return 0;
+      inputs.push_back(tc::zeros(type.shape, type.dtype));
+    }
+    (*function)->Run(inputs).IgnoreError();
+    return 0;
+  }
   const tc::StepProgram& program = (*loaded)->compiled().program();
   std::vector<tc::Tensor> batch;
   for (size_t i = 0; i < program.inputs.size(); ++i) {

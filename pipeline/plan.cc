@@ -15,6 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "base/version.h"
+#include "codegen/fusing_compiler.h"
+#include "codegen/per_size.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/symbolic.h"
@@ -141,6 +143,47 @@ std::string PlanChecksum(const nn::Metadata& metadata) {
   return Checksum(entry(kPlanKey), entry(kForwardKey), entry(kBackwardKey));
 }
 
+namespace {
+
+// The inputs' descriptions, and the tensors they read into `tensors`.
+Json InputsJson(absl::Span<const InputDescriptor> inputs, absl::Span<const Tensor> bound,
+                nn::NamedTensors& tensors) {
+  Json json = Json::array();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputDescriptor& d = inputs[i];
+    json.push_back({{"kind", KindName(d.kind)}, {"name", d.name}});
+    if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
+      tensors.emplace_back(d.name, bound[i]);
+    } else if (d.kind == Kind::kConstant) {
+      json.back()["constant_index"] = d.constant_index;
+      tensors.emplace_back(absl::StrCat(kConstantPrefix, i), bound[i]);
+    }
+  }
+  return json;
+}
+
+// The file: `plan` and the graphs in the header, `tensors` after it.
+absl::Status WritePlan(const Json& plan, const Graph& forward, const Graph* backward,
+                       const nn::NamedTensors& tensors, const std::string& path) {
+  std::string plan_text;
+  try {
+    plan_text = plan.dump(1);
+  } catch (const Json::exception& e) {  // a name that is not UTF-8
+    return absl::InvalidArgumentError(absl::StrCat("saving plan ", path, ": ", e.what()));
+  }
+  nn::Metadata metadata = {
+      {kFormatKey, absl::StrCat(kPlanFormatVersion)},
+      {kVersionKey, version()},
+      {kPlanKey, plan_text},
+      {kForwardKey, ToString(forward)},
+      {kBackwardKey, backward != nullptr ? ToString(*backward) : ""},
+  };
+  metadata[kChecksumKey] = PlanChecksum(metadata);
+  return nn::SaveTensors(tensors, path, metadata);
+}
+
+}  // namespace
+
 absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
   const CompiledStepOptions& options = step.options();
   if (options.reduce_gradients || options.backward_rewriter != nullptr) {
@@ -151,22 +194,13 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
   }
   const StepProgram& program = step.program();
   nn::NamedTensors tensors;
-  Json inputs = Json::array();
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const InputDescriptor& d = program.inputs[i];
-    inputs.push_back({{"kind", KindName(d.kind)}, {"name", d.name}});
-    if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
-      tensors.emplace_back(d.name, step.bound()[i]);
-    } else if (d.kind == Kind::kConstant) {
-      inputs.back()["constant_index"] = d.constant_index;
-      tensors.emplace_back(absl::StrCat(kConstantPrefix, i), step.bound()[i]);
-    }
-  }
+  const Json inputs = InputsJson(program.inputs, step.bound(), tensors);
   for (auto& entry : step.optimizer().state()) tensors.push_back(std::move(entry));
   absl::StatusOr<Json> optimizer = OptimizerJson(step);
-  if (!optimizer.ok())
+  if (!optimizer.ok()) {
     return absl::Status(optimizer.status().code(),
                         absl::StrCat("SavePlan ", path, ": ", optimizer.status().message()));
+  }
   Json dynamic = Json::object();
   for (const auto& [name, dims] : program.dynamic_dims) dynamic[name] = dims;
   const Generator& generator = DefaultGenerator();
@@ -192,23 +226,33 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
       {"generator",
        {{"seed", absl::StrCat(generator.seed())}, {"offset", absl::StrCat(generator.offset())}}},
   };
-  std::string plan_text;
-  try {
-    plan_text = plan.dump(1);
-  } catch (const Json::exception& e) {  // a name that is not UTF-8
-    return absl::InvalidArgumentError(absl::StrCat("SavePlan ", path, ": ", e.what()));
-  }
-  const std::string forward = ToString(program.forward);
-  const std::string backward = ToString(program.backward);
-  nn::Metadata metadata = {
-      {kFormatKey, absl::StrCat(kPlanFormatVersion)},
-      {kVersionKey, version()},
-      {kPlanKey, plan_text},
-      {kForwardKey, forward},
-      {kBackwardKey, backward},
+  return WritePlan(plan, program.forward, &program.backward, tensors, path);
+}
+
+absl::Status SaveInferencePlan(const Graph& graph, absl::Span<const InputDescriptor> inputs,
+                               absl::Span<const Tensor> constants, const std::string& path) {
+  const auto refuse = [&path](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("SaveInferencePlan ", path, ": ", why));
   };
-  metadata[kChecksumKey] = PlanChecksum(metadata);
-  return nn::SaveTensors(tensors, path, metadata);
+  if (inputs.size() != graph.placeholders().size() || constants.size() != inputs.size()) {
+    return refuse(absl::StrCat(inputs.size(), " input descriptors and ", constants.size(),
+                               " constants for ", graph.placeholders().size(), " placeholders"));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Kind kind = inputs[i].kind;
+    if (kind == Kind::kRandomSeed || kind == Kind::kRandomOffset) {
+      return refuse("the function draws random numbers; an inference plan does not draw yet");
+    }
+    if (kind != Kind::kUserInput &&
+        (!constants[i].defined() || constants[i].type() != graph.placeholders()[i]->type())) {
+      return refuse(absl::StrCat(inputs[i].name, " must be ",
+                                 graph.placeholders()[i]->type().ToString(),
+                                 " as the graph reads it"));
+    }
+  }
+  nn::NamedTensors tensors;
+  const Json plan = {{"kind", "inference"}, {"inputs", InputsJson(inputs, constants, tensors)}};
+  return WritePlan(plan, graph, nullptr, tensors, path);
 }
 
 namespace {
@@ -399,11 +443,6 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
                       PlanParts& parts, std::string& field) {
   StepProgram& program = parts.program;
   CompiledStepOptions& options = parts.options;
-  field = "kind";
-  if (plan.at("kind") != "train_step") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected \"train_step\", got ", plan.at("kind").dump()));
-  }
   field = "inputs";
   TC_RETURN_IF_ERROR(ReadInputs(plan.at("inputs"), tensors, parts, field));
   field = "batch_words";
@@ -460,38 +499,69 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
+namespace {
+
+// A plan file with its header checked, its JSON and forward graph read and
+// its tensors by name; `kind` is what the caller loads.
+struct OpenedPlan {
   nn::Metadata metadata;
-  TC_ASSIGN_OR_RETURN(nn::NamedTensors read, nn::LoadTensors(path, &metadata));
+  Json plan;
+  Graph forward;
+  absl::flat_hash_map<std::string, Tensor> tensors;
+};
+
+absl::StatusOr<OpenedPlan> OpenPlan(const std::string& path, absl::string_view kind) {
+  OpenedPlan opened;
+  TC_ASSIGN_OR_RETURN(nn::NamedTensors read, nn::LoadTensors(path, &opened.metadata));
+  TC_RETURN_IF_ERROR(CheckHeader(opened.metadata));
+  opened.plan = Json::parse(opened.metadata[kPlanKey], nullptr, /*allow_exceptions=*/false);
+  if (opened.plan.is_discarded() || !opened.plan.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(kPlanKey, ": not a JSON object"));
+  }
+  const auto found = opened.plan.find("kind");
+  if (found == opened.plan.end() || *found != std::string(kind)) {
+    const bool inference = found != opened.plan.end() && *found == "inference";
+    return absl::InvalidArgumentError(
+        absl::StrCat(kPlanKey, ": kind: expected \"", kind, "\", got ",
+                     found == opened.plan.end() ? "none" : found->dump(),
+                     inference             ? " (load it with LoadInferencePlan)"
+                     : kind == "inference" ? " (load it with LoadPlan)"
+                                           : ""));
+  }
+  TC_ASSIGN_OR_RETURN(opened.forward, ReadGraph(opened.metadata, kForwardKey));
+  for (auto& [name, tensor] : read) opened.tensors.emplace(name, std::move(tensor));
+  return opened;
+}
+
+// `read` with the field and the plan's key before its message.
+absl::Status InPlan(const absl::Status& read, const std::string& field) {
+  if (read.ok()) return read;
+  return absl::Status(read.code(), absl::StrCat(kPlanKey, ": ", field, ": ", read.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   const auto fail = [&path](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   };
-  if (absl::Status s = CheckHeader(metadata); !s.ok()) return fail(s);
+  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "train_step");
+  if (!opened.ok()) return fail(opened.status());
   PlanParts parts;
-  absl::StatusOr<Graph> forward = ReadGraph(metadata, kForwardKey);
-  if (!forward.ok()) return fail(forward.status());
-  absl::StatusOr<Graph> backward = ReadGraph(metadata, kBackwardKey);
+  absl::StatusOr<Graph> backward = ReadGraph(opened->metadata, kBackwardKey);
   if (!backward.ok()) return fail(backward.status());
-  parts.program.forward = std::move(*forward);
+  parts.program.forward = std::move(opened->forward);
   parts.program.backward = std::move(*backward);
-  const Json plan = Json::parse(metadata[kPlanKey], nullptr, /*allow_exceptions=*/false);
-  if (plan.is_discarded() || !plan.is_object()) {
-    return fail(absl::InvalidArgumentError(absl::StrCat(kPlanKey, ": not a JSON object")));
-  }
-  absl::flat_hash_map<std::string, Tensor> tensors;
-  for (auto& [name, tensor] : read) tensors.emplace(name, std::move(tensor));
   std::string field;
   absl::Status s;
   try {
-    s = ReadPlan(plan, tensors, parts, field);
+    s = ReadPlan(opened->plan, opened->tensors, parts, field);
   } catch (const Json::exception& e) {
     s = absl::InvalidArgumentError(e.what());
   } catch (const Error& e) {  // an optimizer's option it refuses
     s = e.status();
   }
-  if (!s.ok()) {
-    return fail(absl::Status(s.code(), absl::StrCat(kPlanKey, ": ", field, ": ", s.message())));
-  }
+  if (!s.ok()) return fail(InPlan(s, field));
   std::unique_ptr<LoadedStep> step(new LoadedStep());
   for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
     const InputDescriptor& d = parts.program.inputs[i];
@@ -510,6 +580,73 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
     DefaultGenerator().Advance(parts.generator_offset);
   }
   return step;
+}
+
+absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::string& path) {
+  const auto fail = [&path](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  };
+  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "inference");
+  if (!opened.ok()) return fail(opened.status());
+  PlanParts parts;
+  parts.program.forward = std::move(opened->forward);
+  std::string field = "inputs";
+  absl::Status s;
+  try {
+    s = ReadInputs(opened->plan.at("inputs"), opened->tensors, parts, field);
+  } catch (const Json::exception& e) {
+    s = absl::InvalidArgumentError(e.what());
+  }
+  if (s.ok() && !opened->tensors.empty()) {
+    field = "tensors";
+    s = absl::InvalidArgumentError(absl::StrCat("the file holds ", opened->tensors.begin()->first,
+                                                ", which no input of the plan takes"));
+  }
+  for (size_t i = 0; s.ok() && i < parts.program.inputs.size(); ++i) {
+    const Kind kind = parts.program.inputs[i].kind;
+    if (kind == Kind::kRandomSeed || kind == Kind::kRandomOffset) {
+      s = absl::InvalidArgumentError("an inference plan draws no random numbers");
+    }
+  }
+  if (!s.ok()) return fail(InPlan(s, field));
+  std::unique_ptr<LoadedFunction> function(new LoadedFunction());
+  absl::StatusOr<codegen::Executable> forward =
+      codegen::PerSize(codegen::fusing())(parts.program.forward);
+  if (!forward.ok()) return fail(forward.status());
+  function->forward_ = std::move(*forward);
+  for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
+    const InputDescriptor& d = parts.program.inputs[i];
+    if (d.kind == Kind::kUserInput) {
+      function->input_args_.push_back(static_cast<int>(i));
+      function->input_names_.push_back(d.name);
+      function->input_types_.push_back(parts.program.forward.placeholders()[i]->type());
+    }
+  }
+  function->args_ = std::move(parts.bound);
+  return function;
+}
+
+absl::StatusOr<std::vector<Tensor>> LoadedFunction::Run(absl::Span<const Tensor> inputs) const {
+  if (inputs.size() != input_args_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", input_args_.size(), " inputs, got ", inputs.size()));
+  }
+  std::vector<Tensor> args = args_;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& want = input_types_[i];
+    const Tensor& t = inputs[i];
+    bool fits = t.defined() && t.dtype() == want.dtype && t.dim() == want.rank();
+    for (int64_t d = 0; fits && d < want.rank(); ++d) {
+      fits = IsSymbolic(want.shape[d]) || want.shape[d] == t.size(d);
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", i, " (", input_names_[i], "): expected ", want.ToString(),
+                       ", got ", t.defined() ? t.type().ToString() : "an undefined tensor"));
+    }
+    args[input_args_[i]] = t;
+  }
+  return forward_(args);
 }
 
 }  // namespace tc

@@ -89,6 +89,42 @@ class LoadedStep {
 // loaded step draws what the saving process would have drawn next.
 absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path);
 
+// Inference plans: a compiled model's forward alone, saved from a pipeline
+// after generate_ir_for_inference (in eval mode, so that no buffer is
+// updated) and loaded with no model code:
+//   pipeline.generate_ir_for_inference();
+//   SaveInferencePlan(pipeline.inference_graph().value()->graph, pipeline.captured().inputs,
+//                     pipeline.inference_constants(), "mlp.tcinfer");
+//   std::vector<Tensor> out = LoadInferencePlan("mlp.tcinfer").value()->Run({x}).value();
+// `constants` holds, per placeholder, the tensor the graph reads there (the
+// parameters, buffers and constants; undefined for the user inputs). A
+// function that draws random numbers, or updates a buffer, is refused.
+absl::Status SaveInferencePlan(const Graph& graph, absl::Span<const InputDescriptor> inputs,
+                               absl::Span<const Tensor> constants, const std::string& path);
+
+class LoadedFunction {
+ public:
+  // The user inputs' leaves in the capture's order in, the outputs' leaves
+  // out. An input of another dtype, rank or (static) size is an
+  // InvalidArgumentError naming it. Calls may come from several threads.
+  absl::StatusOr<std::vector<Tensor>> Run(absl::Span<const Tensor> inputs) const;
+  // Each input's path in the captured input tree ("inputs[0]").
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<TensorType>& input_types() const { return input_types_; }  // maybe symbolic
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::string& path);
+  codegen::Executable forward_;
+  std::vector<Tensor> args_;  // per placeholder: the tensors it reads; the inputs' set per call
+  std::vector<int> input_args_;
+  std::vector<std::string> input_names_;
+  std::vector<TensorType> input_types_;
+};
+
+// Reads an inference plan, with LoadPlan's checks, and compiles it for this
+// CPU (with the fusing compiler, planning each size of a symbolic input).
+absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::string& path);
+
 }  // namespace tc
 
 #endif  // TENSORCUT_PIPELINE_PLAN_H_

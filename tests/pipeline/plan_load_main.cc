@@ -1,7 +1,8 @@
 // The loading half of plan_processes_test, a program that links no model
 // code, CompilerPipeline, joint-graph builder or partitioner: loads each plan plan_save_main
 // wrote, runs it three times on the saved batch, and requires the losses,
-// parameters and optimizer state that the saving process reached, bit for bit.
+// parameters and optimizer state that the saving process reached, bit for
+// bit; an inference plan ("inference"), the saving process's outputs.
 // With --close (a plan saved on another ISA, whose products round
 // differently), the losses within 1e-4 of the saving process's instead.
 //   plan_load_main [--close] DIR NAME...
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -26,7 +28,35 @@ bool SameBits(const Tensor& a, const Tensor& b) {
   return x.type() == y.type() && std::memcmp(x.raw_data(), y.raw_data(), x.bytes()) == 0;
 }
 
+// Within rounding of another ISA's products: f32 elements within 1e-5 + 1e-4 |b|.
+bool Close(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  if (x.type() != y.type() || x.dtype() != DType::kF32) return false;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float u = x.data<float>()[i], v = y.data<float>()[i];
+    if (!(std::abs(u - v) <= 1e-5 + 1e-4 * std::abs(v))) return false;
+  }
+  return true;
+}
+
+absl::Status CheckInference(const std::string& name, bool close) {
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<LoadedFunction> function,
+                      LoadInferencePlan(name + ".tcplan"));
+  TC_ASSIGN_OR_RETURN(nn::NamedTensors expected, nn::LoadTensors(name + ".expected"));
+  std::vector<Tensor> inputs, outputs;
+  for (const auto& [n, t] : expected)
+    (absl::StartsWith(n, "input.") ? inputs : outputs).push_back(t);
+  TC_ASSIGN_OR_RETURN(const std::vector<Tensor> got, function->Run(inputs));
+  if (got.size() != outputs.size()) return absl::InternalError("another number of outputs");
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool same = close ? Close(got[i], outputs[i]) : SameBits(got[i], outputs[i]);
+    if (!same) return absl::InternalError(absl::StrCat("output ", i, " differs"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Check(const std::string& name, bool close) {
+  if (absl::EndsWith(name, "/inference")) return CheckInference(name, close);
   TC_ASSIGN_OR_RETURN(std::unique_ptr<LoadedStep> step, LoadPlan(name + ".tcplan"));
   nn::Metadata losses;
   TC_ASSIGN_OR_RETURN(nn::NamedTensors expected, nn::LoadTensors(name + ".expected", &losses));

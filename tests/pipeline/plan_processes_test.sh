@@ -9,7 +9,9 @@ set -euo pipefail
 dir="${TEST_TMPDIR:-$(mktemp -d)}/plans"
 mkdir -p "$dir"
 "$1" "$dir"
-"$2" "$dir" mlp_sgd cnn_adam transformer_adam mlp_dropout_adam transformer_sgd_bf16
+"$2" "$dir" mlp_sgd cnn_adam transformer_adam mlp_dropout_adam transformer_sgd_bf16 \
+  inference
 mkdir -p "$dir/avx2"
 ONEDNN_MAX_CPU_ISA=AVX2 "$1" "$dir/avx2"
-"$2" --close "$dir/avx2" mlp_sgd cnn_adam transformer_adam mlp_dropout_adam transformer_sgd_bf16
+"$2" --close "$dir/avx2" mlp_sgd cnn_adam transformer_adam mlp_dropout_adam transformer_sgd_bf16 \
+  inference

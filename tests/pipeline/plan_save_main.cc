@@ -1,7 +1,8 @@
 // The saving half of plan_processes_test: for each case, trains a step two
 // runs, saves its plan, runs it three more, and writes what those runs gave
 // (losses, parameters, optimizer state) and the batch beside the plan, for
-// plan_load_main to compare against in another process.
+// plan_load_main to compare against in another process; then the same for
+// the transformer's inference plan ("inference": its inputs and outputs).
 //   plan_save_main DIR
 #include <cstdio>
 #include <string>
@@ -10,9 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "codegen/fusing_compiler.h"
 #include "nn/checkpoint.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
+#include "pipeline/compiler_pipeline.h"
 #include "pipeline/plan.h"
 #include "pipeline/train_step.h"
 #include "runtime/gemm.h"
@@ -56,6 +59,32 @@ absl::Status SaveCase(const Case& c, const std::string& dir) {
   return nn::SaveTensors(expected, name + ".expected", losses);
 }
 
+// The transformer's inference plan in eval mode, and its outputs on the
+// example inputs.
+absl::Status SaveInference(const std::string& dir) {
+  TC_ASSIGN_OR_RETURN(nn::ModelSpec spec, nn::MakeModel("transformer", 3));
+  spec.module->eval();
+  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
+                      CompilerPipeline::Create(*spec.module, spec.inputs));
+  TC_RETURN_IF_ERROR(pipeline.generate_ir_for_inference());
+  TC_ASSIGN_OR_RETURN(const InferenceGraph* graph, pipeline.inference_graph());
+  TC_RETURN_IF_ERROR(SaveInferencePlan(graph->graph, pipeline.captured().inputs,
+                                       pipeline.inference_constants(), dir + "/inference.tcplan"));
+  TC_ASSIGN_OR_RETURN(codegen::Executable exe,
+                      pipeline.inference_compile(codegen::fusing(), graph->graph));
+  TC_ASSIGN_OR_RETURN(Function function, pipeline.make_inference_function(exe));
+  TC_ASSIGN_OR_RETURN(TensorTree out, function(spec.inputs));
+  nn::NamedTensors expected;
+  const std::vector<Tensor> inputs = Flatten(spec.inputs).first;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    expected.emplace_back(absl::StrCat("input.", i), inputs[i]);
+  const std::vector<Tensor> outputs = Flatten(out).first;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    expected.emplace_back(absl::StrCat("output.", i), outputs[i]);
+  }
+  return nn::SaveTensors(expected, dir + "/inference.expected");
+}
+
 }  // namespace
 }  // namespace tc
 
@@ -75,6 +104,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", c.model, std::string(s.message()).c_str());
       return 1;
     }
+  }
+  if (const absl::Status s = tc::SaveInference(argv[1]); !s.ok()) {
+    std::fprintf(stderr, "inference: %s\n", std::string(s.message()).c_str());
+    return 1;
   }
   return 0;
 }

@@ -12,9 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "catch2/catch.hpp"
+#include "codegen/fusing_compiler.h"
 #include "nn/checkpoint.h"
 #include "nn/models/models.h"
 #include "nn/optim.h"
+#include "pipeline/compiler_pipeline.h"
 #include "pipeline/train_step.h"
 #include "runtime/random.h"
 
@@ -133,6 +135,37 @@ TEST_CASE("a plan over a symbolic batch runs every batch size") {
   REQUIRE(loaded->Run(batch).value() == want);
 }
 
+// An inference plan of `name` in eval mode, over a symbolic batch when
+// `dynamic`; the loaded function gives the pipeline's own function's bits.
+void CheckInference(const std::string& name, bool dynamic) {
+  INFO(name << (dynamic ? " over a symbolic batch" : ""));
+  nn::ModelSpec spec = nn::MakeModel(name, 3).value();
+  spec.module->eval();
+  CaptureOptions capture;
+  if (dynamic) capture.dynamic_dims = {{"arg", {0}}};
+  CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs, capture).value();
+  REQUIRE(pipeline.generate_ir_for_inference().ok());
+  const Graph& graph = pipeline.inference_graph().value()->graph;
+  const std::string path = TempPath(name + ".tcinfer");
+  REQUIRE(SaveInferencePlan(graph, pipeline.captured().inputs, pipeline.inference_constants(), path)
+              .ok());
+  codegen::Executable exe = pipeline.inference_compile(codegen::fusing(), graph).value();
+  Function own = pipeline.make_inference_function(exe).value();
+  std::unique_ptr<LoadedFunction> loaded = LoadInferencePlan(path).value();
+  TensorTree inputs = spec.inputs;
+  if (dynamic) inputs = inputs.Map([](const Tensor& t) { return t.slice(0, 0, 1).contiguous(); });
+  const std::vector<Tensor> want = Flatten(own(inputs).value()).first;
+  const std::vector<Tensor> got = loaded->Run(Flatten(inputs).first).value();
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(SameBits(got[i], want[i]));
+}
+
+TEST_CASE("a loaded inference plan computes what the pipeline's function computes") {
+  for (const std::string name : {"mlp", "cnn", "transformer", "convbn"})
+    CheckInference(name, false);
+  CheckInference("mlp", true);
+}
+
 // --- Errors -------------------------------------------------------------
 
 // The plan at `path` rewritten by `edit` into a new file; `rechecksum`
@@ -243,6 +276,24 @@ TEST_CASE("a damaged or foreign plan file is refused with what is wrong") {
               absl::StrReplaceAll(m["tensorcut.plan"], {{"\"seed\": -1", "\"seed\": 0"}});
         });
     REQUIRE_THAT(LoadError(random), Catch::Contains("the random inputs are placeholders 0 (seed)"));
+  }
+  SECTION("a training plan is not an inference plan, nor the reverse") {
+    REQUIRE_THAT(std::string(LoadInferencePlan(path).status().message()),
+                 Catch::Contains("kind: expected \"inference\", got \"train_step\""));
+    nn::ModelSpec spec = nn::MakeModel("mlp", 3).value();
+    spec.module->eval();
+    CompilerPipeline pipeline = CompilerPipeline::Create(*spec.module, spec.inputs).value();
+    REQUIRE(pipeline.generate_ir_for_inference().ok());
+    const std::string inference = TempPath("mlp.tcinfer");
+    REQUIRE(SaveInferencePlan(pipeline.inference_graph().value()->graph, pipeline.captured().inputs,
+                              pipeline.inference_constants(), inference)
+                .ok());
+    REQUIRE_THAT(LoadError(inference), Catch::Contains("(load it with LoadInferencePlan)"));
+    const absl::StatusOr<std::vector<Tensor>> wrong =
+        LoadInferencePlan(inference).value()->Run({zeros({3, 5}, DType::kF32)});
+    REQUIRE_THAT(
+        std::string(wrong.status().message()),
+        Catch::Contains("input 0 (inputs): expected f32[") && Catch::Contains("got f32[3,5]"));
   }
   SECTION("a data-parallel step is not saved") {
     nn::ModelSpec spec = nn::MakeModel("mlp", 3).value();
