@@ -71,20 +71,9 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
     }
     step->mutated_buffers_.push_back(buffer);
   }
-  // A symbolic program plans each size on its first run.
-  const codegen::Compiler compiler =
-      codegen::PerSize(options.compiler, {.capacity = options.plan_cache_size});
-  const int num_forward_outputs = program.num_forward_outputs();
-  TC_ASSIGN_OR_RETURN(step->forward_,
-                      CompileForwardHalf(compiler, program.forward, num_forward_outputs));
-  TC_ASSIGN_OR_RETURN(step->backward_,
-                      CompileBackwardHalf(compiler, program.backward, step->forward_,
-                                          num_forward_outputs, program.num_saved));
-  if (options.backward_rewriter != nullptr) {
-    step->backward_ = options.backward_rewriter->Bind(std::move(step->backward_));
-  }
   // Backward arguments: the saved values (set at each run), then one tangent
   // per floating forward output: 1 for the loss, 0 for buffer updates.
+  const int num_forward_outputs = program.num_forward_outputs();
   step->backward_args_.assign(program.num_saved, Tensor());
   const std::vector<Value*>& fw_outputs = program.forward.outputs();
   for (int i = 0; i < num_forward_outputs; ++i) {
@@ -96,6 +85,17 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
                        "; the loss and the updated buffers must not depend on a symbolic size"));
     }
     step->backward_args_.push_back(full(type.shape, i == 0 ? 1.0 : 0.0, type.dtype));
+  }
+  // A symbolic program plans each size on its first run.
+  const codegen::Compiler compiler =
+      codegen::PerSize(options.compiler, {.capacity = options.plan_cache_size});
+  TC_ASSIGN_OR_RETURN(step->forward_,
+                      CompileForwardHalf(compiler, program.forward, num_forward_outputs));
+  TC_ASSIGN_OR_RETURN(step->backward_,
+                      CompileBackwardHalf(compiler, program.backward, step->forward_,
+                                          num_forward_outputs, program.num_saved));
+  if (options.backward_rewriter != nullptr) {
+    step->backward_ = options.backward_rewriter->Bind(std::move(step->backward_));
   }
   for (int primal : program.gradient_of) {
     const bool is_param = program.inputs[primal].kind == Kind::kParameter;
@@ -120,11 +120,7 @@ absl::Status CompiledStep::CheckBatch(absl::Span<const Tensor> batch) const {
   for (size_t i = 0; i < batch.size(); ++i) {
     const TensorType& want = program_.forward.placeholders()[batch_args_[i]]->type();
     const Tensor& t = batch[i];
-    bool fits = t.defined() && t.dtype() == want.dtype && t.dim() == want.rank();
-    for (int64_t d = 0; fits && d < want.rank(); ++d) {
-      fits = IsSymbolic(want.shape[d]) || want.shape[d] == t.size(d);
-    }
-    if (!fits) {
+    if (!t.defined() || !FitsPlaceholder(t.type(), want)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "TrainStep: batch[", i, "] (", program_.batch_words[i], "): expected ", want.ToString(),
           ", got ", t.defined() ? t.type().ToString() : "an undefined tensor"));

@@ -59,11 +59,13 @@ struct CompiledStepOptions {
   double clip_norm_type = 2.0;
   // Called after each backward with the parameters' gradients, in the order
   // the backward writes them, and the run's batch, before clipping and the
-  // update; it may change the gradients in place (a data-parallel job's
-  // average over its processes).
+  // update; it may change the gradients in place (dist/data_parallel.h's
+  // average over a data-parallel job's processes).
   std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
       reduce_gradients;
-  // The rewriter whose Rewrite made the program's backward; null: none.
+  // The rewriter whose Rewrite made the program's backward (dist/
+  // data_parallel.h's BackwardAllReduce sums the gradients in it, instead of
+  // reduce_gradients after it); null: none.
   std::shared_ptr<BackwardRewriter> backward_rewriter;
 };
 

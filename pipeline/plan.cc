@@ -533,6 +533,11 @@ absl::StatusOr<OpenedPlan> OpenPlan(const std::string& path, absl::string_view k
   return opened;
 }
 
+// `s` with the plan file's path before its message.
+absl::Status AtPath(const std::string& path, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+}
+
 // `read` with the field and the plan's key before its message.
 absl::Status InPlan(const absl::Status& read, const std::string& field) {
   if (read.ok()) return read;
@@ -542,14 +547,11 @@ absl::Status InPlan(const absl::Status& read, const std::string& field) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
-  const auto fail = [&path](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
-  };
   absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "train_step");
-  if (!opened.ok()) return fail(opened.status());
+  if (!opened.ok()) return AtPath(path, opened.status());
   PlanParts parts;
   absl::StatusOr<Graph> backward = ReadGraph(opened->metadata, kBackwardKey);
-  if (!backward.ok()) return fail(backward.status());
+  if (!backward.ok()) return AtPath(path, backward.status());
   parts.program.forward = std::move(opened->forward);
   parts.program.backward = std::move(*backward);
   std::string field;
@@ -561,7 +563,7 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   } catch (const Error& e) {  // an optimizer's option it refuses
     s = e.status();
   }
-  if (!s.ok()) return fail(InPlan(s, field));
+  if (!s.ok()) return AtPath(path, InPlan(s, field));
   std::unique_ptr<LoadedStep> step(new LoadedStep());
   for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
     const InputDescriptor& d = parts.program.inputs[i];
@@ -572,7 +574,7 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   step->optimizer_ = std::move(parts.optimizer);
   absl::StatusOr<std::unique_ptr<CompiledStep>> compiled = CompiledStep::Create(
       std::move(parts.program), std::move(parts.bound), *step->optimizer_, parts.options);
-  if (!compiled.ok()) return fail(compiled.status());
+  if (!compiled.ok()) return AtPath(path, compiled.status());
   step->compiled_ = std::move(*compiled);
   // Only a plan that loaded moves the generator.
   if (draws) {
@@ -583,11 +585,8 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::string& path) {
-  const auto fail = [&path](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
-  };
   absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "inference");
-  if (!opened.ok()) return fail(opened.status());
+  if (!opened.ok()) return AtPath(path, opened.status());
   PlanParts parts;
   parts.program.forward = std::move(opened->forward);
   std::string field = "inputs";
@@ -608,11 +607,11 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::str
       s = absl::InvalidArgumentError("an inference plan draws no random numbers");
     }
   }
-  if (!s.ok()) return fail(InPlan(s, field));
+  if (!s.ok()) return AtPath(path, InPlan(s, field));
   std::unique_ptr<LoadedFunction> function(new LoadedFunction());
   absl::StatusOr<codegen::Executable> forward =
       codegen::PerSize(codegen::fusing())(parts.program.forward);
-  if (!forward.ok()) return fail(forward.status());
+  if (!forward.ok()) return AtPath(path, forward.status());
   function->forward_ = std::move(*forward);
   for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
     const InputDescriptor& d = parts.program.inputs[i];
@@ -632,21 +631,19 @@ absl::StatusOr<std::vector<Tensor>> LoadedFunction::Run(absl::Span<const Tensor>
         absl::StrCat("expected ", input_args_.size(), " inputs, got ", inputs.size()));
   }
   std::vector<Tensor> args = args_;
+  for (size_t i = 0; i < inputs.size(); ++i) args[input_args_[i]] = inputs[i];
+  absl::StatusOr<std::vector<Tensor>> outputs = forward_(args);
+  if (outputs.ok()) return outputs;
+  // Only a failed call pays for naming the input that does not fit.
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorType& want = input_types_[i];
     const Tensor& t = inputs[i];
-    bool fits = t.defined() && t.dtype() == want.dtype && t.dim() == want.rank();
-    for (int64_t d = 0; fits && d < want.rank(); ++d) {
-      fits = IsSymbolic(want.shape[d]) || want.shape[d] == t.size(d);
+    if (!t.defined() || !FitsPlaceholder(t.type(), input_types_[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", i, " (", input_names_[i], "): expected ", input_types_[i].ToString(), ", got ",
+          t.defined() ? t.type().ToString() : "an undefined tensor"));
     }
-    if (!fits) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("input ", i, " (", input_names_[i], "): expected ", want.ToString(),
-                       ", got ", t.defined() ? t.type().ToString() : "an undefined tensor"));
-    }
-    args[input_args_[i]] = t;
   }
-  return forward_(args);
+  return outputs;
 }
 
 }  // namespace tc

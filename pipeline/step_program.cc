@@ -27,30 +27,31 @@ absl::Status VerifyStepProgram(const StepProgram& program) {
     return Invalid(absl::StrCat(program.inputs.size(), " input descriptors, but the forward has ",
                                 num_inputs, " placeholders"));
   }
-  int batch_leaves = 0;
+  int batch_leaves = 0, random_inputs = 0;
   for (int i = 0; i < num_inputs; ++i) {
-    const InputDescriptor& d = program.inputs[i];
-    if (d.kind == Kind::kUserInput) ++batch_leaves;
-    const bool random = d.kind == Kind::kRandomSeed || d.kind == Kind::kRandomOffset;
-    const int random_at = d.kind == Kind::kRandomSeed ? program.random.seed : program.random.offset;
-    if (random && (random_at != i || !IsScalarI64(fw_in[i]))) {
+    const Kind kind = program.inputs[i].kind;
+    if (kind == Kind::kUserInput) ++batch_leaves;
+    if (kind != Kind::kRandomSeed && kind != Kind::kRandomOffset) continue;
+    ++random_inputs;
+    if (!IsScalarI64(fw_in[i])) {
       return Invalid(absl::StrCat("input ", i, " (", fw_in[i]->name(),
-                                  ") is a random input; the random inputs say seed ",
-                                  program.random.seed, ", offset ", program.random.offset,
-                                  ", and it must be an i64 scalar"));
+                                  ") is a random input and must be an i64 scalar, got ",
+                                  fw_in[i]->type().ToString()));
     }
   }
+  // Either no random inputs, or one seed and one offset where `random` says.
   const RandomInputs& random = program.random;
-  const bool no_random = random.seed == -1 && random.offset == -1;
   const auto is_input = [&](int at, Kind kind) {
     return at >= 0 && at < num_inputs && program.inputs[at].kind == kind;
   };
-  if (!no_random &&
-      !(is_input(random.seed, Kind::kRandomSeed) && is_input(random.offset, Kind::kRandomOffset))) {
+  const bool none = random.seed == -1 && random.offset == -1 && random_inputs == 0;
+  const bool both = random_inputs == 2 && is_input(random.seed, Kind::kRandomSeed) &&
+                    is_input(random.offset, Kind::kRandomOffset);
+  if (!none && !both) {
     return Invalid(absl::StrCat("the random inputs are placeholders ", random.seed, " (seed) and ",
-                                random.offset,
-                                " (offset); expected a random seed and a random offset input, or "
-                                "-1 for both"));
+                                random.offset, " (offset) and the forward has ", random_inputs,
+                                "; expected a random seed and a random offset input, or -1 for "
+                                "both and none"));
   }
   if (static_cast<int>(program.batch_words.size()) != batch_leaves) {
     return Invalid(absl::StrCat(program.batch_words.size(), " batch names for ", batch_leaves,

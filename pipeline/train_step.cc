@@ -104,9 +104,17 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
                       .gradient_of = joint->layout.grad_primal_indices,
                       .random = captured.random,
                       .dynamic_dims = dynamic};
-  for (InputDescriptor& d : program.inputs) {
+  // Names in the user's words; the batch leaves' placeholders, for widening.
+  std::vector<std::string> batch_names;
+  std::vector<TensorType> batch_types;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    InputDescriptor& d = program.inputs[i];
     if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) d.name = ModelName(d.name);
-    if (d.kind == Kind::kUserInput) program.batch_words.push_back(UserWords(d.name));
+    if (d.kind == Kind::kUserInput) {
+      program.batch_words.push_back(UserWords(d.name));
+      batch_names.push_back(captured.graph.placeholders()[i]->name());
+      batch_types.push_back(captured.graph.placeholders()[i]->type());
+    }
   }
   for (const std::string& name : pipeline.mutated_buffers()) {
     program.mutated_buffers.push_back(ModelName(name));
@@ -116,14 +124,6 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   TC_ASSIGN_OR_RETURN(
       std::vector<Tensor> bound,
       GraphArguments(captured, example_, wrapper_->named_parameters(), wrapper_->named_buffers()));
-  std::vector<std::string> batch_names;
-  std::vector<TensorType> batch_types;
-  for (size_t i = 0; i < captured.inputs.size(); ++i) {
-    if (captured.inputs[i].kind == Kind::kUserInput) {
-      batch_names.push_back(captured.graph.placeholders()[i]->name());
-      batch_types.push_back(captured.graph.placeholders()[i]->type());
-    }
-  }
   TC_ASSIGN_OR_RETURN(compiled_,
                       CompiledStep::Create(std::move(program), std::move(bound), *optimizer_,
                                            {.compiler = options_.compiler,

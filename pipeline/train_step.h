@@ -62,22 +62,17 @@ struct TrainStepOptions {
   // A batch whose sizes differ from the examples' recompiles once, with
   // the dims that differed made symbols; false: such a batch is an error.
   bool automatic_dynamic = true;
-  int plan_cache_size = 8;  // per-size plans kept by each half
-  // Gradient clipping before each update, over the gradients the backward
-  // wrote, as nn::clip_grad_value_ and then nn::clip_grad_norm_ (nn/clip_grad.h)
-  // would clip them: unset, no clipping.
+  // How the compiled step runs, as CompiledStepOptions' fields of the same
+  // names say (pipeline/compiled_step.h): the per-size plans kept, gradient
+  // clipping, reduce_gradients (dist/data_parallel.h's average over a
+  // data-parallel job's processes) and the backward rewriter (its
+  // BackwardAllReduce, which TrainStep also asks to Rewrite each partition).
+  int plan_cache_size = 8;
   std::optional<double> clip_grad_value;
   std::optional<double> clip_grad_norm;  // max_norm
   double clip_norm_type = 2.0;
-  // Called after each backward with the parameters' gradients, in the order
-  // the backward writes them, and the run's batch, before clipping and the
-  // update; it may change the gradients in place. dist/data_parallel.h's
-  // averages them over the processes of a data-parallel job.
   std::function<absl::Status(absl::Span<const Tensor> gradients, absl::Span<const Tensor> batch)>
       reduce_gradients;
-  // Rewrites the backward before it is compiled and readies it before each
-  // run (dist/data_parallel.h's BackwardAllReduce sums the gradients in it,
-  // instead of reduce_gradients after it); null: none.
   std::shared_ptr<BackwardRewriter> backward_rewriter;
 };
 

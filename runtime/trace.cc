@@ -22,16 +22,6 @@ thread_local std::vector<std::string> scopes;
 // it was thrown), kept for Trace's error message.
 thread_local std::string failed_scope;
 
-// Whether a call's tensor fits a placeholder: its dtype and rank, and every
-// dim that is a number (symbolic ones are bound afterwards).
-bool Fits(const TensorType& got, const TensorType& want) {
-  if (got.dtype != want.dtype || got.rank() != want.rank()) return false;
-  for (int64_t d = 0; d < got.rank(); ++d) {
-    if (!IsSymbolic(want.shape[d]) && want.shape[d] != got.shape[d]) return false;
-  }
-  return true;
-}
-
 uint64_t NextTracerId() {
   static std::atomic<uint64_t> next{1};
   return next++;
@@ -309,6 +299,14 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
   return program;
 }
 
+bool FitsPlaceholder(const TensorType& got, const TensorType& want) {
+  if (got.dtype != want.dtype || got.rank() != want.rank()) return false;
+  for (int64_t d = 0; d < got.rank(); ++d) {
+    if (!IsSymbolic(want.shape[d]) && want.shape[d] != got.shape[d]) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::vector<Tensor>> GraphArguments(
     const TracedProgram& program, const Tree<Tensor>& inputs,
     const std::vector<std::pair<std::string, Tensor>>& params,
@@ -345,7 +343,7 @@ absl::StatusOr<std::vector<Tensor>> GraphArguments(
               absl::StrCat("expected tensor ", want.ToString(), ", got an undefined tensor"));
         }
         symbolic = symbolic || HasSymbolic(want.shape);
-        if (!Fits(t.type(), want)) {
+        if (!FitsPlaceholder(t.type(), want)) {
           return absl::InvalidArgumentError(
               absl::StrCat("expected tensor ", want.ToString(), ", got ", t.type().ToString()));
         }

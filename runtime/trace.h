@@ -193,6 +193,11 @@ absl::StatusOr<TracedProgram> Trace(const std::function<Tree<Tensor>(const Tree<
                                     const std::vector<std::pair<std::string, Tensor>>& buffers = {},
                                     const DynamicDims& dynamic = {});
 
+// Whether a call's tensor of type `got` fits a placeholder of type `want`:
+// its dtype and rank, and every dim that is a number (symbolic ones are bound
+// afterwards, BindSymbols).
+bool FitsPlaceholder(const TensorType& got, const TensorType& want);
+
 // The arguments of one call of `program`'s graph: `params`, `buffers`, the
 // flattened `inputs` (checked against in_spec and the placeholder types),
 // the constants, and new i64 scalars for the random inputs, which
