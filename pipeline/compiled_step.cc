@@ -63,7 +63,8 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
                                                      name, ", which is not an input"));
     }
     // The update is copied into the buffer: it must fit it exactly.
-    const TensorType& update = program.forward.outputs()[1 + k]->type();
+    const TensorType& update =
+        program.forward.outputs()[program.buffer_update_output(static_cast<int>(k))]->type();
     if (update != buffer.type()) {
       return absl::InvalidArgumentError(absl::StrCat("CompiledStep: the forward updates buffer ",
                                                      name, " (", buffer.type().ToString(),
@@ -72,13 +73,20 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
     step->mutated_buffers_.push_back(buffer);
   }
   // Backward arguments: the saved values (set at each run), then one tangent
-  // per floating forward output: 1 for the loss, 0 for buffer updates.
+  // per floating forward output: 1 for the loss, 0 for buffer updates, and
+  // for a model output the output itself (set at each run: its size may be
+  // symbolic), which the backward does not read (VerifyStepProgram).
   const int num_forward_outputs = program.num_forward_outputs();
   step->backward_args_.assign(program.num_saved, Tensor());
   const std::vector<Value*>& fw_outputs = program.forward.outputs();
   for (int i = 0; i < num_forward_outputs; ++i) {
     const TensorType& type = fw_outputs[i]->type();
     if (!IsFloating(type.dtype)) continue;
+    if (i >= 1 && i <= program.num_outputs) {
+      step->output_tangents_.push_back({i, static_cast<int>(step->backward_args_.size())});
+      step->backward_args_.emplace_back();
+      continue;
+    }
     if (HasSymbolic(type.shape)) {
       return absl::InvalidArgumentError(
           absl::StrCat("TrainStep: forward output ", i, " is ", type.ToString(),
@@ -109,6 +117,7 @@ absl::StatusOr<std::unique_ptr<CompiledStep>> CompiledStep::Create(
   }
   step->bound_ = std::move(bound);
   step->forward_outputs_.assign(step->forward_.num_outputs(), Tensor());
+  step->outputs_.assign(program.num_outputs, Tensor());
   step->backward_outputs_.assign(step->backward_.num_outputs(), Tensor());
   step->program_ = std::move(program);
   step->optimizer_ = &optimizer;
@@ -166,8 +175,12 @@ absl::StatusOr<double> CompiledStep::Run(absl::Span<const Tensor> batch) {
   }
   // Copied through strides: a compiler may return them in any layout.
   for (size_t i = 0; i < mutated_buffers_.size(); ++i) {
-    kernels::CopyStrided(forward_outputs_[1 + i], mutated_buffers_[i]);
+    kernels::CopyStrided(forward_outputs_[program_.buffer_update_output(static_cast<int>(i))],
+                         mutated_buffers_[i]);
   }
+  // Copies: the forward's own outputs live in memory its next run reuses.
+  for (int k = 0; k < program_.num_outputs; ++k) outputs_[k] = forward_outputs_[1 + k].clone();
+  for (const auto& [output, arg] : output_tangents_) backward_args_[arg] = forward_outputs_[output];
   const int num_forward_outputs = program_.num_forward_outputs();
   for (int i = 0; i < program_.num_saved; ++i) {
     backward_args_[i] = forward_outputs_[num_forward_outputs + i];
@@ -178,6 +191,7 @@ absl::StatusOr<double> CompiledStep::Run(absl::Span<const Tensor> batch) {
   if (options_.backward_rewriter != nullptr) s = options_.backward_rewriter->Prepare(batch);
   if (s.ok()) s = backward_.Run(backward_args_, absl::MakeSpan(backward_outputs_));
   for (int i = 0; i < program_.num_saved; ++i) backward_args_[i] = Tensor();
+  for (const auto& [output, arg] : output_tangents_) backward_args_[arg] = Tensor();
   if (!s.ok()) return s;
   param_grads_.clear();
   for (size_t k = 0; k < grad_params_.size(); ++k) {

@@ -17,6 +17,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -90,6 +91,9 @@ class CompiledStep {
   // i64[128], got f32[128]"). Runs one batch at a time: a Run while another
   // is in progress is a FailedPreconditionError.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
+  // The model's outputs of the last run (program().num_outputs of them;
+  // copies, the caller's to keep).
+  const std::vector<Tensor>& outputs() const { return outputs_; }
 
   const StepProgram& program() const { return program_; }
   // Per forward placeholder, the tensor bound to it (undefined for the
@@ -120,6 +124,10 @@ class CompiledStep {
   std::vector<Tensor> param_grads_;      // their gradients, for reduce_gradients
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   std::vector<Tensor> forward_args_, forward_outputs_;
+  std::vector<Tensor> outputs_;
+  // Per floating model output: its forward output and its (unread) tangent's
+  // backward argument.
+  std::vector<std::pair<int, int>> output_tangents_;
   std::vector<Tensor> backward_args_, backward_outputs_;
 };
 

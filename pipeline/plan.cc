@@ -208,6 +208,7 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
       {"kind", "train_step"},
       {"inputs", inputs},
       {"batch_words", program.batch_words},
+      {"num_outputs", program.num_outputs},
       {"mutated_buffers", program.mutated_buffers},
       {"num_saved", program.num_saved},
       {"gradient_of", program.gradient_of},
@@ -447,6 +448,8 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
   TC_RETURN_IF_ERROR(ReadInputs(plan.at("inputs"), tensors, parts, field));
   field = "batch_words";
   program.batch_words = plan.at("batch_words").get<std::vector<std::string>>();
+  field = "num_outputs";
+  TC_ASSIGN_OR_RETURN(program.num_outputs, Integer(plan.at("num_outputs"), 0));
   field = "mutated_buffers";
   program.mutated_buffers = plan.at("mutated_buffers").get<std::vector<std::string>>();
   field = "num_saved";

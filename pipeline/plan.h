@@ -21,10 +21,10 @@
 //   tensorcut.plan.format   "1"; a reader refuses a newer version
 //   tensorcut.version       the tensorcut that saved it
 //   tensorcut.plan          JSON: what each forward placeholder stands for, the
-//                           updated buffers, the saved-value count, what each
-//                           gradient is of, the random inputs, the symbolic
-//                           batch dims, clipping, the optimizer (kind, groups,
-//                           initial rates) and the default generator's state
+//                           model outputs returned, the updated buffers, the saved-value count,
+//                           what each gradient is of, the random inputs, the symbolic batch dims,
+//                           clipping, the optimizer (kind, groups, initial rates) and the default
+//                           generator's state
 //   tensorcut.plan.forward  the partitioned forward graph, as IR text
 //   tensorcut.plan.backward the partitioned backward graph, as IR text
 //   tensorcut.plan.crc32    CRC-32 of the three above, in that order
@@ -66,6 +66,9 @@ class LoadedStep {
   // One step on `batch` (the batch leaves in the order the saved step took
   // them); returns the loss before the update.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch) { return compiled_->Run(batch); }
+  // The model's outputs of the last run, when the saved step returned them
+  // (TrainStepOptions::return_outputs).
+  const std::vector<Tensor>& outputs() const { return compiled_->outputs(); }
   const CompiledStep& compiled() const { return *compiled_; }
   // The parameters and buffers by the model's names, the live tensors.
   const nn::NamedTensors& parameters() const { return parameters_; }

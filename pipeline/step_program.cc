@@ -57,14 +57,29 @@ absl::Status VerifyStepProgram(const StepProgram& program) {
     return Invalid(absl::StrCat(program.batch_words.size(), " batch names for ", batch_leaves,
                                 " batch leaves"));
   }
-  const int num_outputs =
-      program.num_saved < 0 || program.num_saved > static_cast<int>(fw_out.size())
-          ? -1
-          : program.num_forward_outputs() + program.num_saved;
-  if (static_cast<int>(fw_out.size()) != num_outputs) {
-    return Invalid(absl::StrCat("the forward returns ", fw_out.size(), " values; expected ",
-                                num_outputs, " (the loss, ", program.mutated_buffers.size(),
-                                " updated buffers, ", program.num_saved, " saved values)"));
+  const int returned = static_cast<int>(fw_out.size());
+  const int expected = program.num_saved < 0 || program.num_saved > returned ||
+                               program.num_outputs < 0 || program.num_outputs > returned
+                           ? -1
+                           : program.num_forward_outputs() + program.num_saved;
+  if (returned != expected) {
+    return Invalid(absl::StrCat("the forward returns ", returned, " values; expected ", expected,
+                                " (the loss, ", program.num_outputs, " model outputs, ",
+                                program.mutated_buffers.size(), " updated buffers, ",
+                                program.num_saved, " saved values)"));
+  }
+  // The backward takes the saved values, then one tangent per floating
+  // forward output. A step passes no real tangent for the model's outputs:
+  // the backward must not read them.
+  int tangent = program.num_saved;
+  for (int i = 0; i < program.num_forward_outputs(); ++i) {
+    if (!IsFloating(fw_out[i]->type().dtype)) continue;
+    const bool model_output = i >= 1 && i <= program.num_outputs;
+    if (model_output && (tangent >= static_cast<int>(bw_in.size()) || bw_in[tangent]->has_uses())) {
+      return Invalid(absl::StrCat("model output ", i - 1,
+                                  " must be detached, but the backward reads its tangent"));
+    }
+    ++tangent;
   }
   const TensorType& loss = fw_out[0]->type();
   if (!loss.shape.empty() || (loss.dtype != DType::kF32 && loss.dtype != DType::kF64)) {

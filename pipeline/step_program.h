@@ -6,7 +6,7 @@
 // is not.
 //
 //   forward(parameters, buffers, batch, constants, random seed and offset)
-//       -> (loss, updated buffers..., saved values...)
+//       -> (loss, model outputs..., updated buffers..., saved values...)
 //   backward(saved values..., one tangent per floating forward output)
 //       -> one gradient per `gradient_of` entry
 #ifndef TENSORCUT_PIPELINE_STEP_PROGRAM_H_
@@ -33,8 +33,12 @@ struct StepProgram {
   // Per batch leaf, in placeholder order: its name in the words of the
   // step's arguments ("inputs", "targets[1]"), for errors.
   std::vector<std::string> batch_words;
+  // How many of the model's outputs the forward returns after the loss
+  // (detached: no gradient flows from them, so their tangents are unread),
+  // for a caller that scores the batch (a classifier's accuracy).
+  int num_outputs = 0;
   // The buffers the forward updates, in the order of its outputs after the
-  // loss.
+  // model's.
   std::vector<std::string> mutated_buffers;
   int num_saved = 0;  // the forward's last outputs, the backward's first placeholders
   // Per backward output: the forward placeholder it is the gradient of.
@@ -42,13 +46,18 @@ struct StepProgram {
   RandomInputs random;
   DynamicDims dynamic_dims;  // the batch dims that are symbols, by placeholder name
 
-  // The loss and the updated buffers.
-  int num_forward_outputs() const { return 1 + static_cast<int>(mutated_buffers.size()); }
+  // The loss, the model's outputs and the updated buffers.
+  int num_forward_outputs() const {
+    return 1 + num_outputs + static_cast<int>(mutated_buffers.size());
+  }
+  // The forward output that updates mutated_buffers[k].
+  int buffer_update_output(int k) const { return 1 + num_outputs + k; }
 };
 
 // Checks that the parts of `program` agree: one descriptor per forward
 // placeholder, one batch word per batch leaf, the outputs the counts say, a
-// scalar f32 or f64 loss, gradients of placeholders that exist with their
+// scalar f32 or f64 loss, model outputs whose tangents the backward does not
+// read, gradients of placeholders that exist with their
 // types, the random inputs where the descriptors put them. The error names
 // the part ("step program: gradient_of[3] = 9, but the forward has 8
 // placeholders").

@@ -7,27 +7,35 @@
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "partition/min_cut.h"
+#include "partition/report.h"
 #include "pipeline/compiler_pipeline.h"
 
 namespace tc {
 namespace {
 
-// The model and its loss as one module: (inputs, targets) in, the loss out.
+// The model and its loss as one module: (inputs, targets) in, the loss out,
+// and with `outputs` (loss, the model's outputs detached).
 class WithLoss : public nn::Module {
  public:
-  WithLoss(nn::Module& model, nn::LossFn loss)
+  WithLoss(nn::Module& model, nn::LossFn loss, bool outputs)
       // Not owned: the caller keeps the model alive (see TrainStep::Create).
       : model_(register_module("model",
                                std::shared_ptr<nn::Module>(std::shared_ptr<nn::Module>(), &model))),
-        loss_(std::move(loss)) {}
+        loss_(std::move(loss)),
+        outputs_(outputs) {}
 
   TensorTree forward(const TensorTree& input) override {
-    return TensorTree::MakeLeaf(loss_((*model_)(input[0]), input[1]));
+    const TensorTree out = (*model_)(input[0]);
+    TensorTree loss = TensorTree::MakeLeaf(loss_(out, input[1]));
+    if (!outputs_) return loss;
+    return TensorTree::Tuple(
+        {std::move(loss), out.Map([](const Tensor& t) { return t.detach(); })});
   }
 
  private:
   std::shared_ptr<nn::Module> model_;
   nn::LossFn loss_;
+  bool outputs_;
 };
 
 // A batch leaf's capture path in the words of Create's arguments: the
@@ -63,7 +71,7 @@ absl::StatusOr<std::unique_ptr<TrainStep>> TrainStep::Create(nn::Module& module,
     return absl::InvalidArgumentError(absl::StrCat("TrainStep: ", s.message()));
   }
   std::unique_ptr<TrainStep> step(new TrainStep());
-  step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss));
+  step->wrapper_ = std::make_shared<WithLoss>(module, std::move(loss), options.return_outputs);
   step->optimizer_ = &optimizer;
   step->example_ = TensorTree::Tuple({inputs, targets});
   step->options_ = options;
@@ -78,7 +86,10 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
                           *wrapper_, example_,
                           {.dynamic_dims = dynamic, .plan_cache_size = options_.plan_cache_size}));
   const TracedProgram& captured = pipeline.captured();
-  if (captured.graph.outputs().size() != 1 + pipeline.mutated_buffers().size() ||
+  // The model's outputs follow the loss, when returned.
+  const TreeSpec outputs_spec = options_.return_outputs ? captured.out_spec[1] : TreeSpec::None();
+  const int num_outputs = outputs_spec.num_leaves();
+  if (captured.graph.outputs().size() != 1 + num_outputs + pipeline.mutated_buffers().size() ||
       captured.graph.outputs()[0]->type().shape.size() != 0) {
     return absl::InvalidArgumentError("TrainStep: the loss must be one scalar tensor");
   }
@@ -97,9 +108,11 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   if (options_.backward_rewriter != nullptr) {
     TC_RETURN_IF_ERROR(options_.backward_rewriter->Rewrite(*joint, part));
   }
+  partition::PartitionReport report = partition::MakeReport(joint->graph, joint->layout, part);
   StepProgram program{.forward = std::move(part.forward),
                       .backward = std::move(part.backward),
                       .inputs = captured.inputs,
+                      .num_outputs = num_outputs,
                       .num_saved = part.num_fw_outs_saved_for_bw,
                       .gradient_of = joint->layout.grad_primal_indices,
                       .random = captured.random,
@@ -133,11 +146,22 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
                                             .clip_norm_type = options_.clip_norm_type,
                                             .reduce_gradients = options_.reduce_gradients,
                                             .backward_rewriter = options_.backward_rewriter}));
+  outputs_spec_ = outputs_spec;
+  report_ = std::move(report);
+  joint_nodes_ = joint->graph.num_nodes();
   batch_names_ = std::move(batch_names);
   batch_types_ = std::move(batch_types);
   dynamic_dims_ = dynamic;
   ++compilations_;
   return absl::OkStatus();
+}
+
+absl::StatusOr<TensorTree> TrainStep::outputs() const {
+  if (!options_.return_outputs) {
+    return absl::FailedPreconditionError(
+        "TrainStep: outputs() of a step created without TrainStepOptions::return_outputs");
+  }
+  return Unflatten(compiled_->outputs(), outputs_spec_);
 }
 
 absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {

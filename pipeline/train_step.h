@@ -44,6 +44,7 @@
 #include "nn/models/models.h"
 #include "nn/optim.h"
 #include "partition/partition.h"
+#include "partition/report.h"
 #include "pipeline/compiled_step.h"
 
 namespace tc {
@@ -62,6 +63,9 @@ struct TrainStepOptions {
   // A batch whose sizes differ from the examples' recompiles once, with
   // the dims that differed made symbols; false: such a batch is an error.
   bool automatic_dynamic = true;
+  // The forward also returns the model's outputs (detached, no gradient
+  // flows from them): each run's are outputs(), for scoring the batch.
+  bool return_outputs = false;
   // How the compiled step runs, as CompiledStepOptions' fields of the same
   // names say (pipeline/compiled_step.h): the per-size plans kept, gradient
   // clipping, reduce_gradients (dist/data_parallel.h's average over a
@@ -96,6 +100,10 @@ class TrainStep {
   // taken as automatic_dynamic says.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch);
 
+  // The model's outputs of the last run, in the structure the model
+  // returns them; a FailedPreconditionError unless options.return_outputs.
+  absl::StatusOr<TensorTree> outputs() const;
+
   const codegen::Executable& forward() const { return compiled_->forward(); }
   const codegen::Executable& backward() const { return compiled_->backward(); }
   // What runs the step: its program, bound tensors and optimizer (what a
@@ -104,6 +112,10 @@ class TrainStep {
   // How many times the step was captured, differentiated, partitioned and
   // compiled: 1, one more each time a batch of new sizes made dims symbols.
   int compilations() const { return compilations_; }
+  // The last compilation's partition (what the forward saves, each half's
+  // nodes) and its joint graph's node count.
+  const partition::PartitionReport& partition_report() const { return report_; }
+  int joint_nodes() const { return joint_nodes_; }
   // The symbolic dims the step compiled with (empty: static).
   const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
   // The gradients' total norm of the last run, before clipping; NaN unless
@@ -124,6 +136,9 @@ class TrainStep {
   std::atomic<bool> running_{false};
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
+  TreeSpec outputs_spec_;                 // the model's outputs, when returned
+  partition::PartitionReport report_;
+  int joint_nodes_ = 0;
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;

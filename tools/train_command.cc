@@ -161,8 +161,7 @@ absl::Status Run(dist::ProcessGroup& group) {
       }
     }
   }
-  const partition::PartitionReport report =
-      partition::MakeReport(t.joint().graph, t.joint().layout, t.partition());
+  const partition::PartitionReport& report = t.train_step().partition_report();
   std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
   const std::string last =
       t.last_batch() == t.batch() ? "" : absl::StrCat(" (the last of ", t.last_batch(), ")");
@@ -172,7 +171,7 @@ absl::Status Run(dist::ProcessGroup& group) {
   std::printf(
       "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
       "%zu values (%.2f MB) saved for backward\n",
-      1e3 * t.compile_seconds(), options.partition.c_str(), t.joint().graph.num_nodes(),
+      1e3 * t.compile_seconds(), options.partition.c_str(), t.train_step().joint_nodes(),
       report.fw_nodes, report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
   std::printf("%s", PrecisionLine(options.precision).c_str());
   if (group.size() > 1) {

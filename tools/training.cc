@@ -135,6 +135,25 @@ class SyntheticData : public TrainingData {
   std::vector<std::pair<TensorTree, TensorTree>> batches_;
 };
 
+// The data-parallel backward of a run whose shares the trainer knows: it
+// sets each step's share itself (BackwardAllReduce::SetShare), so the step
+// need not all-reduce the batch sizes before each backward as Prepare would.
+class SharesKnown : public BackwardRewriter {
+ public:
+  explicit SharesKnown(std::shared_ptr<dist::BackwardAllReduce> all_reduce)
+      : all_reduce_(std::move(all_reduce)) {}
+  absl::Status Rewrite(const JointGraph& joint, partition::PartitionResult& part) override {
+    return all_reduce_->Rewrite(joint, part);
+  }
+  codegen::Executable Bind(codegen::Executable backward) const override {
+    return all_reduce_->Bind(std::move(backward));
+  }
+  absl::Status Prepare(absl::Span<const Tensor>) override { return absl::OkStatus(); }
+
+ private:
+  std::shared_ptr<dist::BackwardAllReduce> all_reduce_;
+};
+
 // Whether `spec` takes Fashion-MNIST: one f32 input of 784 values per example
 // and i64 class labels, one per example.
 bool TakesFashionMnist(const nn::ModelSpec& spec) {
@@ -574,25 +593,21 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   const Clock::time_point start = Clock::now();
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(0, inputs, targets));
-  // Batches of two sizes: one compiled step for any batch size, planned
-  // for each size on its first call. Fashion-MNIST's input is one tensor,
-  // the placeholder "arg".
-  CaptureOptions capture;
-  if (data_->partial_batch() > 0) capture.dynamic_dims = {{"arg", {0}}};
-  TC_ASSIGN_OR_RETURN(CompilerPipeline pipeline,
-                      JointPipeline(*spec_.module, inputs, /*decompositions=*/nullptr, capture,
-                                    options_.precision));
-  pipeline_ = std::make_unique<CompilerPipeline>(std::move(pipeline));
-  TC_ASSIGN_OR_RETURN(partition_, pipeline_->partition(partition_fn, joint()));
+  TrainStepOptions step_options{.partition_fn = partition_fn,
+                                .precision = options_.precision,
+                                // Every size the data has is known: another is a defect.
+                                .automatic_dynamic = false,
+                                .return_outputs = true};
+  // Batches of two sizes: one compiled step for any batch size, planned for
+  // each size on its first run. The loaders' data is one input tensor and
+  // one target tensor, the placeholders "arg0" and "arg1".
+  if (data_->partial_batch() > 0) step_options.dynamic_dims = {{"arg0", {0}}, {"arg1", {0}}};
   if (ranks() > 1) {
-    all_reduce_ = std::make_unique<dist::BackwardAllReduce>(*options_.group);
-    TC_RETURN_IF_ERROR(all_reduce_->Rewrite(joint(), partition_));
+    all_reduce_ = std::make_shared<dist::BackwardAllReduce>(*options_.group);
+    step_options.backward_rewriter = std::make_shared<SharesKnown>(all_reduce_);
   }
-  TC_ASSIGN_OR_RETURN(CompiledForward fw, pipeline_->fw_compile(codegen::fusing(), partition_));
-  TC_ASSIGN_OR_RETURN(CompiledBackward bw,
-                      pipeline_->bw_compile(codegen::fusing(), partition_, fw));
-  if (all_reduce_ != nullptr) bw.run = all_reduce_->Bind(std::move(bw.run));
-  TC_ASSIGN_OR_RETURN(step_fn_, pipeline_->make_autograd_function(fw, bw, partition_));
+  TC_ASSIGN_OR_RETURN(train_step_, TrainStep::Create(*spec_.module, spec_.loss, inputs, targets,
+                                                     *optimizer_, step_options));
   compile_seconds_ = Seconds(start);
   return absl::OkStatus();
 }
@@ -624,25 +639,18 @@ absl::StatusOr<StepStats> Trainer::Step() {
     const Tensor first = Flatten(inputs).first[0];
     TC_RETURN_IF_ERROR(all_reduce_->SetShare(first.dim() == 0 ? total : first.size(0), total));
   }
-  TC_ASSIGN_OR_RETURN(TensorTree out, step_fn_(inputs));
-  // The gradients the backward writes are the whole batch's already.
-  TC_ASSIGN_OR_RETURN(
-      StepStats stats, CatchErrors([&] {
-        const Tensor loss = spec_.loss(out, targets);
-        optimizer_->zero_grad();
-        loss.backward();
-        optimizer_->step();
-        StepStats stats{loss.to(DType::kF64).item<double>(), NAN, 0};
-        inputs.ForEachLeaf([&](const Tensor& x) {
-          if (stats.examples == 0 && !x.shape().empty()) {
-            stats.examples = x.size(0);
-          }
-        });
-        if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
-          stats.accuracy = Accuracy(out.leaf().detach(), targets.leaf());
-        }
-        return stats;
-      }));
+  std::vector<Tensor> batch = Flatten(inputs).first;
+  for (Tensor& t : Flatten(targets).first) batch.push_back(std::move(t));
+  TC_ASSIGN_OR_RETURN(const double loss, train_step_->Run(batch));
+  TC_ASSIGN_OR_RETURN(const TensorTree out, train_step_->outputs());
+  StepStats stats{loss, NAN, 0};
+  inputs.ForEachLeaf([&](const Tensor& x) {
+    if (stats.examples == 0 && !x.shape().empty()) stats.examples = x.size(0);
+  });
+  if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
+    TC_ASSIGN_OR_RETURN(stats.accuracy,
+                        CatchErrors([&] { return Accuracy(out.leaf(), targets.leaf()); }));
+  }
   ++step_;
   if (ranks() > 1) {
     // The whole batch's loss and accuracy: each rank's, weighted by its rows.

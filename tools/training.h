@@ -46,6 +46,7 @@
 #include "partition/partition.h"
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/peak_budget.h"
+#include "pipeline/train_step.h"
 
 namespace tc {
 
@@ -138,8 +139,8 @@ class Trainer {
   // for another model, optimizer, seed or batch.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options);
 
-  // One step: forward and backward through the compiled functions, then the
-  // optimizer's update.
+  // One step: the compiled forward and backward (the loss and the
+  // model's outputs from one forward), then the optimizer's update.
   absl::StatusOr<StepStats> Step();
 
   // Atomically (nn::SaveTensors) writes the parameters, buffers, optimizer
@@ -171,6 +172,9 @@ class Trainer {
   // after.
   absl::StatusOr<std::optional<double>> TestAccuracy();
   double compile_seconds() const { return compile_seconds_; }
+  // The compiled step the trainer runs: its partition's report, its joint
+  // graph's size, what a plan file saves (pipeline/plan.h).
+  const TrainStep& train_step() const { return *train_step_; }
   double lr() const { return optimizer_->lr(); }
   // The learning rate the resumed checkpoint was trained with; unset afresh.
   std::optional<double> checkpoint_lr() const { return checkpoint_lr_; }
@@ -178,8 +182,6 @@ class Trainer {
   // checkpoints from before it was saved.
   std::optional<Precision> checkpoint_precision() const { return checkpoint_precision_; }
   const nn::ModelSpec& spec() const { return spec_; }
-  const JointGraph& joint() const { return **pipeline_->joint_graph(); }
-  const partition::PartitionResult& partition() const { return partition_; }
   const nn::Optimizer& optimizer() const { return *optimizer_; }
 
   ~Trainer();
@@ -206,13 +208,11 @@ class Trainer {
   // when there is none).
   std::shared_ptr<const nn::Dataset> train_set_, test_set_;
   int64_t batch_ = 0;
-  std::unique_ptr<CompilerPipeline> pipeline_;
-  partition::PartitionResult partition_;
-  Function step_fn_;
   std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<TrainStep> train_step_;
   // With a group: the gradients' average over the ranks, in the compiled
   // backward (dist/data_parallel.h).
-  std::unique_ptr<dist::BackwardAllReduce> all_reduce_;
+  std::shared_ptr<dist::BackwardAllReduce> all_reduce_;
   double compile_seconds_ = 0;
   std::optional<double> checkpoint_lr_;
   std::optional<Precision> checkpoint_precision_;

@@ -76,7 +76,11 @@ void CheckContinues(const std::string& name, const std::string& optimizer, Preci
   const std::vector<Tensor> batch = Batch(saved.spec);
   const Generator at_save = DefaultGenerator();
   std::vector<double> losses;
-  for (int i = 0; i < 3; ++i) losses.push_back(saved.step->Run(batch).value());
+  std::vector<std::vector<Tensor>> outputs;  // when the step returns the model's
+  for (int i = 0; i < 3; ++i) {
+    losses.push_back(saved.step->Run(batch).value());
+    if (options.return_outputs) outputs.push_back(Flatten(saved.step->outputs().value()).first);
+  }
 
   absl::StatusOr<std::unique_ptr<LoadedStep>> loaded = LoadPlan(path);
   REQUIRE(loaded.ok());
@@ -85,7 +89,13 @@ void CheckContinues(const std::string& name, const std::string& optimizer, Preci
     REQUIRE(DefaultGenerator().seed() == at_save.seed());
     REQUIRE(DefaultGenerator().offset() == at_save.offset());
   }
-  for (int i = 0; i < 3; ++i) REQUIRE((*loaded)->Run(batch).value() == losses[i]);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE((*loaded)->Run(batch).value() == losses[i]);
+    REQUIRE((*loaded)->outputs().size() == (options.return_outputs ? outputs[i].size() : 0));
+    for (size_t k = 0; k < (*loaded)->outputs().size(); ++k) {
+      REQUIRE(SameBits((*loaded)->outputs()[k], outputs[i][k]));
+    }
+  }
   const nn::NamedTensors expected = saved.spec.module->named_parameters();
   const nn::NamedTensors& got = (*loaded)->parameters();
   REQUIRE(got.size() == expected.size());
@@ -125,6 +135,8 @@ TEST_CASE("a loaded plan trains on bit for bit as the step that saved it") {
     CheckContinues(name, "adam", Precision::kBF16);
   }
   CheckContinues("mlp", "sgd", Precision::kF32, {.clip_grad_norm = 0.5});
+  // The model's outputs come before convbn's updated statistics.
+  CheckContinues("convbn", "sgd", Precision::kF32, {.return_outputs = true});
   // JSON has no infinity: the max-norm's type travels as text.
   CheckContinues(
       "mlp", "adam", Precision::kF32,

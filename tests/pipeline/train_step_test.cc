@@ -247,5 +247,85 @@ TEST_CASE("a loss that is not one scalar is rejected") {
   REQUIRE(step.status().message() == "TrainStep: the loss must be one scalar tensor");
 }
 
+TEST_CASE("a step that returns the model's outputs gives eager's, and trains as eager does") {
+  // convbn: the outputs come before the updated running statistics.
+  for (const std::string name : {"mlp", "convbn", "transformer"}) {
+    INFO(name);
+    nn::ModelSpec compiled = Model(name, DType::kF64), eager = Model(name, DType::kF64);
+    std::unique_ptr<nn::Optimizer> opt_c = MakeOptimizer("sgd", *compiled.module);
+    std::unique_ptr<nn::Optimizer> opt_e = MakeOptimizer("sgd", *eager.module);
+    std::unique_ptr<TrainStep> step =
+        TrainStep::Create(*compiled.module, compiled.loss, compiled.inputs, compiled.targets,
+                          *opt_c, {.return_outputs = true})
+            .value();
+    for (int i = 0; i < 3; ++i) {
+      const double loss_c = step->Run(Batch(compiled)).value();
+      opt_e->zero_grad();
+      const TensorTree out_e = (*eager.module)(eager.inputs);
+      const Tensor loss_e = eager.loss(out_e, eager.targets);
+      loss_e.backward();
+      opt_e->step();
+      REQUIRE(loss_c == Approx(loss_e.item<double>()).epsilon(1e-10));
+      const std::vector<Tensor> out_c = Flatten(step->outputs().value()).first;
+      const std::vector<Tensor> expected = Flatten(out_e).first;
+      REQUIRE(out_c.size() == expected.size());
+      for (size_t k = 0; k < out_c.size(); ++k) {
+        CHECK(testing::CompareTensors(out_c[k], expected[k].detach(), 1e-10, 1e-12) == "");
+      }
+    }
+    testing::RequireSameState(*compiled.module, *eager.module, 1e-10, /*grads=*/false);
+  }
+}
+
+TEST_CASE("a step's outputs follow a batch of another size") {
+  nn::ModelSpec spec = Model("mlp", DType::kF32);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd,
+                        {.dynamic_dims = {{"arg0", {0}}, {"arg1", {0}}}, .return_outputs = true})
+          .value();
+  std::vector<Tensor> batch = Batch(spec);
+  const Tensor x = batch[0].slice(0, 0, 40).contiguous(), y = batch[1].slice(0, 0, 40).contiguous();
+  const Tensor expected = (*spec.module)(TensorTree::MakeLeaf(x)).leaf().detach();
+  REQUIRE(step->Run({x, y}).ok());
+  const Tensor out = step->outputs().value().leaf();
+  CHECK(out.shape() == Shape{40, 10});
+  CHECK(testing::CompareTensors(out, expected, 1e-5, 1e-6) == "");
+  REQUIRE(step->Run(batch).ok());
+  CHECK(step->outputs().value().leaf().shape() == Shape{128, 10});
+}
+
+TEST_CASE("outputs() of a step that does not return them is an error") {
+  nn::ModelSpec spec = Model("linear", DType::kF32);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd).value();
+  REQUIRE(step->outputs().status().message() ==
+          "TrainStep: outputs() of a step created without TrainStepOptions::return_outputs");
+}
+
+TEST_CASE("a step program whose model output's tangent the backward reads is refused") {
+  nn::ModelSpec spec = Model("mlp", DType::kF32);
+  nn::SGD sgd(spec.module->named_parameters(), 0.1);
+  std::unique_ptr<TrainStep> step =
+      TrainStep::Create(*spec.module, spec.loss, spec.inputs, spec.targets, sgd).value();
+  const StepProgram& program = step->compiled().program();
+  REQUIRE(VerifyStepProgram(program).ok());
+  // Call the first saved value a model output: the loss's tangent, which
+  // the backward reads, becomes the one after it.
+  StepProgram edited{.forward = program.forward.Clone(),
+                     .backward = program.backward.Clone(),
+                     .inputs = program.inputs,
+                     .batch_words = program.batch_words,
+                     .num_outputs = 1,
+                     .mutated_buffers = program.mutated_buffers,
+                     .num_saved = program.num_saved - 1,
+                     .gradient_of = program.gradient_of,
+                     .random = program.random,
+                     .dynamic_dims = program.dynamic_dims};
+  REQUIRE(VerifyStepProgram(edited).message() ==
+          "step program: model output 0 must be detached, but the backward reads its tangent");
+}
+
 }  // namespace
 }  // namespace tc
