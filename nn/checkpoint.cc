@@ -66,10 +66,6 @@ absl::string_view CodeOf(DType dtype) {
 
 // ---- Writing ----------------------------------------------------------------
 
-// The metadata key of the data buffer's CRC-32 (zlib's), 8 lowercase hex
-// digits: a bit flipped in the data after saving is found when loading.
-constexpr char kDataCrcKey[] = "tensorcut.data_crc32";
-
 // CRC-32 of pieces of the data buffer, given in file order.
 uint32_t DataCrc(const std::vector<absl::string_view>& pieces) {
   uLong crc = crc32_z(0, nullptr, 0);

@@ -34,6 +34,11 @@ namespace tc::nn {
 // The header's "__metadata__": free-form string pairs.
 using Metadata = std::map<std::string, std::string>;
 
+// The metadata key of the data buffer's CRC-32 (zlib's), 8 lowercase hex
+// digits, which SaveTensors writes: a bit flipped in the data after saving
+// is found when loading.
+inline constexpr char kDataCrcKey[] = "tensorcut.data_crc32";
+
 // Writes `tensors` (any dtype, any layout) in order under their names, which
 // must be unique, non-empty and not "__metadata__", into a temporary file
 // beside `path` that then replaces it. A symbolic link's target is replaced

@@ -164,7 +164,8 @@ Json InputsJson(absl::Span<const InputDescriptor> inputs, absl::Span<const Tenso
 
 // The file: `plan` and the graphs in the header, `tensors` after it.
 absl::Status WritePlan(const Json& plan, const Graph& forward, const Graph* backward,
-                       const nn::NamedTensors& tensors, const std::string& path) {
+                       const nn::NamedTensors& tensors, const std::string& path,
+                       const nn::Metadata& annotations = {}) {
   std::string plan_text;
   try {
     plan_text = plan.dump(1);
@@ -179,12 +180,20 @@ absl::Status WritePlan(const Json& plan, const Graph& forward, const Graph* back
       {kBackwardKey, backward != nullptr ? ToString(*backward) : ""},
   };
   metadata[kChecksumKey] = PlanChecksum(metadata);
+  for (const auto& [key, value] : annotations) {
+    if (metadata.count(key) > 0 || absl::StartsWith(key, kPlanKey) || key == nn::kDataCrcKey) {
+      return absl::InvalidArgumentError(absl::StrCat("saving plan ", path, ": annotation \"", key,
+                                                     "\" is a key the plan writes itself"));
+    }
+    metadata.emplace(key, value);
+  }
   return nn::SaveTensors(tensors, path, metadata);
 }
 
 }  // namespace
 
-absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
+absl::Status SavePlan(const CompiledStep& step, const std::string& path,
+                      const nn::Metadata& annotations) {
   const CompiledStepOptions& options = step.options();
   if (options.reduce_gradients || options.backward_rewriter != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -227,7 +236,7 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path) {
       {"generator",
        {{"seed", absl::StrCat(generator.seed())}, {"offset", absl::StrCat(generator.offset())}}},
   };
-  return WritePlan(plan, program.forward, &program.backward, tensors, path);
+  return WritePlan(plan, program.forward, &program.backward, tensors, path, annotations);
 }
 
 absl::Status SaveInferencePlan(const Graph& graph, absl::Span<const InputDescriptor> inputs,
@@ -579,6 +588,7 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
       std::move(parts.program), std::move(parts.bound), *step->optimizer_, parts.options);
   if (!compiled.ok()) return AtPath(path, compiled.status());
   step->compiled_ = std::move(*compiled);
+  step->metadata_ = std::move(opened->metadata);
   // Only a plan that loaded moves the generator.
   if (draws) {
     DefaultGenerator().Reseed(parts.generator_seed);

@@ -53,7 +53,11 @@ inline constexpr int kPlanFormatVersion = 1;
 // data-parallel job (reduce_gradients or a backward rewriter) is refused:
 // its backward talks to other processes; save a single process's step.
 // The compiler is not saved: a loaded plan compiles with the fusing compiler.
-absl::Status SavePlan(const CompiledStep& step, const std::string& path);
+// `annotations` are the caller's own entries for the header (`tensorcut
+// export` writes its run's position there), read back by
+// LoadedStep::metadata(); a key the plan writes itself is refused.
+absl::Status SavePlan(const CompiledStep& step, const std::string& path,
+                      const nn::Metadata& annotations = {});
 
 // The value of tensorcut.plan.crc32 for a header's plan and graphs: what a
 // program that edits a plan's header writes.
@@ -74,12 +78,15 @@ class LoadedStep {
   const nn::NamedTensors& parameters() const { return parameters_; }
   const nn::NamedTensors& buffers() const { return buffers_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
+  // The file's header: the plan's own entries and the saver's annotations.
+  const nn::Metadata& metadata() const { return metadata_; }
 
  private:
   friend absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path);
   nn::NamedTensors parameters_, buffers_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<CompiledStep> compiled_;
+  nn::Metadata metadata_;
 };
 
 // Reads a plan saved by SavePlan, checks it (the format version, the

@@ -19,7 +19,10 @@ ABSL_FLAG(std::string, test_data, "",
 ABSL_FLAG(std::string, checkpoint, "",
           "where to write the trained model, a safetensors file (default: "
           "tensorcut_demo.safetensors for demo, tensorcut_<model>.safetensors for train; "
-          "relative paths: the current folder)");
+          "run: a plan file, by default --plan itself; relative paths: the current folder)");
+ABSL_FLAG(std::string, plan, "",
+          "export: the plan file to write; run: the plan file to train (export's, or run's "
+          "checkpoint), on its model's data unless --data gives a file");
 ABSL_FLAG(int, batch, 100,
           "images per training step on Fashion-MNIST (synthetic data keeps the model's example "
           "batch)");

@@ -19,6 +19,7 @@ ABSL_DECLARE_FLAG(std::string, features);
 ABSL_DECLARE_FLAG(std::string, labels);
 ABSL_DECLARE_FLAG(std::string, test_data);
 ABSL_DECLARE_FLAG(std::string, checkpoint);
+ABSL_DECLARE_FLAG(std::string, plan);
 ABSL_DECLARE_FLAG(int, batch);
 ABSL_DECLARE_FLAG(bool, drop_last);
 ABSL_DECLARE_FLAG(bool, dynamic_batch);

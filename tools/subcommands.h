@@ -8,6 +8,8 @@ namespace tc {
 int FashionDemo();       // fashion_demo.cc
 int OpsDemo();           // ops_demo.cc
 int TrainCommand();      // train_command.cc
+int ExportCommand();     // train_command.cc
+int RunCommand();        // train_command.cc
 int PartitionCommand();  // partition_command.cc
 int CompareCommand();    // compare_command.cc
 int GraphCommand();      // graph_command.cc

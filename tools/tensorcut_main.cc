@@ -65,6 +65,18 @@ constexpr Subcommand kSubcommands[] = {
      "checkpoint "
      "save_every "
      "resume seed data label_column features labels test_data threads gemm precision"},
+    {"export",
+     "compile a model's training step (train's model, data and optimizer flags) and save it as "
+     "a plan file, which run trains without the model's code",
+     ExportCommand,
+     "model onnx loss batch drop_last lr optimizer partition budget plan seed data label_column "
+     "features labels threads gemm precision"},
+    {"run",
+     "train a plan file (export's) on its model's data or --data's file; the plan is its own "
+     "checkpoint, and a later run goes on from it",
+     RunCommand,
+     "plan epochs steps lr checkpoint save_every data label_column features labels threads "
+     "gemm"},
     {"partition", "partition a model's joint graph with one strategy: what it saves and recomputes",
      PartitionCommand, "model strategy budget milp_seconds json dot seed"},
     {"compare",

@@ -1,6 +1,9 @@
-// `tensorcut train`: trains a reference model through the compiled pipeline
-// (tools/training.h) with a progress line, writing a resumable checkpoint at
-// every epoch's end and at the last step.
+// The training subcommands. `tensorcut train` trains a reference model
+// through the compiled pipeline (tools/training.h) with a progress line,
+// writing a resumable checkpoint at every epoch's end and at the last step;
+// `tensorcut export` compiles the same step and saves it as a plan file
+// (pipeline/plan.h); `tensorcut run` trains a plan as train trains a model,
+// the plan its own checkpoint.
 #include <pthread.h>
 #include <signal.h>
 
@@ -51,8 +54,8 @@ const char* StopReason(int signal) {
 // stop_signal and the loop saves at the end of its step.
 class StopOnSignals {
  public:
-  explicit StopOnSignals(std::string before_training)
-      : before_training_(std::move(before_training)) {
+  StopOnSignals(const char* command, std::string before_training)
+      : command_(command), before_training_(std::move(before_training)) {
     stop_signal = 0;
     sigemptyset(&signals_);
     sigaddset(&signals_, SIGINT);
@@ -64,8 +67,8 @@ class StopOnSignals {
         const int signal = sigtimedwait(&signals_, nullptr, &tick);
         if (signal <= 0) continue;
         if (!training_) {
-          const std::string line =
-              absl::StrCat("tensorcut train: ", StopReason(signal), before_training_, "\n");
+          const std::string line = absl::StrCat("tensorcut ", command_, ": ", StopReason(signal),
+                                                before_training_, "\n");
           std::fwrite(line.data(), 1, line.size(), stderr);
           std::fflush(stderr);
           std::_Exit(kExitInterrupted);
@@ -84,6 +87,7 @@ class StopOnSignals {
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
  private:
+  const char* const command_;
   const std::string before_training_;
   sigset_t signals_, previous_;
   std::atomic<bool> done_{false}, training_{false};
@@ -93,9 +97,30 @@ class StopOnSignals {
 // Training done so far in epochs: 2.50 is halfway through the third.
 double Epochs(const Trainer& t) { return static_cast<double>(t.step()) / t.steps_per_epoch(); }
 
-absl::Status Run(dist::ProcessGroup& group) {
+// What compiling the step did: "compiled in 6 ms with min_cut: joint graph
+// ...; 8 values (1.80 MB) saved for backward".
+void PrintCompiled(const Trainer& t, const std::string& partition) {
+  const partition::PartitionReport& report = t.train_step().partition_report();
+  std::printf(
+      "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
+      "%zu values (%.2f MB) saved for backward\n",
+      1e3 * t.compile_seconds(), partition.c_str(), t.train_step().joint_nodes(), report.fw_nodes,
+      report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
+}
+
+// The data flags train, run and export read.
+void DataOptions(TrainOptions& options) {
+  options.data_dir = absl::GetFlag(FLAGS_data);
+  options.label_column = absl::GetFlag(FLAGS_label_column);
+  options.features = absl::GetFlag(FLAGS_features);
+  options.labels = absl::GetFlag(FLAGS_labels);
+  options.test_data = absl::GetFlag(FLAGS_test_data);
+}
+
+// The model, its data, optimizer and compiling: the flags train and export
+// share.
+absl::StatusOr<TrainOptions> ModelOptions() {
   TrainOptions options;
-  if (group.size() > 1) options.group = &group;
   options.model = absl::GetFlag(FLAGS_model);
   options.onnx = absl::GetFlag(FLAGS_onnx);
   options.loss = absl::GetFlag(FLAGS_loss);
@@ -110,26 +135,48 @@ absl::Status Run(dist::ProcessGroup& group) {
         "--loss applies to --onnx models; a reference model (--model) has its own loss");
   }
   options.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed));
-  options.data_dir = absl::GetFlag(FLAGS_data);
-  options.label_column = absl::GetFlag(FLAGS_label_column);
-  options.features = absl::GetFlag(FLAGS_features);
-  options.labels = absl::GetFlag(FLAGS_labels);
-  options.test_data = absl::GetFlag(FLAGS_test_data);
+  DataOptions(options);
   options.batch = absl::GetFlag(FLAGS_batch);
   options.drop_last = absl::GetFlag(FLAGS_drop_last);
-  options.sync_batchnorm = absl::GetFlag(FLAGS_sync_batchnorm);
-  options.epochs = absl::GetFlag(FLAGS_epochs);
-  options.steps = absl::GetFlag(FLAGS_steps);
   options.optimizer = absl::GetFlag(FLAGS_optimizer);
   if (FlagGiven("lr")) options.lr = absl::GetFlag(FLAGS_lr);
   options.partition = absl::GetFlag(FLAGS_partition);
   TC_ASSIGN_OR_RETURN(options.budget, BudgetFraction());
   TC_ASSIGN_OR_RETURN(options.precision, ParsePrecision(absl::GetFlag(FLAGS_precision)));
-  if (!absl::GetFlag(FLAGS_resume).empty())
-    options.resume = OutputPath(absl::GetFlag(FLAGS_resume));
+  return options;
+}
+
+// The plan file --plan names; `what` says what the subcommand does with it.
+absl::StatusOr<std::string> PlanPath(absl::string_view what) {
+  const std::string plan = absl::GetFlag(FLAGS_plan);
+  if (plan.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--plan FILE is required: the plan ", what));
+  }
+  return OutputPath(plan);
+}
+
+// train (a model, `plan` false) or run (a plan file).
+absl::Status Run(dist::ProcessGroup& group, bool plan) {
+  TrainOptions options;
+  if (plan) {
+    TC_ASSIGN_OR_RETURN(options.plan, PlanPath("to train (tensorcut export writes one)"));
+    DataOptions(options);
+    if (FlagGiven("lr")) options.lr = absl::GetFlag(FLAGS_lr);
+  } else {
+    TC_ASSIGN_OR_RETURN(options, ModelOptions());
+    options.sync_batchnorm = absl::GetFlag(FLAGS_sync_batchnorm);
+    if (!absl::GetFlag(FLAGS_resume).empty())
+      options.resume = OutputPath(absl::GetFlag(FLAGS_resume));
+  }
+  if (group.size() > 1) options.group = &group;
+  options.epochs = absl::GetFlag(FLAGS_epochs);
+  options.steps = absl::GetFlag(FLAGS_steps);
+  // A plan trains on in place unless told otherwise: it is its own checkpoint.
   const std::string flag = absl::GetFlag(FLAGS_checkpoint);
   const std::string checkpoint =
-      OutputPath(flag.empty() ? absl::StrCat("tensorcut_", options.model, ".safetensors") : flag);
+      !flag.empty() ? OutputPath(flag)
+      : plan        ? options.plan
+                    : OutputPath(absl::StrCat("tensorcut_", options.model, ".safetensors"));
   const int save_every = absl::GetFlag(FLAGS_save_every);
   if (save_every < 0) {
     return absl::InvalidArgumentError(
@@ -141,8 +188,12 @@ absl::Status Run(dist::ProcessGroup& group) {
       !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--checkpoint ", checkpoint, ": ", s.message()));
   }
-  StopOnSignals stop_on_signals(
-      absl::StrCat(" before the first step: nothing saved (", checkpoint, " is as it was)"));
+  const char* command = plan ? "run" : "train";
+  // How a user goes on from the checkpoint.
+  const std::string continues =
+      absl::StrCat(plan ? "tensorcut run --plan " : "--resume ", checkpoint, " continues");
+  StopOnSignals stop_on_signals(command, absl::StrCat(" before the first step: nothing saved (",
+                                                      checkpoint, " is as it was)"));
 
   TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
   Trainer& t = *trainer;
@@ -161,18 +212,19 @@ absl::Status Run(dist::ProcessGroup& group) {
       }
     }
   }
-  const partition::PartitionReport& report = t.train_step().partition_report();
-  std::printf("tensorcut train: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
+  std::printf("tensorcut %s: %s (%s)\n", command, t.spec().name.c_str(),
+              t.spec().description.c_str());
   const std::string last =
       t.last_batch() == t.batch() ? "" : absl::StrCat(" (the last of ", t.last_batch(), ")");
   std::printf("data: %s, %lld steps per epoch of %lld%s; %s lr %g\n", t.data_description().c_str(),
               static_cast<long long>(t.steps_per_epoch()), static_cast<long long>(t.batch()),
               last.c_str(), options.optimizer.c_str(), t.lr());
-  std::printf(
-      "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
-      "%zu values (%.2f MB) saved for backward\n",
-      1e3 * t.compile_seconds(), options.partition.c_str(), t.train_step().joint_nodes(),
-      report.fw_nodes, report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
+  if (plan) {
+    std::printf("loaded at step %lld and compiled for this CPU in %.0f ms\n",
+                static_cast<long long>(t.step()), 1e3 * t.compile_seconds());
+  } else {
+    PrintCompiled(t, options.partition);
+  }
   std::printf("%s", PrecisionLine(options.precision).c_str());
   if (group.size() > 1) {
     std::printf(
@@ -180,6 +232,10 @@ absl::Status Run(dist::ProcessGroup& group) {
         group.size(), static_cast<long long>(t.batch() / group.size()),
         static_cast<long long>(t.batch()), NumThreads(), NumThreads() == 1 ? "" : "s",
         options.sync_batchnorm ? "; BatchNorm over every rank's batch" : "");
+  }
+  if (plan && options.lr.has_value() && t.checkpoint_lr() != options.lr) {
+    std::printf("--lr %g replaces the plan's learning rate %g\n", *options.lr,
+                t.checkpoint_lr().value_or(0));
   }
   if (!options.resume.empty()) {
     std::printf("resumed from %s at step %lld (epoch %.2f)\n", options.resume.c_str(),
@@ -220,7 +276,7 @@ absl::Status Run(dist::ProcessGroup& group) {
           stepped.status().code(),
           absl::StrCat(stepped.status().message(), "; ",
                        saved.ok() ? absl::StrCat("checkpoint ", checkpoint, " saved at step ",
-                                                 t.step(), "; --resume ", checkpoint, " continues")
+                                                 t.step(), "; ", continues)
                                   : absl::StrCat("saving failed: ", saved.message())));
     }
     TC_ASSIGN_OR_RETURN(StepStats stats, std::move(stepped));
@@ -250,8 +306,7 @@ absl::Status Run(dist::ProcessGroup& group) {
     }
     if (saved_step != t.step()) TC_RETURN_IF_ERROR(t.Save(checkpoint));
     return absl::CancelledError(absl::StrCat(why, " at step ", t.step(), ": checkpoint ",
-                                             checkpoint, " saved; --resume ", checkpoint,
-                                             " continues"));
+                                             checkpoint, " saved; ", continues));
   }
   const int64_t steps = t.step() - t.first_step();
   if (steps == 0) {
@@ -286,15 +341,48 @@ int TrainCommand() {
   absl::StatusOr<dist::ProcessGroup*> group =
       dist::ProcessGroup::World({.timeout = absl::Seconds(timeout)});
   if (!group.ok()) return ExitCode("train", group.status());
-  if ((*group)->size() == 1) return ExitCode("train", Run(**group));
+  if ((*group)->size() == 1) return ExitCode("train", Run(**group, /*plan=*/false));
   if (!FlagGiven("threads")) SetNumThreads(1);
   if ((*group)->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) {
     return ExitCode("train", absl::InternalError("cannot silence stdout on ranks other than 0"));
   }
-  const absl::Status s = Run(**group);
+  const absl::Status s = Run(**group, /*plan=*/false);
   if (s.ok()) return 0;
   (*group)->Leave();
   return ExitCode(absl::StrCat("train (", (*group)->Describe(), ")"), s);
 }
+
+int RunCommand() {
+  absl::StatusOr<dist::ProcessGroup*> group = dist::ProcessGroup::World();
+  if (!group.ok()) return ExitCode("run", group.status());
+  return ExitCode("run", Run(**group, /*plan=*/true));
+}
+
+namespace {
+
+absl::Status Export() {
+  TC_ASSIGN_OR_RETURN(TrainOptions options, ModelOptions());
+  TC_ASSIGN_OR_RETURN(const std::string path, PlanPath("to write"));
+  if (absl::Status s = nn::CheckWritable(path); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--plan ", path, ": ", s.message()));
+  }
+  TC_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(options));
+  const Trainer& t = *trainer;
+  std::printf("tensorcut export: %s (%s)\n", t.spec().name.c_str(), t.spec().description.c_str());
+  std::printf("data: %s, batches of %lld; %s lr %g\n", t.data_description().c_str(),
+              static_cast<long long>(t.batch()), options.optimizer.c_str(), t.lr());
+  PrintCompiled(t, options.partition);
+  std::printf("%s", PrecisionLine(options.precision).c_str());
+  TC_RETURN_IF_ERROR(t.SavePlan(path));
+  std::error_code error;
+  const uintmax_t bytes = std::filesystem::file_size(path, error);
+  std::printf("plan: %s (%.2f MB); tensorcut run --plan %s trains it\n", path.c_str(),
+              error ? 0.0 : static_cast<double>(bytes) / 1e6, path.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int ExportCommand() { return ExitCode("export", Export()); }
 
 }  // namespace tc

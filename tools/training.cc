@@ -311,7 +311,7 @@ absl::StatusOr<std::string> MetadataValue(const nn::Metadata& metadata, const ch
   if (it == metadata.end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", path, " has no \"", key,
-                     "\" metadata: it was not written by `tensorcut train`"));
+                     "\" metadata: it was not written by `tensorcut train`, `export` or `run`"));
   }
   return it->second;
 }
@@ -395,6 +395,7 @@ Trainer::~Trainer() = default;
 constexpr double kDefaultLr = 2e-3;  // as --lr
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+  if (!options.plan.empty()) return CreateFromPlan(options);
   if (options.batch < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--batch must be at least 1, got ", options.batch));
@@ -462,7 +463,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   nn::Metadata metadata;
   if (!options.resume.empty()) {
     TC_ASSIGN_OR_RETURN(const nn::NamedTensors saved, nn::LoadTensors(options.resume, &metadata));
-    TC_RETURN_IF_ERROR(t->CheckResumable(saved, metadata));
+    TC_RETURN_IF_ERROR(t->CheckResumable(saved, metadata, options.resume));
   }
   TC_RETURN_IF_ERROR(t->MakeData());
   if (!options.resume.empty()) {
@@ -515,8 +516,106 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& opt
   return t;
 }
 
-absl::Status Trainer::CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata) {
-  const std::string& path = options_.resume;
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromPlan(const TrainOptions& given) {
+  const std::string& path = given.plan;
+  if (given.group != nullptr) {
+    return absl::InvalidArgumentError(
+        "a plan trains in one process; data-parallel training compiles the model (train)");
+  }
+  std::unique_ptr<Trainer> t(new Trainer());
+  const Clock::time_point start = Clock::now();
+  TC_ASSIGN_OR_RETURN(t->plan_, LoadPlan(path));
+  t->compile_seconds_ = Seconds(start);
+  const nn::Metadata& metadata = t->plan_->metadata();
+  // The run the plan was exported from, or trained on by run: its model,
+  // optimizer, seed, batch, precision and position are the plan's.
+  TrainOptions options = given;
+  TC_ASSIGN_OR_RETURN(options.model, MetadataValue(metadata, kModelKey, path));
+  TC_ASSIGN_OR_RETURN(options.optimizer, MetadataValue(metadata, kOptimizerKey, path));
+  TC_ASSIGN_OR_RETURN(options.seed, MetadataNumber(metadata, kSeedKey, path));
+  TC_ASSIGN_OR_RETURN(const uint64_t batch, MetadataNumber(metadata, kBatchKey, path));
+  options.batch = static_cast<int64_t>(std::min<uint64_t>(batch, 1 << 30));
+  TC_ASSIGN_OR_RETURN(const std::string drop_last, MetadataValue(metadata, kDropLastKey, path));
+  options.drop_last = drop_last == "true";
+  TC_ASSIGN_OR_RETURN(const std::string precision, MetadataValue(metadata, kPrecisionKey, path));
+  TC_ASSIGN_OR_RETURN(options.precision, ParsePrecision(precision));
+  TC_ASSIGN_OR_RETURN(const std::string data, MetadataValue(metadata, kDataKey, path));
+  t->options_ = options;
+  t->spec_.name = options.model;
+  t->spec_.description = absl::StrCat("plan ", path);
+  TC_RETURN_IF_ERROR(t->CheckResumable(t->plan_->optimizer().state(), metadata, path));
+  // The batch the plan takes: one input and one target tensor, their
+  // symbolic dims at the sizes the plan was compiled for.
+  const StepProgram& program = t->plan_->compiled().program();
+  std::vector<Tensor> leaves;
+  bool any_batch = false;  // whether the inputs' first dim is symbolic
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    if (program.inputs[i].kind != InputDescriptor::Kind::kUserInput) continue;
+    const TensorType& type = program.forward.placeholders()[i]->type();
+    if (leaves.empty()) any_batch = !type.shape.empty() && IsSymbolic(type.shape[0]);
+    Shape shape;
+    for (int64_t d : type.shape) shape.push_back(DimHint(d));
+    leaves.push_back(zeros(shape, type.dtype));
+  }
+  if (IsDataFile(options.data_dir)) {
+    TC_ASSIGN_OR_RETURN(UserData user, LoadUserData(options));
+    const int64_t features = leaves.size() == 2 && leaves[0].dim() >= 1 && leaves[0].size(0) > 0
+                                 ? leaves[0].numel() / leaves[0].size(0)
+                                 : -1;
+    if (user.features != features) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data ", options.data_dir, " has ", user.features, " features; plan ", path,
+          " takes an input and a target with ", features, " values per example"));
+    }
+    t->train_set_ = std::move(user.train);
+    t->test_set_ = std::move(user.test);
+    t->data_description_ =
+        absl::StrCat(options.data_dir, " (", t->train_set_->size(), " examples of ", user.features,
+                     " features, ", user.classes, " classes)");
+  } else if (data == "synthetic") {
+    // A reference model's synthetic batches come from its example batch.
+    absl::StatusOr<nn::ModelSpec> model = nn::MakeModel(options.model, options.seed);
+    if (!model.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plan ", path, " trained on synthetic batches of model \"", options.model,
+                       "\", which is not a reference model: give --data"));
+    }
+    t->spec_.inputs = model->inputs;
+    t->spec_.targets = model->targets;
+  } else if (data == "user") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan ", path,
+                     " was trained on a user's data file: give it (--data FILE.csv, .npz or "
+                     ".safetensors)"));
+  }
+  if (t->spec_.inputs.kind() == TreeKind::kNone) {
+    if (leaves.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan ", path, " takes ", leaves.size(),
+          " batch tensors; run trains plans of one input and one target tensor on data"));
+    }
+    t->spec_.inputs = TensorTree::MakeLeaf(leaves[0]);
+    t->spec_.targets = TensorTree::MakeLeaf(leaves[1]);
+  }
+  TC_RETURN_IF_ERROR(t->MakeData());
+  if (t->data_->partial_batch() > 0 && !any_batch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan ", path, " takes batches of exactly ", options.batch, " examples, and each epoch of ",
+        t->data_description_, " ends with ", t->data_->partial_batch(),
+        "; export the plan from this data, or with --drop_last"));
+  }
+  TC_RETURN_IF_ERROR(t->RestorePosition(metadata, path));
+  t->last_step_ = options.steps > 0 ? options.steps : options.epochs * t->steps_per_epoch();
+  if (t->step_ > t->last_step_) {
+    return absl::InvalidArgumentError(absl::StrCat("plan ", path, " is at step ", t->step_,
+                                                   ", past the last step ", t->last_step_,
+                                                   " that --steps/--epochs ask for"));
+  }
+  return t;
+}
+
+absl::Status Trainer::CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata,
+                                     const std::string& path) {
   TC_RETURN_IF_ERROR(CheckMetadata(metadata, kModelKey, spec_.name, "--model", path));
   TC_RETURN_IF_ERROR(
       CheckMetadata(metadata, kOptimizerKey, options_.optimizer, "--optimizer", path));
@@ -613,16 +712,20 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
 }
 
 absl::Status Trainer::Restore(const nn::Metadata& metadata) {
-  const std::string& path = options_.resume;
+  TC_RETURN_IF_ERROR(nn::load(*spec_.module, options_.resume, optimizer_.get()));
+  return RestorePosition(metadata, options_.resume);
+}
+
+absl::Status Trainer::RestorePosition(const nn::Metadata& metadata, const std::string& path) {
   // CheckResumable checked the step's range.
   TC_ASSIGN_OR_RETURN(const uint64_t step, MetadataNumber(metadata, kStepKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_seed, MetadataNumber(metadata, kRngSeedKey, path));
   TC_ASSIGN_OR_RETURN(const uint64_t rng_offset, MetadataNumber(metadata, kRngOffsetKey, path));
-  TC_RETURN_IF_ERROR(nn::load(*spec_.module, path, optimizer_.get()));
   // The checkpoint holds the learning rate it was trained with; a given
   // --lr replaces it (train says so).
-  checkpoint_lr_ = optimizer_->lr();
-  if (options_.lr.has_value()) optimizer_->set_lr(*options_.lr);
+  nn::Optimizer& optimizer = this->optimizer();
+  checkpoint_lr_ = optimizer.lr();
+  if (options_.lr.has_value()) optimizer.set_lr(*options_.lr);
   step_ = first_step_ = static_cast<int64_t>(step);
   DefaultGenerator().Reseed(rng_seed);
   DefaultGenerator().Advance(rng_offset);
@@ -641,15 +744,24 @@ absl::StatusOr<StepStats> Trainer::Step() {
   }
   std::vector<Tensor> batch = Flatten(inputs).first;
   for (Tensor& t : Flatten(targets).first) batch.push_back(std::move(t));
-  TC_ASSIGN_OR_RETURN(const double loss, train_step_->Run(batch));
-  TC_ASSIGN_OR_RETURN(const TensorTree out, train_step_->outputs());
-  StepStats stats{loss, NAN, 0};
+  std::vector<Tensor> outputs;
+  absl::StatusOr<double> loss;
+  if (plan_ != nullptr) {
+    loss = plan_->Run(batch);
+    outputs = plan_->outputs();
+  } else {
+    loss = train_step_->Run(batch);
+    TC_ASSIGN_OR_RETURN(const TensorTree out, train_step_->outputs());
+    outputs = Flatten(out).first;
+  }
+  if (!loss.ok()) return loss.status();
+  StepStats stats{*loss, NAN, 0};
   inputs.ForEachLeaf([&](const Tensor& x) {
     if (stats.examples == 0 && !x.shape().empty()) stats.examples = x.size(0);
   });
-  if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && out.is_leaf()) {
+  if (targets.is_leaf() && targets.leaf().dtype() == DType::kI64 && outputs.size() == 1) {
     TC_ASSIGN_OR_RETURN(stats.accuracy,
-                        CatchErrors([&] { return Accuracy(out.leaf(), targets.leaf()); }));
+                        CatchErrors([&] { return Accuracy(outputs[0], targets.leaf()); }));
   }
   ++step_;
   if (ranks() > 1) {
@@ -671,6 +783,12 @@ nn::NamedTensors Trainer::SavedTensors() const {
 }
 
 uint64_t Trainer::SaveBytes() const {
+  if (plan_ != nullptr) {
+    // A plan of the same step, its header longer by the position at most.
+    std::error_code error;
+    const uintmax_t size = std::filesystem::file_size(options_.plan, error);
+    return (error ? 0 : static_cast<uint64_t>(size)) + 4096;
+  }
   // A tensor's header entry (name, dtype, shape, offsets) and the metadata
   // are far below this per tensor.
   constexpr uint64_t kHeaderBytesPerTensor = 512;
@@ -683,8 +801,17 @@ uint64_t Trainer::SaveBytes() const {
 
 absl::Status Trainer::Save(const std::string& path) const {
   if (rank() != 0) return absl::OkStatus();
-  const nn::NamedTensors tensors = SavedTensors();
-  const nn::Metadata metadata = {
+  if (plan_ != nullptr) return SavePlan(path);
+  return nn::SaveTensors(SavedTensors(), path, Position());
+}
+
+absl::Status Trainer::SavePlan(const std::string& path) const {
+  return tc::SavePlan(plan_ != nullptr ? plan_->compiled() : train_step_->compiled(), path,
+                      Position());
+}
+
+nn::Metadata Trainer::Position() const {
+  return {
       {kModelKey, spec_.name},
       {kOptimizerKey, options_.optimizer},
       {kStepKey, absl::StrCat(step_)},
@@ -697,7 +824,6 @@ absl::Status Trainer::Save(const std::string& path) const {
       {kRngOffsetKey, absl::StrCat(DefaultGenerator().offset())},
       {kPrecisionKey, std::string(PrecisionName(options_.precision))},
   };
-  return nn::SaveTensors(tensors, path, metadata);
 }
 
 int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
@@ -708,7 +834,7 @@ int64_t Trainer::steps_per_epoch() const { return data_->steps_per_epoch(); }
 constexpr int64_t kTestBatch = 250;
 
 absl::StatusOr<std::optional<double>> Trainer::TestAccuracy() {
-  if (synthetic() || rank() != 0) return std::optional<double>();
+  if (synthetic() || rank() != 0 || plan_ != nullptr) return std::optional<double>();
   if (test_set_ == nullptr && data_->name() == "fashion-mnist") {
     TC_ASSIGN_OR_RETURN(nn::ImageArrays test, nn::LoadFashionMnistArrays(options_.data_dir, false));
     test_set_ = FeaturesAndLabels(std::move(test.images), 255, std::move(test.labels));

@@ -46,6 +46,7 @@
 #include "partition/partition.h"
 #include "pipeline/compiler_pipeline.h"
 #include "pipeline/peak_budget.h"
+#include "pipeline/plan.h"
 #include "pipeline/train_step.h"
 
 namespace tc {
@@ -92,6 +93,10 @@ struct TrainOptions {
   // with `loss` over its outputs; `model` names its checkpoints.
   std::string onnx;
   std::string loss = "cross_entropy";
+  // A plan file (tensorcut export, or a checkpoint of run) trained instead
+  // of a model: its model, optimizer, seed, batch, precision and position are
+  // the plan's, its data the model's unless data_dir is a data file.
+  std::string plan;
   uint64_t seed = 0;  // parameters, synthetic data, data order
   // A folder of Fashion-MNIST IDX files, or a file of the user's data for the
   // mlp models: FILE.csv (its label_column), FILE.npz or FILE.safetensors
@@ -146,8 +151,12 @@ class Trainer {
   // Atomically (nn::SaveTensors) writes the parameters, buffers, optimizer
   // state and, as metadata, the position: model, optimizer, step, epoch,
   // seed, batch, data and the default generator's offset. With a group,
-  // rank 0 writes and the others return at once.
+  // rank 0 writes and the others return at once. Trained from a plan, it
+  // writes SavePlan's file.
   absl::Status Save(const std::string& path) const;
+  // The compiled step as a plan file (pipeline/plan.h) with the position in
+  // its header: what `tensorcut run` trains on from there.
+  absl::Status SavePlan(const std::string& path) const;
   // At least the bytes Save writes (its tensors and a bound on its header):
   // what a run checks the checkpoint's folder has free before it trains.
   uint64_t SaveBytes() const;
@@ -175,14 +184,17 @@ class Trainer {
   // The compiled step the trainer runs: its partition's report, its joint
   // graph's size, what a plan file saves (pipeline/plan.h).
   const TrainStep& train_step() const { return *train_step_; }
-  double lr() const { return optimizer_->lr(); }
+  double lr() const { return optimizer().lr(); }
   // The learning rate the resumed checkpoint was trained with; unset afresh.
   std::optional<double> checkpoint_lr() const { return checkpoint_lr_; }
   // The precision the resumed checkpoint was trained in; unset afresh and for
   // checkpoints from before it was saved.
   std::optional<Precision> checkpoint_precision() const { return checkpoint_precision_; }
   const nn::ModelSpec& spec() const { return spec_; }
-  const nn::Optimizer& optimizer() const { return *optimizer_; }
+  nn::Optimizer& optimizer() const { return plan_ != nullptr ? plan_->optimizer() : *optimizer_; }
+  // Whether the step was loaded from options.plan; then there is no
+  // train_step(), and no module.
+  bool from_plan() const { return plan_ != nullptr; }
 
   ~Trainer();
 
@@ -191,10 +203,15 @@ class Trainer {
   // The steps of Create: the checkpoint's model, optimizer and seed against
   // the options, its optimizer's step count against its step; the data source (and batch_); the
   // capture, partition and compiled step; the checkpoint's tensors, step and generator.
-  absl::Status CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata);
+  static absl::StatusOr<std::unique_ptr<Trainer>> CreateFromPlan(const TrainOptions& options);
+  absl::Status CheckResumable(const nn::NamedTensors& saved, const nn::Metadata& metadata,
+                              const std::string& path);
   absl::Status MakeData();
   absl::Status Compile(const partition::PartitionFn& partition_fn);
   absl::Status Restore(const nn::Metadata& metadata);
+  // The step, the generator and --lr from a checkpoint's or plan's metadata.
+  absl::Status RestorePosition(const nn::Metadata& metadata, const std::string& path);
+  nn::Metadata Position() const;  // what Save and SavePlan write as metadata
   // What Save writes: the module's state, then the optimizer's.
   nn::NamedTensors SavedTensors() const;
   // The rows of step `step`'s whole batch, over every rank.
@@ -210,6 +227,7 @@ class Trainer {
   int64_t batch_ = 0;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<TrainStep> train_step_;
+  std::unique_ptr<LoadedStep> plan_;  // options.plan's, instead of train_step_
   // With a group: the gradients' average over the ranks, in the compiled
   // backward (dist/data_parallel.h).
   std::shared_ptr<dist::BackwardAllReduce> all_reduce_;

@@ -143,6 +143,19 @@ TEST_CASE("a loaded plan trains on bit for bit as the step that saved it") {
       {.clip_grad_norm = 0.5, .clip_norm_type = std::numeric_limits<double>::infinity()});
 }
 
+TEST_CASE("a plan carries its saver's annotations, and none under the plan's own keys") {
+  const std::string path = TempPath("annotated.tcplan");
+  Saved saved = TrainAndSave("linear", "sgd", Precision::kF32, path);
+  REQUIRE(SavePlan(saved.step->compiled(), path, {{"app.epoch", "3"}}).ok());
+  CHECK(LoadPlan(path).value()->metadata().at("app.epoch") == "3");
+  for (const std::string key :
+       {"tensorcut.plan", "tensorcut.plan.note", "tensorcut.version", "tensorcut.data_crc32"}) {
+    CHECK(SavePlan(saved.step->compiled(), path, {{key, "x"}}).message() ==
+          "saving plan " + path + ": annotation \"" + key + "\" is a key the plan writes itself");
+  }
+  CHECK(LoadPlan(path).value()->metadata().at("app.epoch") == "3");  // as it was
+}
+
 TEST_CASE("a plan over a symbolic batch runs every batch size") {
   const std::string path = TempPath("dynamic.tcplan");
   Saved saved = TrainAndSave("mlp", "sgd", Precision::kF32, path,

@@ -380,6 +380,106 @@ TEST_CASE("train fits an mlp to the user's CSV and reports its test accuracy") {
                  "model \"cnn\" takes no data of its own; the mlp models (mlp, mlp_dropout) do"));
 }
 
+// The loss the progress line of step `step`/`last` prints.
+std::string LossAt(const std::string& out, int step, int last) {
+  const std::string line = absl::StrCat("\nstep ", step, "/", last, " loss ");
+  const size_t at = out.find(line);
+  REQUIRE(at != std::string::npos);
+  const size_t end = out.find(' ', at + line.size());
+  REQUIRE(end != std::string::npos);
+  return out.substr(at + line.size(), end - at - line.size());
+}
+
+TEST_CASE("export writes a plan that run trains as train trains the model, and goes on from") {
+  const std::string plan = TempPath("linear.tcplan"), ckpt = TempPath("linear_run.safetensors");
+  Result r = Tensorcut(absl::StrCat("export --model linear --lr 0.05 --plan ", plan));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.rfind("tensorcut export: linear (", 0) == 0);
+  CHECK(Contains(r.out, absl::StrCat("\nplan: ", plan, " (")));
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 15"));
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, absl::StrCat("tensorcut run: linear (plan ", plan, ")\n")));
+  CHECK(Contains(r.out, "\nloaded at step 0 and compiled for this CPU in "));
+  CHECK(Contains(r.out, absl::StrCat("\ncheckpoint: ", plan, " (step 15, epoch 1.50)\n")));
+  const std::string run_15 = LossAt(r.out, 15, 15);
+  // The plan is its own checkpoint: the next run goes on from step 15.
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 20"));
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, "\nloaded at step 15 and compiled for this CPU in "));
+  CHECK(Contains(r.out, "\ntrained 5 steps in "));
+  const std::string run_20 = LossAt(r.out, 20, 20);
+  // The same training as train's, interrupted and resumed at the same step.
+  r = Tensorcut(absl::StrCat("train --model linear --lr 0.05 --steps 15 --checkpoint ", ckpt));
+  REQUIRE(r.code == 0);
+  CHECK(LossAt(r.out, 15, 15) == run_15);
+  r = Tensorcut(
+      absl::StrCat("train --model linear --steps 20 --checkpoint ", ckpt, " --resume ", ckpt));
+  REQUIRE(r.code == 0);
+  CHECK(LossAt(r.out, 20, 20) == run_20);
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 21 --lr 0.01"));
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, "\n--lr 0.01 replaces the plan's learning rate 0.05\n"));
+
+  // Mistakes.
+  r = Tensorcut("run --steps 3");
+  CHECK(r.code == 2);
+  CHECK(
+      Contains(r.err, "--plan FILE is required: the plan to train (tensorcut export writes one)"));
+  r = Tensorcut("export --model linear");
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--plan FILE is required: the plan to write"));
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 3"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, absl::StrCat("plan ", plan, " is at step 21, past the last step 3")));
+  r = Tensorcut(absl::StrCat("run --plan ", ckpt, " --steps 30"));  // a checkpoint, not a plan
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, absl::StrCat(ckpt,
+                                     ": not a tensorcut plan: its header has no "
+                                     "tensorcut.plan.format (a checkpoint, perhaps)")));
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --model mlp"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "--model is not a flag of run"));
+  // A plan saved by a program, with no run's position in it.
+  nn::Metadata metadata;
+  absl::StatusOr<nn::NamedTensors> saved = nn::LoadTensors(plan, &metadata);
+  REQUIRE(saved.ok());
+  metadata.erase("tensorcut.model");
+  const std::string bare = TempPath("bare.tcplan");
+  REQUIRE(nn::SaveTensors(*saved, bare, metadata).ok());
+  r = Tensorcut(absl::StrCat("run --plan ", bare, " --steps 30"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, absl::StrCat("checkpoint ", bare,
+                                     " has no \"tensorcut.model\" metadata: it was not written "
+                                     "by `tensorcut train`, `export` or `run`")));
+}
+
+TEST_CASE("a plan exported on the user's CSV trains on that file, and on one like it only") {
+  const std::string data = TempPath("plan_points.csv"), plan = TempPath("points.tcplan");
+  std::ofstream(data) << Points(300, true, 1);
+  Result r = Tensorcut(absl::StrCat("export --model mlp --data ", data,
+                                    " --label-column y --batch 30 --plan ", plan));
+  REQUIRE(r.code == 0);
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 20"));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "was trained on a user's data file: give it (--data FILE.csv"));
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 20 --label-column y --data ", data));
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, absl::StrCat("data: ", data, " (300 examples of 2 features, 3 classes)")));
+  // 290 examples: an epoch ends with a batch of 20, which this plan's fixed
+  // batch of 30 cannot take.
+  const std::string shorter = TempPath("plan_points_290.csv");
+  std::ofstream(shorter) << Points(290, true, 1);
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 40 --label-column y --data ", shorter));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "takes batches of exactly 30 examples, and each epoch of"));
+  const std::string wider = TempPath("plan_wide.csv");
+  std::ofstream(wider) << "x0,x1,x2,y\n0,1,2,0\n1,2,3,1\n";
+  r = Tensorcut(absl::StrCat("run --plan ", plan, " --steps 40 --label-column y --data ", wider));
+  CHECK(r.code == 2);
+  CHECK(Contains(r.err, "has 3 features; plan " + plan +
+                            " takes an input and a target with 2 values per example"));
+}
+
 // A 2-16-3 MLP as PyTorch exports one: Gemm, Relu, Gemm.
 std::string OnnxClassifier(int64_t features) {
   testing::OnnxBuilder model;

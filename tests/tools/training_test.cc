@@ -177,6 +177,76 @@ TEST_CASE("an epoch ends with its partial batch unless drop_last; resuming acros
         "checkpoint " + path + " was written with --drop-last false, not true");
 }
 
+// A plan exported before training, trained N steps from it and saved, then
+// M more from that: bit for bit the N+M steps of the model in one run.
+void RequirePlanRunIsExact(TrainOptions options, int64_t n, int64_t m) {
+  const std::string exported = TempPath(options.model + ".tcplan");
+  const std::string trained = TempPath(options.model + "_trained.tcplan");
+  options.steps = n + m;
+  std::unique_ptr<Trainer> whole = Make(options);
+  REQUIRE(whole->SavePlan(exported).ok());
+  RunToEnd(*whole);
+
+  TrainOptions from_plan;
+  from_plan.plan = exported;
+  from_plan.steps = n;
+  std::unique_ptr<Trainer> part = Make(from_plan);
+  REQUIRE(part->from_plan());
+  REQUIRE(part->batch() == whole->batch());
+  RunToEnd(*part);
+  REQUIRE(part->Save(trained).ok());
+  from_plan.plan = trained;
+  from_plan.steps = n + m;
+  std::unique_ptr<Trainer> resumed = Make(from_plan);
+  REQUIRE(resumed->step() == n);
+  RunToEnd(*resumed);
+  REQUIRE(resumed->Save(trained).ok());
+
+  nn::Metadata metadata;
+  const nn::NamedTensors saved = nn::LoadTensors(trained, &metadata).value();
+  CHECK(metadata.at("tensorcut.step") == absl::StrCat(n + m));
+  nn::NamedTensors in_plan;
+  for (const auto& [name, tensor] : State(*whole)) {
+    for (const auto& [saved_name, saved_tensor] : saved) {
+      if (saved_name == name) in_plan.emplace_back(name, saved_tensor);
+    }
+  }
+  RequireSameBits(in_plan, State(*whole));
+}
+
+TEST_CASE("a plan trained by run, saved and run again, ends where the model's run does") {
+  TrainOptions options;
+  options.model = "convbn";  // BatchNorm buffers, SGD, a budget partition
+  options.optimizer = "sgd";
+  options.lr = 0.1;
+  options.partition = "budget";
+  RequirePlanRunIsExact(options, /*n=*/4, /*m=*/3);
+  options = {};
+  options.model = "mlp_dropout";  // the generator's state, Fashion-MNIST's order
+  options.batch = 32;
+  RequirePlanRunIsExact(options, /*n=*/3, /*m=*/2);
+  options = {};
+  options.model = "mlp";  // a symbolic batch: epochs end with 6,000 of 9,000
+  options.batch = 9000;
+  RequirePlanRunIsExact(options, /*n=*/6, /*m=*/2);
+}
+
+TEST_CASE("a plan that is not a run's, or a run a plan cannot do, is refused") {
+  TrainOptions options;
+  options.plan = TempPath("missing.tcplan");
+  absl::StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(options);
+  CHECK(t.status().message() ==
+        options.plan + ": cannot open checkpoint " + options.plan + ": No such file or directory");
+  // A plan a program saved with no run's position.
+  std::unique_ptr<Trainer> model = Make({.model = "linear"});
+  const std::string bare = TempPath("bare.tcplan");
+  REQUIRE(SavePlan(model->train_step().compiled(), bare).ok());
+  t = Trainer::Create({.plan = bare});
+  CHECK(t.status().message() == "checkpoint " + bare +
+                                    " has no \"tensorcut.model\" metadata: it was not written by "
+                                    "`tensorcut train`, `export` or `run`");
+}
+
 TEST_CASE("after training, the test set's accuracy; synthetic data has none") {
   TrainOptions options;
   options.model = "mlp";
@@ -301,7 +371,7 @@ TEST_CASE("Trainer::Create names what is wrong") {
   bad.steps = 5;
   REQUIRE(CreateError(bad) == "checkpoint " + path +
                                   " has no \"tensorcut.model\" metadata: it was not written by "
-                                  "`tensorcut train`");
+                                  "`tensorcut train`, `export` or `run`");
 }
 
 // A Fashion-MNIST-like folder of `n` images of rows x cols and their labels.
