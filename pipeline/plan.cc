@@ -145,21 +145,42 @@ std::string PlanChecksum(const nn::Metadata& metadata) {
 
 namespace {
 
-// The inputs' descriptions, and the tensors they read into `tensors`.
+// The inputs' descriptions, and with `tensors` the ones they read from
+// `bound`.
 Json InputsJson(absl::Span<const InputDescriptor> inputs, absl::Span<const Tensor> bound,
-                nn::NamedTensors& tensors) {
+                nn::NamedTensors* tensors) {
   Json json = Json::array();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputDescriptor& d = inputs[i];
     json.push_back({{"kind", KindName(d.kind)}, {"name", d.name}});
+    if (d.kind == Kind::kConstant) json.back()["constant_index"] = d.constant_index;
+    if (tensors == nullptr) continue;
     if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) {
-      tensors.emplace_back(d.name, bound[i]);
+      tensors->emplace_back(d.name, bound[i]);
     } else if (d.kind == Kind::kConstant) {
-      json.back()["constant_index"] = d.constant_index;
-      tensors.emplace_back(absl::StrCat(kConstantPrefix, i), bound[i]);
+      tensors->emplace_back(absl::StrCat(kConstantPrefix, i), bound[i]);
     }
   }
   return json;
+}
+
+// What the program says besides its graphs, with `inputs` (InputsJson).
+Json ProgramJson(const StepProgram& program, Json inputs) {
+  Json dynamic = Json::object();
+  for (const auto& [name, dims] : program.dynamic_dims) dynamic[name] = dims;
+  return {
+      {"inputs", std::move(inputs)},
+      {"batch_words", program.batch_words},
+      {"num_outputs", program.num_outputs},
+      {"mutated_buffers", program.mutated_buffers},
+      {"num_saved", program.num_saved},
+      {"gradient_of", program.gradient_of},
+      {"random",
+       {{"seed", program.random.seed},
+        {"offset", program.random.offset},
+        {"numbers", DimToString(program.random.numbers)}}},
+      {"dynamic_dims", dynamic},
+  };
 }
 
 // The file: `plan` and the graphs in the header, `tensors` after it.
@@ -203,40 +224,32 @@ absl::Status SavePlan(const CompiledStep& step, const std::string& path,
   }
   const StepProgram& program = step.program();
   nn::NamedTensors tensors;
-  const Json inputs = InputsJson(program.inputs, step.bound(), tensors);
+  Json inputs = InputsJson(program.inputs, step.bound(), &tensors);
   for (auto& entry : step.optimizer().state()) tensors.push_back(std::move(entry));
   absl::StatusOr<Json> optimizer = OptimizerJson(step);
   if (!optimizer.ok()) {
     return absl::Status(optimizer.status().code(),
                         absl::StrCat("SavePlan ", path, ": ", optimizer.status().message()));
   }
-  Json dynamic = Json::object();
-  for (const auto& [name, dims] : program.dynamic_dims) dynamic[name] = dims;
   const Generator& generator = DefaultGenerator();
-  const Json plan = {
-      {"kind", "train_step"},
-      {"inputs", inputs},
-      {"batch_words", program.batch_words},
-      {"num_outputs", program.num_outputs},
-      {"mutated_buffers", program.mutated_buffers},
-      {"num_saved", program.num_saved},
-      {"gradient_of", program.gradient_of},
-      {"random",
-       {{"seed", program.random.seed},
-        {"offset", program.random.offset},
-        {"numbers", DimToString(program.random.numbers)}}},
-      {"dynamic_dims", dynamic},
-      {"plan_cache_size", options.plan_cache_size},
-      {"clip",
-       {{"value", OptionalJson(options.clip_grad_value)},
-        {"norm", OptionalJson(options.clip_grad_norm)},
-        {"norm_type", DoubleText(options.clip_norm_type)}}},
-      {"optimizer", *optimizer},
-      // Strings: JSON numbers lose 64-bit integers in many readers.
-      {"generator",
-       {{"seed", absl::StrCat(generator.seed())}, {"offset", absl::StrCat(generator.offset())}}},
-  };
+  Json plan = ProgramJson(program, std::move(inputs));
+  plan["kind"] = "train_step";
+  plan["plan_cache_size"] = options.plan_cache_size;
+  plan["clip"] = {{"value", OptionalJson(options.clip_grad_value)},
+                  {"norm", OptionalJson(options.clip_grad_norm)},
+                  {"norm_type", DoubleText(options.clip_norm_type)}};
+  plan["optimizer"] = *optimizer;
+  // Strings: JSON numbers lose 64-bit integers in many readers.
+  plan["generator"] = {{"seed", absl::StrCat(generator.seed())},
+                       {"offset", absl::StrCat(generator.offset())}};
   return WritePlan(plan, program.forward, &program.backward, tensors, path, annotations);
+}
+
+absl::Status SaveStepProgram(const StepProgram& program, const std::string& path,
+                             const nn::Metadata& annotations) {
+  Json plan = ProgramJson(program, InputsJson(program.inputs, {}, nullptr));
+  plan["kind"] = "step_program";
+  return WritePlan(plan, program.forward, &program.backward, {}, path, annotations);
 }
 
 absl::Status SaveInferencePlan(const Graph& graph, absl::Span<const InputDescriptor> inputs,
@@ -261,7 +274,7 @@ absl::Status SaveInferencePlan(const Graph& graph, absl::Span<const InputDescrip
     }
   }
   nn::NamedTensors tensors;
-  const Json plan = {{"kind", "inference"}, {"inputs", InputsJson(inputs, constants, tensors)}};
+  const Json plan = {{"kind", "inference"}, {"inputs", InputsJson(inputs, constants, &tensors)}};
   return WritePlan(plan, graph, nullptr, tensors, path);
 }
 
@@ -346,8 +359,9 @@ struct PlanParts {
   uint64_t generator_seed = 0, generator_offset = 0;
 };
 
-// The file's tensors each input of the plan names, moved out of `tensors`.
-absl::Status ReadInputs(const Json& inputs, absl::flat_hash_map<std::string, Tensor>& tensors,
+// The inputs, and with `tensors` the file's tensors each names, moved out
+// of it (without, the bound tensors stay undefined).
+absl::Status ReadInputs(const Json& inputs, absl::flat_hash_map<std::string, Tensor>* tensors,
                         PlanParts& parts, std::string& field) {
   const std::vector<Value*>& placeholders = parts.program.forward.placeholders();
   if (!inputs.is_array() || inputs.size() != placeholders.size()) {
@@ -368,14 +382,14 @@ absl::Status ReadInputs(const Json& inputs, absl::flat_hash_map<std::string, Ten
       key = absl::StrCat(kConstantPrefix, i);
     }
     Tensor tensor;
-    if (!key.empty()) {
-      auto it = tensors.find(key);
-      if (it == tensors.end()) {
+    if (!key.empty() && tensors != nullptr) {
+      auto it = tensors->find(key);
+      if (it == tensors->end()) {
         return absl::InvalidArgumentError(absl::StrCat("the step takes ", KindName(d.kind), " ",
                                                        key, ", which the file does not hold"));
       }
       tensor = std::move(it->second);
-      tensors.erase(it);
+      tensors->erase(it);
       if (tensor.type() != placeholders[i]->type()) {
         return absl::InvalidArgumentError(absl::StrCat(
             KindName(d.kind), " ", key, " must be ", placeholders[i]->type().ToString(),
@@ -449,10 +463,9 @@ absl::Status ReadOptimizer(const Json& opt, absl::flat_hash_map<std::string, Ten
 // (whose graphs are read). `field` follows the field being read: the error
 // of one that is missing, of the wrong type or out of range is about it.
 // nlohmann reports the first two by throwing.
-absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>& tensors,
-                      PlanParts& parts, std::string& field) {
+absl::Status ReadProgram(const Json& plan, absl::flat_hash_map<std::string, Tensor>* tensors,
+                         PlanParts& parts, std::string& field) {
   StepProgram& program = parts.program;
-  CompiledStepOptions& options = parts.options;
   field = "inputs";
   TC_RETURN_IF_ERROR(ReadInputs(plan.at("inputs"), tensors, parts, field));
   field = "batch_words";
@@ -480,6 +493,13 @@ absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>
       TC_ASSIGN_OR_RETURN(read.emplace_back(), Integer(d, -64, 63));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPlan(const Json& plan, absl::flat_hash_map<std::string, Tensor>& tensors,
+                      PlanParts& parts, std::string& field) {
+  CompiledStepOptions& options = parts.options;
+  TC_RETURN_IF_ERROR(ReadProgram(plan, &tensors, parts, field));
   field = "plan_cache_size";
   TC_ASSIGN_OR_RETURN(options.plan_cache_size, Integer(plan.at("plan_cache_size"), 1));
   const Json& clip = plan.at("clip");
@@ -597,6 +617,27 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   return step;
 }
 
+absl::StatusOr<StepProgram> LoadStepProgram(const std::string& path, nn::Metadata* metadata) {
+  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "step_program");
+  if (!opened.ok()) return AtPath(path, opened.status());
+  PlanParts parts;
+  absl::StatusOr<Graph> backward = ReadGraph(opened->metadata, kBackwardKey);
+  if (!backward.ok()) return AtPath(path, backward.status());
+  parts.program.forward = std::move(opened->forward);
+  parts.program.backward = std::move(*backward);
+  std::string field;
+  absl::Status s;
+  try {
+    s = ReadProgram(opened->plan, /*tensors=*/nullptr, parts, field);
+  } catch (const Json::exception& e) {
+    s = absl::InvalidArgumentError(e.what());
+  }
+  if (s.ok()) s = VerifyStepProgram(parts.program);
+  if (!s.ok()) return AtPath(path, InPlan(s, field));
+  if (metadata != nullptr) *metadata = std::move(opened->metadata);
+  return std::move(parts.program);
+}
+
 absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::string& path) {
   absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "inference");
   if (!opened.ok()) return AtPath(path, opened.status());
@@ -605,7 +646,7 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> LoadInferencePlan(const std::str
   std::string field = "inputs";
   absl::Status s;
   try {
-    s = ReadInputs(opened->plan.at("inputs"), opened->tensors, parts, field);
+    s = ReadInputs(opened->plan.at("inputs"), &opened->tensors, parts, field);
   } catch (const Json::exception& e) {
     s = absl::InvalidArgumentError(e.what());
   }

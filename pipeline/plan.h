@@ -99,6 +99,16 @@ class LoadedStep {
 // loaded step draws what the saving process would have drawn next.
 absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path);
 
+// A step's program alone, with no tensors and no optimizer: the graphs and
+// what their arguments stand for (the compile cache's entries,
+// pipeline/step_cache.h). Format 1 with kind "step_program"; the loader
+// checks it as LoadPlan does and verifies the program, and gives the
+// header's entries in `metadata`.
+absl::Status SaveStepProgram(const StepProgram& program, const std::string& path,
+                             const nn::Metadata& annotations = {});
+absl::StatusOr<StepProgram> LoadStepProgram(const std::string& path,
+                                            nn::Metadata* metadata = nullptr);
+
 // Inference plans: a compiled model's forward alone, saved from a pipeline
 // after generate_ir_for_inference (in eval mode, so that no buffer is
 // updated) and loaded with no model code:

@@ -1,14 +1,19 @@
 #include "pipeline/train_step.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "base/version.h"
+#include "graph/printer.h"
 #include "partition/min_cut.h"
 #include "partition/report.h"
 #include "pipeline/compiler_pipeline.h"
+#include "pipeline/step_cache.h"
 
 namespace tc {
 namespace {
@@ -55,6 +60,29 @@ std::string ModelName(const std::string& name) {
   return std::string(n);
 }
 
+// All a step's program depends on besides the model's values: the build,
+// the options that shape it and the captured graph with what each
+// placeholder stands for (pipeline/step_cache.h).
+std::string StepKey(const TracedProgram& captured, const std::vector<std::string>& mutated,
+                    const DynamicDims& dynamic, const TrainStepOptions& options) {
+  std::string key =
+      absl::StrCat("tensorcut ", version(), " built with ", __VERSION__, "\nproducts ",
+                   codegen::RunsInBf16(options.precision) ? "bf16" : "f32", "\ndecompositions ",
+                   options.decompositions == nullptr ? "none" : "default", "\nmodel outputs ",
+                   options.return_outputs ? "returned" : "not returned", "\ninputs");
+  for (const InputDescriptor& d : captured.inputs) {
+    absl::StrAppend(&key, " ", static_cast<int>(d.kind), ":", d.name, ":", d.constant_index);
+  }
+  absl::StrAppend(&key, "\nupdated buffers ", absl::StrJoin(mutated, " "), "\nrandom ",
+                  captured.random.seed, " ", captured.random.offset, " ",
+                  DimToString(captured.random.numbers), "\nsymbolic dims");
+  std::vector<std::pair<std::string, std::vector<int64_t>>> dims(dynamic.begin(), dynamic.end());
+  std::sort(dims.begin(), dims.end());
+  for (const auto& [name, d] : dims) absl::StrAppend(&key, " ", name, ":", absl::StrJoin(d, ","));
+  absl::StrAppend(&key, "\n", ToString(captured.graph));
+  return key;
+}
+
 }  // namespace
 
 TrainStep::~TrainStep() = default;
@@ -98,6 +126,52 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
     return absl::InvalidArgumentError(
         absl::StrCat("TrainStep: the loss must be f32 or f64, got ", DTypeName(loss_dtype)));
   }
+  // The compile cache holds the programs of the default partition.
+  const bool cacheable =
+      !options_.partition_fn && options_.backward_rewriter == nullptr &&
+      (options_.decompositions == nullptr || options_.decompositions == &DefaultDecompositions());
+  const std::optional<StepCache> cache =
+      cacheable ? StepCache::ForThisProcess() : std::optional<StepCache>();
+  const std::string key =
+      cache ? StepKey(captured, pipeline.mutated_buffers(), dynamic, options_) : "";
+  std::optional<CachedStep> made = cache ? cache->Find(key) : std::nullopt;
+  if (!made) {
+    TC_ASSIGN_OR_RETURN(made, MakeProgram(pipeline, num_outputs, dynamic));
+    if (cache) cache->Store(key, made->program, made->summary);
+  }
+  // Parameters, buffers and constants stay bound; the batch's leaves are
+  // set at each run.
+  TC_ASSIGN_OR_RETURN(
+      std::vector<Tensor> bound,
+      GraphArguments(captured, example_, wrapper_->named_parameters(), wrapper_->named_buffers()));
+  TC_ASSIGN_OR_RETURN(compiled_,
+                      CompiledStep::Create(std::move(made->program), std::move(bound), *optimizer_,
+                                           {.compiler = options_.compiler,
+                                            .plan_cache_size = options_.plan_cache_size,
+                                            .clip_grad_value = options_.clip_grad_value,
+                                            .clip_grad_norm = options_.clip_grad_norm,
+                                            .clip_norm_type = options_.clip_norm_type,
+                                            .reduce_gradients = options_.reduce_gradients,
+                                            .backward_rewriter = options_.backward_rewriter}));
+  // The batch leaves' placeholders, for widening.
+  batch_names_.clear();
+  batch_types_.clear();
+  for (size_t i = 0; i < captured.inputs.size(); ++i) {
+    if (captured.inputs[i].kind != InputDescriptor::Kind::kUserInput) continue;
+    batch_names_.push_back(captured.graph.placeholders()[i]->name());
+    batch_types_.push_back(captured.graph.placeholders()[i]->type());
+  }
+  outputs_spec_ = outputs_spec;
+  summary_ = made->summary;
+  dynamic_dims_ = dynamic;
+  ++compilations_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CachedStep> TrainStep::MakeProgram(CompilerPipeline& pipeline, int num_outputs,
+                                                  const DynamicDims& dynamic) const {
+  using Kind = InputDescriptor::Kind;
+  const TracedProgram& captured = pipeline.captured();
   TC_RETURN_IF_ERROR(pipeline.generate_ir_for_training(
       {.decompositions = options_.decompositions, .precision = options_.precision}));
   TC_ASSIGN_OR_RETURN(const JointGraph* joint, pipeline.joint_graph());
@@ -108,52 +182,31 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
   if (options_.backward_rewriter != nullptr) {
     TC_RETURN_IF_ERROR(options_.backward_rewriter->Rewrite(*joint, part));
   }
-  partition::PartitionReport report = partition::MakeReport(joint->graph, joint->layout, part);
-  StepProgram program{.forward = std::move(part.forward),
-                      .backward = std::move(part.backward),
-                      .inputs = captured.inputs,
-                      .num_outputs = num_outputs,
-                      .num_saved = part.num_fw_outs_saved_for_bw,
-                      .gradient_of = joint->layout.grad_primal_indices,
-                      .random = captured.random,
-                      .dynamic_dims = dynamic};
-  // Names in the user's words; the batch leaves' placeholders, for widening.
-  std::vector<std::string> batch_names;
-  std::vector<TensorType> batch_types;
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    InputDescriptor& d = program.inputs[i];
+  const partition::PartitionReport report =
+      partition::MakeReport(joint->graph, joint->layout, part);
+  CachedStep made{.program = {.forward = std::move(part.forward),
+                              .backward = std::move(part.backward),
+                              .inputs = captured.inputs,
+                              .num_outputs = num_outputs,
+                              .num_saved = part.num_fw_outs_saved_for_bw,
+                              .gradient_of = joint->layout.grad_primal_indices,
+                              .random = captured.random,
+                              .dynamic_dims = dynamic},
+                  .summary = {.joint_nodes = joint->graph.num_nodes(),
+                              .forward_nodes = report.fw_nodes,
+                              .backward_nodes = report.bw_nodes,
+                              .saved_values = static_cast<int>(report.saved.size()),
+                              .saved_bytes = report.saved_bytes}};
+  // Names in the user's words.
+  StepProgram& program = made.program;
+  for (InputDescriptor& d : program.inputs) {
     if (d.kind == Kind::kParameter || d.kind == Kind::kBuffer) d.name = ModelName(d.name);
-    if (d.kind == Kind::kUserInput) {
-      program.batch_words.push_back(UserWords(d.name));
-      batch_names.push_back(captured.graph.placeholders()[i]->name());
-      batch_types.push_back(captured.graph.placeholders()[i]->type());
-    }
+    if (d.kind == Kind::kUserInput) program.batch_words.push_back(UserWords(d.name));
   }
   for (const std::string& name : pipeline.mutated_buffers()) {
     program.mutated_buffers.push_back(ModelName(name));
   }
-  // Parameters, buffers and constants stay bound; the batch's leaves are
-  // set at each run.
-  TC_ASSIGN_OR_RETURN(
-      std::vector<Tensor> bound,
-      GraphArguments(captured, example_, wrapper_->named_parameters(), wrapper_->named_buffers()));
-  TC_ASSIGN_OR_RETURN(compiled_,
-                      CompiledStep::Create(std::move(program), std::move(bound), *optimizer_,
-                                           {.compiler = options_.compiler,
-                                            .plan_cache_size = options_.plan_cache_size,
-                                            .clip_grad_value = options_.clip_grad_value,
-                                            .clip_grad_norm = options_.clip_grad_norm,
-                                            .clip_norm_type = options_.clip_norm_type,
-                                            .reduce_gradients = options_.reduce_gradients,
-                                            .backward_rewriter = options_.backward_rewriter}));
-  outputs_spec_ = outputs_spec;
-  report_ = std::move(report);
-  joint_nodes_ = joint->graph.num_nodes();
-  batch_names_ = std::move(batch_names);
-  batch_types_ = std::move(batch_types);
-  dynamic_dims_ = dynamic;
-  ++compilations_;
-  return absl::OkStatus();
+  return made;
 }
 
 absl::StatusOr<TensorTree> TrainStep::outputs() const {

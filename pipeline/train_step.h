@@ -44,10 +44,12 @@
 #include "nn/models/models.h"
 #include "nn/optim.h"
 #include "partition/partition.h"
-#include "partition/report.h"
 #include "pipeline/compiled_step.h"
+#include "pipeline/step_cache.h"
 
 namespace tc {
+
+class CompilerPipeline;  // pipeline/compiler_pipeline.h
 
 struct TrainStepOptions {
   partition::PartitionFn partition_fn;  // empty: the min-cut partition
@@ -112,10 +114,9 @@ class TrainStep {
   // How many times the step was captured, differentiated, partitioned and
   // compiled: 1, one more each time a batch of new sizes made dims symbols.
   int compilations() const { return compilations_; }
-  // The last compilation's partition (what the forward saves, each half's
-  // nodes) and its joint graph's node count.
-  const partition::PartitionReport& partition_report() const { return report_; }
-  int joint_nodes() const { return joint_nodes_; }
+  // What the last compilation made (node counts, what the forward saves),
+  // and whether its program came from the compile cache.
+  const StepSummary& summary() const { return summary_; }
   // The symbolic dims the step compiled with (empty: static).
   const DynamicDims& dynamic_dims() const { return dynamic_dims_; }
   // The gradients' total norm of the last run, before clipping; NaN unless
@@ -124,8 +125,13 @@ class TrainStep {
 
  private:
   TrainStep() = default;
-  // Captures, differentiates, partitions and compiles with `dynamic` dims.
+  // Captures, differentiates, partitions and compiles with `dynamic` dims;
+  // the program comes from the compile cache (pipeline/step_cache.h) when it
+  // holds it, for a step of the default partition and no data parallelism.
   absl::Status Compile(const DynamicDims& dynamic);
+  // The program of the captured `pipeline`: differentiated and partitioned.
+  absl::StatusOr<CachedStep> MakeProgram(CompilerPipeline& pipeline, int num_outputs,
+                                         const DynamicDims& dynamic) const;
 
   TensorTree example_;  // (inputs, targets)
   TrainStepOptions options_;
@@ -137,8 +143,7 @@ class TrainStep {
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
   TreeSpec outputs_spec_;                 // the model's outputs, when returned
-  partition::PartitionReport report_;
-  int joint_nodes_ = 0;
+  StepSummary summary_;
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module
   nn::Optimizer* optimizer_ = nullptr;

@@ -100,12 +100,13 @@ double Epochs(const Trainer& t) { return static_cast<double>(t.step()) / t.steps
 // What compiling the step did: "compiled in 6 ms with min_cut: joint graph
 // ...; 8 values (1.80 MB) saved for backward".
 void PrintCompiled(const Trainer& t, const std::string& partition) {
-  const partition::PartitionReport& report = t.train_step().partition_report();
+  const StepSummary& made = t.train_step().summary();
   std::printf(
-      "compiled in %.0f ms with %s: joint graph %d nodes -> forward %d + backward %d; "
-      "%zu values (%.2f MB) saved for backward\n",
-      1e3 * t.compile_seconds(), partition.c_str(), t.train_step().joint_nodes(), report.fw_nodes,
-      report.bw_nodes, report.saved.size(), report.saved_bytes / 1e6);
+      "compiled in %.0f ms with %s%s: joint graph %d nodes -> forward %d + backward %d; "
+      "%d values (%.2f MB) saved for backward\n",
+      1e3 * t.compile_seconds(), partition.c_str(), made.cached ? " (the cached program)" : "",
+      made.joint_nodes, made.forward_nodes, made.backward_nodes, made.saved_values,
+      made.saved_bytes / 1e6);
 }
 
 // The data flags train, run and export read.

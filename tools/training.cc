@@ -692,11 +692,14 @@ absl::Status Trainer::Compile(const partition::PartitionFn& partition_fn) {
   const Clock::time_point start = Clock::now();
   TensorTree inputs, targets;
   TC_RETURN_IF_ERROR(data_->Batch(0, inputs, targets));
-  TrainStepOptions step_options{.partition_fn = partition_fn,
-                                .precision = options_.precision,
-                                // Every size the data has is known: another is a defect.
-                                .automatic_dynamic = false,
-                                .return_outputs = true};
+  // min_cut is the step's default partition, whose programs the compile
+  // cache keeps (pipeline/step_cache.h).
+  TrainStepOptions step_options{
+      .partition_fn = options_.partition == "min_cut" ? partition::PartitionFn() : partition_fn,
+      .precision = options_.precision,
+      // Every size the data has is known: another is a defect.
+      .automatic_dynamic = false,
+      .return_outputs = true};
   // Batches of two sizes: one compiled step for any batch size, planned for
   // each size on its first run. The loaders' data is one input tensor and
   // one target tensor, the placeholders "arg0" and "arg1".

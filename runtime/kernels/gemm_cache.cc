@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/cache_folder.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/kernels/onednn.h"
 #include "runtime/kernels/openblas.h"
@@ -46,18 +47,6 @@ std::string Identity() {
                       OneDnnIsa(), "; ", blas != nullptr ? blas->config() : "no OpenBLAS");
 }
 
-// The folder named by the environment, or "" for none.
-std::string Folder() {
-  if (const char* dir = std::getenv("TENSORCUT_CACHE_DIR"); dir != nullptr) return dir;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return absl::StrCat(xdg, "/tensorcut");
-  }
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    return absl::StrCat(home, "/.cache/tensorcut");
-  }
-  return "";
-}
-
 std::optional<GemmImpl> ParseWinner(absl::string_view name) {
   if (name == "onednn") return GemmImpl::kOneDnn;
   if (name == "openblas") return GemmImpl::kOpenBlas;
@@ -83,7 +72,7 @@ std::optional<std::pair<GemmShape, GemmImpl>> ParseLine(absl::string_view line) 
 }  // namespace
 
 std::optional<GemmCacheFile> GemmCacheFile::ForThisMachine() {
-  std::string folder = Folder();
+  std::string folder = CacheFolder();
   if (folder.empty()) return std::nullopt;
   return GemmCacheFile(std::move(folder), Identity());
 }

@@ -1079,5 +1079,23 @@ TEST_CASE("gemm verdicts are kept on disk: the next process times no shape again
   unsetenv("TENSORCUT_CACHE_DIR");
 }
 
+TEST_CASE("the compile cache: a second process trains on the program the first compiled") {
+  setenv("TENSORCUT_CACHE_DIR", TempPath("step_cache").c_str(), 1);
+  const std::string ckpt = TempPath("cached.safetensors");
+  Result first = Tensorcut("train --model cnn --steps 3 --checkpoint " + ckpt);
+  REQUIRE(first.code == 0);
+  CHECK(Contains(first.out, "compiled in "));
+  CHECK_FALSE(Contains(first.out, "(the cached program)"));
+  Result second = Tensorcut("train --model cnn --steps 3 --checkpoint " + ckpt);
+  REQUIRE(second.code == 0);
+  CHECK(Contains(second.out, " with min_cut (the cached program): joint graph "));
+  CHECK(LossAt(second.out, 3, 3) == LossAt(first.out, 3, 3));
+  // Another partition is compiled, not cached.
+  Result budget = Tensorcut("train --model cnn --steps 3 --partition budget --checkpoint " + ckpt);
+  REQUIRE(budget.code == 0);
+  CHECK_FALSE(Contains(budget.out, "(the cached program)"));
+  unsetenv("TENSORCUT_CACHE_DIR");
+}
+
 }  // namespace
 }  // namespace tc

@@ -1,0 +1,17 @@
+// Where tensorcut keeps what later processes may reuse (the gemm verdicts,
+// runtime/kernels/gemm_cache.h; the compiled steps' programs,
+// pipeline/step_cache.h): $TENSORCUT_CACHE_DIR when set (set and empty: keep
+// nothing), else $XDG_CACHE_HOME/tensorcut, else $HOME/.cache/tensorcut.
+#ifndef TENSORCUT_BASE_CACHE_FOLDER_H_
+#define TENSORCUT_BASE_CACHE_FOLDER_H_
+
+#include <string>
+
+namespace tc {
+
+// The folder, or "" when caching is off or no folder is known.
+std::string CacheFolder();
+
+}  // namespace tc
+
+#endif  // TENSORCUT_BASE_CACHE_FOLDER_H_
