@@ -2,7 +2,8 @@
 // agree first, so that mutations of the plan's JSON and graphs reach the
 // readers behind it (the checksum's own check is a unit test's). A training
 // plan that loads runs a step on a batch of zeros, saves, and loads again;
-// an inference plan runs on zeros.
+// an inference plan runs on zeros; a step program (a compile cache's entry)
+// saves and loads again.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   metadata["tensorcut.plan.crc32"] = tc::PlanChecksum(metadata);
   const std::string path = tc::fuzz::ScratchDir() + "/plan.tcplan";
   if (!tc::nn::SaveTensors(*tensors, path, metadata).ok()) return 0;
+  // A compile cache's entry: a program with no tensors, which must save and
+  // load again.
+  if (absl::StatusOr<tc::StepProgram> program = tc::LoadStepProgram(path); program.ok()) {
+    const std::string resaved = tc::fuzz::ScratchDir() + "/resaved.tcstep";
+    if (const absl::Status s = tc::SaveStepProgram(*program, resaved); !s.ok()) {
+      tc::fuzz::Fail(absl::StrCat("a loaded step program does not save: ", s.message()));
+    }
+    if (const auto again = tc::LoadStepProgram(resaved); !again.ok()) {
+      tc::fuzz::Fail(
+          absl::StrCat("a saved step program does not load: ", again.status().message()));
+    }
+    return 0;
+  }
   absl::StatusOr<std::unique_ptr<tc::LoadedStep>> loaded = tc::LoadPlan(path);
   if (!loaded.ok()) {
     // Perhaps an inference plan: it must run on zeros of its inputs' types or say why not.

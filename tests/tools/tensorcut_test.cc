@@ -497,6 +497,24 @@ std::string OnnxClassifier(int64_t features) {
   return path;
 }
 
+TEST_CASE("an imported ONNX model exports as a plan that run trains as train does") {
+  const std::string data = TempPath("onnx_plan_points.csv"), plan = TempPath("onnx.tcplan");
+  std::ofstream(data) << Points(300, true, 1);
+  const std::string model = OnnxClassifier(2), ckpt = TempPath("onnx_plan.safetensors");
+  const std::string flags = absl::StrCat(" --data ", data, " --label-column y");
+  Result r = Tensorcut(absl::StrCat("export --onnx ", model, flags, " --batch 30 --plan ", plan));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.rfind("tensorcut export: classifier2 (ONNX opset 15, ", 0) == 0);
+  r = Tensorcut(absl::StrCat("run --plan ", plan, flags, " --steps 25"));
+  REQUIRE(r.code == 0);
+  CHECK(Contains(r.out, absl::StrCat("tensorcut run: classifier2 (plan ", plan, ")\n")));
+  const std::string run_25 = LossAt(r.out, 25, 25);
+  r = Tensorcut(
+      absl::StrCat("train --onnx ", model, flags, " --batch 30 --steps 25 --checkpoint ", ckpt));
+  REQUIRE(r.code == 0);
+  CHECK(LossAt(r.out, 25, 25) == run_25);
+}
+
 TEST_CASE("train --onnx trains an imported model on the user's CSV") {
   const std::string train = TempPath("onnx_points.csv"), test = TempPath("onnx_points_test.csv");
   std::ofstream(train) << Points(300, true, 1);
