@@ -164,6 +164,79 @@ Json InputsJson(absl::Span<const InputDescriptor> inputs, absl::Span<const Tenso
   return json;
 }
 
+// A tree's structure: null (None), "*" (a leaf), a number (an int or a
+// float scalar, a float as text), or {"tuple": [...]}, {"list": [...]},
+// {"dict": [[key, ...], ...]} in order.
+Json SpecJson(const TreeSpec& spec) {
+  Json items = Json::array();
+  for (size_t i = 0; i < spec.items().size(); ++i) {
+    items.push_back(spec.kind() == TreeKind::kDict
+                        ? Json::array({spec.keys()[i], SpecJson(spec[i])})
+                        : SpecJson(spec[i]));
+  }
+  switch (spec.kind()) {
+    case TreeKind::kLeaf:
+      return "*";
+    case TreeKind::kNone:
+      return nullptr;
+    case TreeKind::kInt:
+      return Json{{"int", spec.int_value()}};
+    case TreeKind::kFloat:
+      return Json{{"float", DoubleText(spec.float_value())}};
+    case TreeKind::kTuple:
+      return Json{{"tuple", items}};
+    case TreeKind::kList:
+      return Json{{"list", items}};
+    case TreeKind::kDict:
+      return Json{{"dict", items}};
+  }
+  return nullptr;
+}
+
+// The inverse of SpecJson, to a depth of 64.
+absl::StatusOr<TreeSpec> ReadSpec(const Json& j, int depth = 0) {
+  if (depth > 64) return absl::InvalidArgumentError("a structure nested deeper than 64");
+  if (j.is_null()) return TreeSpec::None();
+  if (j == "*") return TreeSpec::MakeLeaf(NoLeaf{});
+  if (!j.is_object() || j.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a structure, got ", j.dump()));
+  }
+  const auto& [kind, value] = *j.items().begin();
+  if (kind == "int") {
+    TC_ASSIGN_OR_RETURN(const int64_t v, Integer(value, -(int64_t{1} << 62), int64_t{1} << 62));
+    return TreeSpec::Int(v);
+  }
+  if (kind == "float") {
+    TC_ASSIGN_OR_RETURN(const double v, DoubleOf(value));
+    return TreeSpec::Float(v);
+  }
+  if (!value.is_array() || (kind != "tuple" && kind != "list" && kind != "dict")) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a structure, got ", j.dump()));
+  }
+  std::vector<TreeSpec> items;
+  std::vector<std::pair<std::string, TreeSpec>> entries;
+  for (const Json& item : value) {
+    if (kind != "dict") {
+      TC_ASSIGN_OR_RETURN(items.emplace_back(), ReadSpec(item, depth + 1));
+      continue;
+    }
+    if (!item.is_array() || item.size() != 2 || !item[0].is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected a dict entry [key, structure], got ", item.dump()));
+    }
+    const std::string key = item[0].get<std::string>();
+    for (const auto& [seen, unused] : entries) {
+      if (seen == key)
+        return absl::InvalidArgumentError(absl::StrCat("dict key \"", key, "\" repeated"));
+    }
+    TC_ASSIGN_OR_RETURN(TreeSpec child, ReadSpec(item[1], depth + 1));
+    entries.emplace_back(key, std::move(child));
+  }
+  if (kind == "tuple") return TreeSpec::Tuple(std::move(items));
+  if (kind == "list") return TreeSpec::List(std::move(items));
+  return TreeSpec::Dict(std::move(entries));
+}
+
 // What the program says besides its graphs, with `inputs` (InputsJson).
 Json ProgramJson(const StepProgram& program, Json inputs) {
   Json dynamic = Json::object();
@@ -171,7 +244,9 @@ Json ProgramJson(const StepProgram& program, Json inputs) {
   return {
       {"inputs", std::move(inputs)},
       {"batch_words", program.batch_words},
+      {"batch_spec", SpecJson(program.batch_spec)},
       {"num_outputs", program.num_outputs},
+      {"outputs_spec", SpecJson(program.outputs_spec)},
       {"mutated_buffers", program.mutated_buffers},
       {"num_saved", program.num_saved},
       {"gradient_of", program.gradient_of},
@@ -470,8 +545,12 @@ absl::Status ReadProgram(const Json& plan, absl::flat_hash_map<std::string, Tens
   TC_RETURN_IF_ERROR(ReadInputs(plan.at("inputs"), tensors, parts, field));
   field = "batch_words";
   program.batch_words = plan.at("batch_words").get<std::vector<std::string>>();
+  field = "batch_spec";
+  TC_ASSIGN_OR_RETURN(program.batch_spec, ReadSpec(plan.at("batch_spec")));
   field = "num_outputs";
   TC_ASSIGN_OR_RETURN(program.num_outputs, Integer(plan.at("num_outputs"), 0));
+  field = "outputs_spec";
+  TC_ASSIGN_OR_RETURN(program.outputs_spec, ReadSpec(plan.at("outputs_spec")));
   field = "mutated_buffers";
   program.mutated_buffers = plan.at("mutated_buffers").get<std::vector<std::string>>();
   field = "num_saved";
@@ -615,6 +694,25 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
     DefaultGenerator().Advance(parts.generator_offset);
   }
   return step;
+}
+
+absl::StatusOr<double> LoadedStep::Run(const TensorTree& inputs, const TensorTree& targets) {
+  const TreeSpec& spec = compiled_->program().batch_spec;
+  if (spec.kind() == TreeKind::kNone) {
+    return absl::FailedPreconditionError(
+        "this plan was saved without its batch's structure: pass the batch's leaves");
+  }
+  const TensorTree batch = TensorTree::Tuple({inputs, targets});
+  TC_RETURN_IF_ERROR(CheckStructure(batch, spec, "(inputs, targets)"));
+  return compiled_->Run(Flatten(batch).first);
+}
+
+absl::StatusOr<TensorTree> LoadedStep::output_tree() const {
+  const TreeSpec& spec = compiled_->program().outputs_spec;
+  if (spec.kind() == TreeKind::kNone) {
+    return absl::FailedPreconditionError("this plan's step returns no model outputs");
+  }
+  return Unflatten(compiled_->outputs(), spec);
 }
 
 absl::StatusOr<StepProgram> LoadStepProgram(const std::string& path, nn::Metadata* metadata) {

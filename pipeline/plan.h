@@ -21,7 +21,8 @@
 //   tensorcut.plan.format   "1"; a reader refuses a newer version
 //   tensorcut.version       the tensorcut that saved it
 //   tensorcut.plan          JSON: what each forward placeholder stands for, the
-//                           model outputs returned, the updated buffers, the saved-value count,
+//                           structures of the batch and the model's outputs,
+//                           the model outputs returned, the updated buffers, the saved-value count,
 //                           what each gradient is of, the random inputs, the symbolic batch dims,
 //                           clipping, the optimizer (kind, groups, initial rates) and the default
 //                           generator's state
@@ -70,9 +71,14 @@ class LoadedStep {
   // One step on `batch` (the batch leaves in the order the saved step took
   // them); returns the loss before the update.
   absl::StatusOr<double> Run(absl::Span<const Tensor> batch) { return compiled_->Run(batch); }
+  // The same on the batch as trees, of the structure the saved step took
+  // (an error naming where they differ).
+  absl::StatusOr<double> Run(const TensorTree& inputs, const TensorTree& targets);
   // The model's outputs of the last run, when the saved step returned them
   // (TrainStepOptions::return_outputs).
   const std::vector<Tensor>& outputs() const { return compiled_->outputs(); }
+  // The same in the structure the model returned them.
+  absl::StatusOr<TensorTree> output_tree() const;
   const CompiledStep& compiled() const { return *compiled_; }
   // The parameters and buffers by the model's names, the live tensors.
   const nn::NamedTensors& parameters() const { return parameters_; }

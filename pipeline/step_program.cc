@@ -57,6 +57,18 @@ absl::Status VerifyStepProgram(const StepProgram& program) {
     return Invalid(absl::StrCat(program.batch_words.size(), " batch names for ", batch_leaves,
                                 " batch leaves"));
   }
+  if (program.batch_spec.kind() != TreeKind::kNone &&
+      program.batch_spec.num_leaves() != batch_leaves) {
+    return Invalid(absl::StrCat("the batch's structure ", ToString(program.batch_spec), " has ",
+                                program.batch_spec.num_leaves(), " leaves for ", batch_leaves,
+                                " batch leaves"));
+  }
+  if (program.outputs_spec.kind() != TreeKind::kNone &&
+      program.outputs_spec.num_leaves() != program.num_outputs) {
+    return Invalid(absl::StrCat("the outputs' structure ", ToString(program.outputs_spec), " has ",
+                                program.outputs_spec.num_leaves(), " leaves for ",
+                                program.num_outputs, " model outputs"));
+  }
   const int returned = static_cast<int>(fw_out.size());
   const int expected = program.num_saved < 0 || program.num_saved > returned ||
                                program.num_outputs < 0 || program.num_outputs > returned

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "codegen/executable.h"
 #include "graph/ir.h"
+#include "graph/tree.h"
 #include "runtime/trace.h"
 
 namespace tc {
@@ -33,10 +34,15 @@ struct StepProgram {
   // Per batch leaf, in placeholder order: its name in the words of the
   // step's arguments ("inputs", "targets[1]"), for errors.
   std::vector<std::string> batch_words;
+  // The batch's structure, (inputs, targets), its leaves the batch leaves
+  // in order; None: not recorded (a caller passes leaves).
+  TreeSpec batch_spec;
   // How many of the model's outputs the forward returns after the loss
   // (detached: no gradient flows from them, so their tangents are unread),
   // for a caller that scores the batch (a classifier's accuracy).
   int num_outputs = 0;
+  // Their structure, as the model returns them; None: not recorded.
+  TreeSpec outputs_spec;
   // The buffers the forward updates, in the order of its outputs after the
   // model's.
   std::vector<std::string> mutated_buffers;
@@ -55,7 +61,8 @@ struct StepProgram {
 };
 
 // Checks that the parts of `program` agree: one descriptor per forward
-// placeholder, one batch word per batch leaf, the outputs the counts say, a
+// placeholder, one batch word per batch leaf, specs of as many leaves as
+// there are batch leaves and model outputs, the outputs the counts say, a
 // scalar f32 or f64 loss, model outputs whose tangents the backward does not
 // read, gradients of placeholders that exist with their
 // types, the random inputs where the descriptors put them. The error names

@@ -79,7 +79,8 @@ std::string StepKey(const TracedProgram& captured, const std::vector<std::string
   std::vector<std::pair<std::string, std::vector<int64_t>>> dims(dynamic.begin(), dynamic.end());
   std::sort(dims.begin(), dims.end());
   for (const auto& [name, d] : dims) absl::StrAppend(&key, " ", name, ":", absl::StrJoin(d, ","));
-  absl::StrAppend(&key, "\n", ToString(captured.graph));
+  absl::StrAppend(&key, "\nstructures ", ToString(captured.in_spec), " -> ",
+                  ToString(captured.out_spec), "\n", ToString(captured.graph));
   return key;
 }
 
@@ -115,8 +116,7 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
                           {.dynamic_dims = dynamic, .plan_cache_size = options_.plan_cache_size}));
   const TracedProgram& captured = pipeline.captured();
   // The model's outputs follow the loss, when returned.
-  const TreeSpec outputs_spec = options_.return_outputs ? captured.out_spec[1] : TreeSpec::None();
-  const int num_outputs = outputs_spec.num_leaves();
+  const int num_outputs = options_.return_outputs ? captured.out_spec[1].num_leaves() : 0;
   if (captured.graph.outputs().size() != 1 + num_outputs + pipeline.mutated_buffers().size() ||
       captured.graph.outputs()[0]->type().shape.size() != 0) {
     return absl::InvalidArgumentError("TrainStep: the loss must be one scalar tensor");
@@ -161,7 +161,6 @@ absl::Status TrainStep::Compile(const DynamicDims& dynamic) {
     batch_names_.push_back(captured.graph.placeholders()[i]->name());
     batch_types_.push_back(captured.graph.placeholders()[i]->type());
   }
-  outputs_spec_ = outputs_spec;
   summary_ = made->summary;
   dynamic_dims_ = dynamic;
   ++compilations_;
@@ -184,19 +183,22 @@ absl::StatusOr<CachedStep> TrainStep::MakeProgram(CompilerPipeline& pipeline, in
   }
   const partition::PartitionReport report =
       partition::MakeReport(joint->graph, joint->layout, part);
-  CachedStep made{.program = {.forward = std::move(part.forward),
-                              .backward = std::move(part.backward),
-                              .inputs = captured.inputs,
-                              .num_outputs = num_outputs,
-                              .num_saved = part.num_fw_outs_saved_for_bw,
-                              .gradient_of = joint->layout.grad_primal_indices,
-                              .random = captured.random,
-                              .dynamic_dims = dynamic},
-                  .summary = {.joint_nodes = joint->graph.num_nodes(),
-                              .forward_nodes = report.fw_nodes,
-                              .backward_nodes = report.bw_nodes,
-                              .saved_values = static_cast<int>(report.saved.size()),
-                              .saved_bytes = report.saved_bytes}};
+  CachedStep made{
+      .program = {.forward = std::move(part.forward),
+                  .backward = std::move(part.backward),
+                  .inputs = captured.inputs,
+                  .batch_spec = captured.in_spec,
+                  .num_outputs = num_outputs,
+                  .outputs_spec = options_.return_outputs ? captured.out_spec[1] : TreeSpec(),
+                  .num_saved = part.num_fw_outs_saved_for_bw,
+                  .gradient_of = joint->layout.grad_primal_indices,
+                  .random = captured.random,
+                  .dynamic_dims = dynamic},
+      .summary = {.joint_nodes = joint->graph.num_nodes(),
+                  .forward_nodes = report.fw_nodes,
+                  .backward_nodes = report.bw_nodes,
+                  .saved_values = static_cast<int>(report.saved.size()),
+                  .saved_bytes = report.saved_bytes}};
   // Names in the user's words.
   StepProgram& program = made.program;
   for (InputDescriptor& d : program.inputs) {
@@ -214,7 +216,7 @@ absl::StatusOr<TensorTree> TrainStep::outputs() const {
     return absl::FailedPreconditionError(
         "TrainStep: outputs() of a step created without TrainStepOptions::return_outputs");
   }
-  return Unflatten(compiled_->outputs(), outputs_spec_);
+  return Unflatten(compiled_->outputs(), compiled_->program().outputs_spec);
 }
 
 absl::StatusOr<double> TrainStep::Run(absl::Span<const Tensor> batch) {

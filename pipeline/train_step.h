@@ -142,7 +142,6 @@ class TrainStep {
   std::atomic<bool> running_{false};
   std::vector<std::string> batch_names_;  // placeholder name of each batch leaf
   std::vector<TensorType> batch_types_;   // and its type, maybe symbolic
-  TreeSpec outputs_spec_;                 // the model's outputs, when returned
   StepSummary summary_;
 
   std::shared_ptr<nn::Module> wrapper_;  // module and loss as one module

@@ -156,6 +156,24 @@ TEST_CASE("a plan carries its saver's annotations, and none under the plan's own
   CHECK(LoadPlan(path).value()->metadata().at("app.epoch") == "3");  // as it was
 }
 
+TEST_CASE("a loaded plan takes its batch as the saved step's trees, and gives the model's") {
+  const std::string path = TempPath("trees.tcplan");
+  Saved saved = TrainAndSave("mlp", "sgd", Precision::kF32, path, {.return_outputs = true});
+  std::unique_ptr<LoadedStep> loaded = LoadPlan(path).value();
+  const double want = saved.step->Run(Batch(saved.spec)).value();
+  REQUIRE(loaded->Run(saved.spec.inputs, saved.spec.targets).value() == want);
+  const TensorTree out = loaded->output_tree().value();
+  REQUIRE(out.is_leaf());
+  CHECK(SameBits(out.leaf(), saved.step->outputs().value().leaf()));
+  CHECK(
+      loaded->Run(TensorTree::Tuple({saved.spec.inputs}), saved.spec.targets).status().message() ==
+      "(inputs, targets)[0]: expected a leaf, got a tuple of 1");
+  // A plan of a step that returns no outputs.
+  TrainAndSave("linear", "sgd", Precision::kF32, path);
+  CHECK(LoadPlan(path).value()->output_tree().status().message() ==
+        "this plan's step returns no model outputs");
+}
+
 TEST_CASE("a plan over a symbolic batch runs every batch size") {
   const std::string path = TempPath("dynamic.tcplan");
   Saved saved = TrainAndSave("mlp", "sgd", Precision::kF32, path,
@@ -283,6 +301,18 @@ TEST_CASE("a damaged or foreign plan file is refused with what is wrong") {
       t.emplace_back("stray", zeros({2}, DType::kF32));
     });
     REQUIRE_THAT(LoadError(bad), Catch::Contains("stray, which no input of the plan takes"));
+  }
+  SECTION("a batch structure that repeats a dict key, or holds too few leaves") {
+    const auto with_spec = [&](const std::string& name, const std::string& spec) {
+      return Edited(path, name, [&](nn::Metadata& m, nn::NamedTensors&) {
+        m["tensorcut.plan"] = absl::StrReplaceAll(
+            m["tensorcut.plan"], {{"\"batch_spec\": {", "\"batch_spec\": " + spec + ", \"_\": {"}});
+      });
+    };
+    REQUIRE_THAT(LoadError(with_spec("repeated.tcplan", R"({"dict": [["x", "*"], ["x", "*"]]})")),
+                 Catch::Contains("tensorcut.plan: batch_spec: dict key \"x\" repeated"));
+    REQUIRE_THAT(LoadError(with_spec("few.tcplan", R"({"tuple": ["*"]})")),
+                 Catch::Contains("the batch's structure (*,) has 1 leaves for 2 batch leaves"));
   }
   SECTION("a field of the wrong type and an unknown optimizer") {
     const std::string bad = Edited(path, "field.tcplan", [](nn::Metadata& m, nn::NamedTensors&) {

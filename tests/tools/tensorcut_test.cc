@@ -61,14 +61,20 @@ struct Result {
 };
 
 // Runs `tensorcut <args>` from the runfiles; with `interrupt_after` > 0,
-// sends it SIGINT after that many seconds.
+// sends it SIGINT after that many seconds, and again every 50 ms until it
+// ends: a background job of sh starts with SIGINT ignored, so a signal that
+// comes before the program blocks it for its own waiter (a slow start under
+// the sanitizers) is lost.
 Result Tensorcut(const std::string& args, double interrupt_after = 0) {
   const std::string binary =
       absl::StrCat(Env("TEST_SRCDIR"), "/", Env("TEST_WORKSPACE"), "/tools/tensorcut");
   const std::string out = TempPath("stdout"), err = TempPath("stderr");
   std::string command = absl::StrCat(binary, " ", args, " >", out, " 2>", err);
   if (interrupt_after > 0) {
-    command = absl::StrCat(command, " & sleep ", interrupt_after, "; kill -INT $!; wait $!");
+    command = absl::StrCat(command, " & pid=$!; sleep ", interrupt_after,
+                           "; for i in $(seq 200); do state=$(cut -d' ' -f3 /proc/$pid/stat "
+                           "2>/dev/null); if [ -z \"$state\" ] || [ \"$state\" = Z ]; then break; "
+                           "fi; kill -INT $pid; sleep 0.05; done; wait $pid");
   }
   const int status = std::system(command.c_str());
   REQUIRE(WIFEXITED(status));
