@@ -201,7 +201,8 @@ absl::StatusOr<TreeSpec> ReadSpec(const Json& j, int depth = 0) {
   if (!j.is_object() || j.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat("expected a structure, got ", j.dump()));
   }
-  const auto& [kind, value] = *j.items().begin();
+  const std::string kind = j.begin().key();
+  const Json& value = j.begin().value();
   if (kind == "int") {
     TC_ASSIGN_OR_RETURN(const int64_t v, Integer(value, -(int64_t{1} << 62), int64_t{1} << 62));
     return TreeSpec::Int(v);
