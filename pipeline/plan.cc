@@ -656,12 +656,13 @@ absl::Status InPlan(const absl::Status& read, const std::string& field) {
   return absl::Status(read.code(), absl::StrCat(kPlanKey, ": ", field, ": ", read.message()));
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
-  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "train_step");
+// A step's file of `kind`: its graphs, then what `read` takes from its JSON
+// and tensors into `parts` (the field it was reading named in an error).
+using ReadFn = absl::Status (*)(OpenedPlan& opened, PlanParts& parts, std::string& field);
+absl::Status ReadStepFile(const std::string& path, absl::string_view kind, ReadFn read,
+                          nn::Metadata& metadata, PlanParts& parts) {
+  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, kind);
   if (!opened.ok()) return AtPath(path, opened.status());
-  PlanParts parts;
   absl::StatusOr<Graph> backward = ReadGraph(opened->metadata, kBackwardKey);
   if (!backward.ok()) return AtPath(path, backward.status());
   parts.program.forward = std::move(opened->forward);
@@ -669,13 +670,28 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
   std::string field;
   absl::Status s;
   try {
-    s = ReadPlan(opened->plan, opened->tensors, parts, field);
+    s = read(*opened, parts, field);
   } catch (const Json::exception& e) {
     s = absl::InvalidArgumentError(e.what());
   } catch (const Error& e) {  // an optimizer's option it refuses
     s = e.status();
   }
   if (!s.ok()) return AtPath(path, InPlan(s, field));
+  metadata = std::move(opened->metadata);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
+  nn::Metadata metadata;
+  PlanParts parts;
+  TC_RETURN_IF_ERROR(ReadStepFile(
+      path, "train_step",
+      [](OpenedPlan& opened, PlanParts& parts, std::string& field) {
+        return ReadPlan(opened.plan, opened.tensors, parts, field);
+      },
+      metadata, parts));
   std::unique_ptr<LoadedStep> step(new LoadedStep());
   for (size_t i = 0; i < parts.program.inputs.size(); ++i) {
     const InputDescriptor& d = parts.program.inputs[i];
@@ -688,7 +704,7 @@ absl::StatusOr<std::unique_ptr<LoadedStep>> LoadPlan(const std::string& path) {
       std::move(parts.program), std::move(parts.bound), *step->optimizer_, parts.options);
   if (!compiled.ok()) return AtPath(path, compiled.status());
   step->compiled_ = std::move(*compiled);
-  step->metadata_ = std::move(opened->metadata);
+  step->metadata_ = std::move(metadata);
   // Only a plan that loaded moves the generator.
   if (draws) {
     DefaultGenerator().Reseed(parts.generator_seed);
@@ -717,23 +733,16 @@ absl::StatusOr<TensorTree> LoadedStep::output_tree() const {
 }
 
 absl::StatusOr<StepProgram> LoadStepProgram(const std::string& path, nn::Metadata* metadata) {
-  absl::StatusOr<OpenedPlan> opened = OpenPlan(path, "step_program");
-  if (!opened.ok()) return AtPath(path, opened.status());
+  nn::Metadata read_metadata;
   PlanParts parts;
-  absl::StatusOr<Graph> backward = ReadGraph(opened->metadata, kBackwardKey);
-  if (!backward.ok()) return AtPath(path, backward.status());
-  parts.program.forward = std::move(opened->forward);
-  parts.program.backward = std::move(*backward);
-  std::string field;
-  absl::Status s;
-  try {
-    s = ReadProgram(opened->plan, /*tensors=*/nullptr, parts, field);
-  } catch (const Json::exception& e) {
-    s = absl::InvalidArgumentError(e.what());
-  }
-  if (s.ok()) s = VerifyStepProgram(parts.program);
-  if (!s.ok()) return AtPath(path, InPlan(s, field));
-  if (metadata != nullptr) *metadata = std::move(opened->metadata);
+  TC_RETURN_IF_ERROR(ReadStepFile(
+      path, "step_program",
+      [](OpenedPlan& opened, PlanParts& parts, std::string& field) {
+        TC_RETURN_IF_ERROR(ReadProgram(opened.plan, /*tensors=*/nullptr, parts, field));
+        return VerifyStepProgram(parts.program);
+      },
+      read_metadata, parts));
+  if (metadata != nullptr) *metadata = std::move(read_metadata);
   return std::move(parts.program);
 }
 
