@@ -49,12 +49,23 @@ bool IsReorderingView(const Value* v) {
   return p != nullptr && (p->op() == OpKind::kPermute || p->op() == OpKind::kExpand);
 }
 
+// Whether `v` is a view of another value whose cast can be made first and
+// viewed the same way: a permute or expand, or a reshape of anything but
+// those (a reshape of a permuted value copies it, and the copy of its f32
+// elements is cast as well as any).
+bool IsView(const Value* v) {
+  if (IsReorderingView(v)) return true;
+  const Node* p = v->producer();
+  return p != nullptr && p->op() == OpKind::kReshape && !IsReorderingView(p->input(0));
+}
+
 // The bf16 values of the f32 values products read, each made once, just
-// before the product that first needs it. A permute or expand of a value
-// (a weight gradient's g^T, attention's k^T) is made as the same view of the
-// value's cast: a cast of the dense value and then a view is one fast pass,
-// where casting the view itself transposes as it converts, at a third of
-// the speed.
+// before the product that first needs it. A view of a value (a weight
+// gradient's g^T, attention's k^T, a linear's [B*S, E] rows) is made as the
+// same view of the value's cast. A cast of the dense value is one fast
+// pass, where casting a transposed view transposes as it converts, at a
+// third of the speed; and the cast of a value a fused pass computes joins
+// that pass (codegen/fusion.h), which then writes it as it writes the value.
 class Casts {
  public:
   explicit Casts(Graph& graph) : graph_(graph) {}
@@ -62,7 +73,7 @@ class Casts {
   absl::StatusOr<Value*> Bf16(Value* v, const Node* before) {
     if (auto it = bf16_of_.find(v); it != bf16_of_.end()) return it->second;
     Value* made;
-    if (IsReorderingView(v)) {
+    if (IsView(v)) {
       const Node* view = v->producer();
       TC_ASSIGN_OR_RETURN(Value * base, Bf16(view->input(0), before));
       TC_ASSIGN_OR_RETURN(made, Add(view->op(), base, view->attrs(), v, before));
@@ -88,10 +99,10 @@ class Casts {
   absl::flat_hash_map<Value*, Value*> bf16_of_;
 };
 
-// Removes `v`'s producer, and so on down its bases, while it is a
-// reordering view nothing reads any more (its bf16 twin took its place).
+// Removes `v`'s producer, and so on down its bases, while it is a view
+// nothing reads any more (its bf16 twin took its place).
 absl::Status RemoveUnusedViews(Graph& graph, Value* v) {
-  while (IsReorderingView(v) && !v->has_uses() && !v->is_output() && !v->producer()->removed()) {
+  while (IsView(v) && !v->has_uses() && !v->is_output() && !v->producer()->removed()) {
     Node* view = v->producer();
     v = view->input(0);
     TC_RETURN_IF_ERROR(graph.RemoveNode(view));

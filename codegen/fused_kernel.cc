@@ -63,6 +63,9 @@ class InputReader {
       case 1:
         Gather(start, len, static_cast<uint8_t*>(buffer));
         break;
+      case 2:
+        Gather(start, len, static_cast<uint16_t*>(buffer));
+        break;
       case 4:
         Gather(start, len, static_cast<uint32_t*>(buffer));
         break;

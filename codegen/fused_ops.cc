@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
 #include "runtime/random.h"
@@ -139,6 +140,14 @@ bool HasFusedEvaluation(OpKind op) {
 }
 
 void EvalInstr(const FusedInstr& instr, void* const* registers, int64_t n, int64_t start) {
+  // bf16 has no C++ arithmetic type: its values are the raw 16 bits, which
+  // only casts to and from f32 read or write.
+  if (instr.dtype == DType::kBF16) {
+    return Map1<uint16_t, float>(registers, instr, n, [](uint16_t h) { return FromBf16(h); });
+  }
+  if (instr.result_dtype == DType::kBF16) {
+    return Map1<float, uint16_t>(registers, instr, n, [](float f) { return ToBf16(f); });
+  }
   kernels::VisitDType(instr.dtype,
                       [&](auto zero) { Eval<decltype(zero)>(instr, registers, n, start); });
 }

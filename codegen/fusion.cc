@@ -10,10 +10,20 @@ namespace {
 
 bool FusibleDType(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kBool; }
 
+// A cast between f32 and bf16 (mixed precision's, codegen/autocast.h): a
+// pass converts as it reads or writes, so the operand of a bf16 product is
+// written by the pass that computes it, with no pass of its own.
+bool IsBf16Cast(const Node& node) {
+  if (node.op() != OpKind::kCast) return false;
+  const DType from = node.input(0)->type().dtype, to = node.result(0)->type().dtype;
+  return (from == DType::kF32 && to == DType::kBF16) || (from == DType::kBF16 && to == DType::kF32);
+}
+
 }  // namespace
 
 bool IsFusible(const Node& node) {
   if (!node.def().Has(kTraitFusible)) return false;
+  if (IsBf16Cast(node)) return true;
   for (int i = 0; i < node.num_inputs(); ++i) {
     const TensorType& t = node.input(i)->type();
     // A random op's seed and offset are i64 scalars.

@@ -33,7 +33,8 @@ struct FusionGroup {
 };
 
 // Fusible (kTraitFusible: the fused kernel evaluates it), every operand and
-// result f32, f64 or bool (but a random op's i64 seed and offset).
+// result f32, f64 or bool (but a random op's i64 seed and offset); or a
+// cast between f32 and bf16.
 bool IsFusible(const Node& node);
 
 // The groups of `graph`, ordered by their last node.

@@ -17,11 +17,12 @@ bool TouchesBf16(const Node& node) {
          std::any_of(node.results().begin(), node.results().end(), bf16);
 }
 
-// Whether `op` has a bf16 kernel: casts, the views that never copy, and the
-// products of mixed precision (the ops with an out_dtype, codegen/autocast.h).
+// Whether `op` has a bf16 kernel: casts, the views (a reshape that copies
+// copies any dtype), and the products of mixed precision (the ops with an
+// out_dtype, codegen/autocast.h).
 bool RunsOnBf16(OpKind op) {
   return op == OpKind::kCast || op == OpKind::kPermute || op == OpKind::kExpand ||
-         GetOpDef(op).DeclaresAttr("out_dtype");
+         op == OpKind::kReshape || GetOpDef(op).DeclaresAttr("out_dtype");
 }
 
 absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
@@ -33,10 +34,11 @@ absl::Status CheckKernels(const Graph& graph, absl::string_view compiler) {
           absl::StrCat(compiler, ": ", OpName(node->op()), " has no eager kernel"));
     } else if (TouchesBf16(*node) && !RunsOnBf16(node->op())) {
       return AtSource(
-          *node, absl::UnimplementedError(absl::StrCat(
-                     compiler, ": ", OpName(node->op()),
-                     " has no bf16 kernel (bf16 runs in cast, permute, expand, matmul, linear and "
-                     "convolutions)")));
+          *node,
+          absl::UnimplementedError(absl::StrCat(
+              compiler, ": ", OpName(node->op()),
+              " has no bf16 kernel (bf16 runs in cast, permute, expand, reshape, matmul, linear "
+              "and convolutions)")));
     }
   }
   return absl::OkStatus();

@@ -23,7 +23,7 @@ int FollowedInput(OpKind op) {
     case OpKind::kMaxPool2d:
     case OpKind::kAvgPool2d:
     case OpKind::kAvgPool2dBackward:
-    case OpKind::kCast:  // a cast to or from bf16, which no fused pass takes
+    case OpKind::kCast:  // a cast of integers, which no fused pass takes
       return 0;
     case OpKind::kBatchNormBackward:
     case OpKind::kMaxPool2dBackward:

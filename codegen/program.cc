@@ -26,7 +26,6 @@
 #include "graph/passes/strip_stop_gradients.h"
 #include "runtime/dispatch.h"
 #include "runtime/error.h"
-#include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/strided.h"
 
 namespace tc::codegen {
@@ -570,8 +569,8 @@ absl::Status Program::RunStep(const Step& step, Context& context) const {
     case StepKind::kCopy: {
       const Tensor& src = slots[step.inputs[0]];
       const Tensor& dst = slots[step.results[0]];
-      kernels::VisitDType(src.dtype(), [&](auto zero) {
-        CopyTo<decltype(zero)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
+      kernels::VisitElementBits(src.dtype(), [&](auto bits) {
+        CopyTo<decltype(bits)>(src, src.shape(), step.copy_strides, step.copy_dst_strides, dst);
       });
       break;
     }

@@ -137,10 +137,10 @@ class Verifier {
   // A loop region, run as one pass over memory: fusible ops whose results
   // have one shape (the region's; operands broadcast to it) and one layout
   // (the pass's order: row-major where a random op draws, as the node rule
-  // says) and are f32, f64 or bool (operands too, but a random op's i64 seed
-  // and offset), and sums of those results that the body returns, summed in
-  // the same pass, reading them directly or through reshapes (of a row-major
-  // region) that only sums read.
+  // says) and are f32, f64 or bool, or bf16 cast from or to f32 (operands
+  // too, but a random op's i64 seed and offset), and sums of those results
+  // that the body returns, summed in the same pass, reading them directly
+  // or through reshapes (of a row-major region) that only sums read.
   static absl::Status VerifyLoop(const Graph& body, const std::vector<Node*>& nodes) {
     // The region's shape and order: its first output computed in the pass's,
     // or (when it returns sums only) its first fusible node's.
@@ -303,9 +303,24 @@ class Verifier {
   static absl::Status CheckRegionDType(const Value& v) {
     const DType d = v.type().dtype;
     if (d == DType::kF32 || d == DType::kF64 || d == DType::kBool) return absl::OkStatus();
-    return absl::InvalidArgumentError(
-        absl::StrCat("%", v.name(), " in its body is ", v.type().ToString(),
-                     ": a fused region computes in f32, f64 and bool"));
+    if (d == DType::kBF16 && CastsToOrFromF32Only(v)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "%", v.name(), " in its body is ", v.type().ToString(),
+        ": a fused region computes in f32, f64 and bool, and casts between f32 and bf16"));
+  }
+
+  // Whether bf16 `v` is an input or an f32 value's cast, and only casts to
+  // f32 read it.
+  static bool CastsToOrFromF32Only(const Value& v) {
+    auto is_cast = [](const Node* n, DType from, DType to) {
+      return n->op() == OpKind::kCast && n->input(0)->type().dtype == from &&
+             n->result(0)->type().dtype == to;
+    };
+    if (!v.is_placeholder() && !is_cast(v.producer(), DType::kF32, DType::kBF16)) return false;
+    for (const Use& use : v.uses()) {
+      if (!is_cast(use.user, DType::kBF16, DType::kF32)) return false;
+    }
+    return true;
   }
 
   static std::string TypeList(const std::vector<TensorType>& types) {

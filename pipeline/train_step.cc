@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/cache_folder.h"
 #include "base/status_macros.h"
 #include "base/version.h"
 #include "graph/printer.h"
@@ -60,16 +61,17 @@ std::string ModelName(const std::string& name) {
   return std::string(n);
 }
 
-// All a step's program depends on besides the model's values: the build,
+// All a step's program depends on besides the model's values: the build
+// (its version, compiler and file, so that a rebuilt checkout compiles again),
 // the options that shape it and the captured graph with what each
 // placeholder stands for (pipeline/step_cache.h).
 std::string StepKey(const TracedProgram& captured, const std::vector<std::string>& mutated,
                     const DynamicDims& dynamic, const TrainStepOptions& options) {
-  std::string key =
-      absl::StrCat("tensorcut ", version(), " built with ", __VERSION__, "\nproducts ",
-                   codegen::RunsInBf16(options.precision) ? "bf16" : "f32", "\ndecompositions ",
-                   options.decompositions == nullptr ? "none" : "default", "\nmodel outputs ",
-                   options.return_outputs ? "returned" : "not returned", "\ninputs");
+  std::string key = absl::StrCat(
+      "tensorcut ", version(), " built with ", __VERSION__, "\nbuild ", BuildIdentity(),
+      "\nproducts ", codegen::RunsInBf16(options.precision) ? "bf16" : "f32", "\ndecompositions ",
+      options.decompositions == nullptr ? "none" : "default", "\nmodel outputs ",
+      options.return_outputs ? "returned" : "not returned", "\ninputs");
   for (const InputDescriptor& d : captured.inputs) {
     absl::StrAppend(&key, " ", static_cast<int>(d.kind), ":", d.name, ":", d.constant_index);
   }

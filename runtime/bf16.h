@@ -15,13 +15,18 @@ namespace tc {
 // emulated, slower than f32.
 bool CpuHasBf16();
 
-// f32 to bf16, rounding to nearest even; a NaN stays a (quiet) NaN.
+// f32 to bf16, rounding to nearest even; a NaN stays a (quiet) NaN and a
+// subnormal becomes a zero of its sign, as the AVX512-BF16 instruction (and
+// so oneDNN's reorder) converts, so that a cast rounds alike whichever
+// kernel runs it. The outcomes are computed and one selected, with no
+// branch, so that a loop of these vectorises (the fused passes' casts).
 inline uint16_t ToBf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (bits >> 16) | 0x40u;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
 }
 
 // bf16 to f32, exactly.

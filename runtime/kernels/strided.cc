@@ -36,20 +36,7 @@ void CopyStrided(const Tensor& src, const Tensor& dst) {
     std::memcpy(dst.raw_data(), src.raw_data(), dst.bytes());
     return;
   }
-  switch (ItemSize(dst.dtype())) {
-    case 1:
-      CopyTyped<uint8_t>(src, dst);
-      break;
-    case 2:
-      CopyTyped<uint16_t>(src, dst);
-      break;
-    case 4:
-      CopyTyped<uint32_t>(src, dst);
-      break;
-    case 8:
-      CopyTyped<uint64_t>(src, dst);
-      break;
-  }
+  VisitElementBits(dst.dtype(), [&](auto bits) { CopyTyped<decltype(bits)>(src, dst); });
 }
 
 }  // namespace tc::kernels

@@ -82,6 +82,23 @@ void ForEachOffset(absl::Span<const int64_t> shape,
 // Copies `src` (any strides, broadcast to dst's shape) into `dst`, same dtype.
 void CopyStrided(const Tensor& src, const Tensor& dst);
 
+// Calls fn(U{}) with U the unsigned integer as wide as an element of
+// `dtype`: a copy moves elements as their bits, whatever they hold (bf16
+// has no C++ arithmetic type; a NaN's payload stays as it is).
+template <typename Fn>
+void VisitElementBits(DType dtype, Fn&& fn) {
+  switch (ItemSize(dtype)) {
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    default:
+      return fn(uint64_t{});
+  }
+}
+
 }  // namespace tc::kernels
 
 #endif  // TENSORCUT_RUNTIME_KERNELS_STRIDED_H_

@@ -50,8 +50,10 @@ TEST_CASE("autocast runs f32 products on bf16 operands, each operand cast once")
         "  return (%z, %t)\n}\n");
 }
 
-TEST_CASE("a permuted or expanded operand is the same view of its value's cast") {
-  // %gt goes with its product; %kt is also returned, so it stays.
+TEST_CASE("a permuted, expanded or reshaped operand is the same view of its value's cast") {
+  // %gt goes with its product; %kt is also returned, so it stays. %gr's
+  // cast is of %g, already made for %gt; %kr reshapes a permuted value (a
+  // copy), so it is cast itself.
   const auto [text, changed] = Autocast(
       "graph(%g: f32[8,32], %x: f32[8,16], %k: f32[2,4,3], %v: f32[1,3,4]) {\n"
       "  %gt: f32[32,8] = permute(%g) {dims=[1,0]}\n"
@@ -60,7 +62,12 @@ TEST_CASE("a permuted or expanded operand is the same view of its value's cast")
       "  %ve: f32[2,3,4] = expand(%v) {shape=[2,3,4]}\n"
       "  %s: f32[2,3,3] = matmul(%kt, %k)\n"
       "  %t: f32[2,4,4] = matmul(%k, %ve)\n"
-      "  return (%dw, %s, %t, %kt)\n}\n");
+      "  %gr: f32[16,16] = reshape(%g) {shape=[16,16]}\n"
+      "  %u: f32[16,16] = matmul(%gr, %gr)\n"
+      "  %kr: f32[6,4] = reshape(%kt) {shape=[6,4]}\n"
+      "  %krt: f32[4,6] = permute(%kr) {dims=[1,0]}\n"
+      "  %w: f32[6,6] = matmul(%kr, %krt)\n"
+      "  return (%dw, %s, %t, %kt, %u, %w)\n}\n");
   CHECK(changed);
   CHECK(text ==
         "graph(%g: f32[8,32], %x: f32[8,16], %k: f32[2,4,3], %v: f32[1,3,4]) {\n"
@@ -75,7 +82,13 @@ TEST_CASE("a permuted or expanded operand is the same view of its value's cast")
         "  %v_bf16: bf16[1,3,4] = cast(%v) {dtype=bf16}\n"
         "  %ve_bf16: bf16[2,3,4] = expand(%v_bf16) {shape=[2,3,4]}\n"
         "  %t: f32[2,4,4] = matmul(%k_bf16, %ve_bf16) {out_dtype=f32}\n"
-        "  return (%dw, %s, %t, %kt)\n}\n");
+        "  %gr_bf16: bf16[16,16] = reshape(%g_bf16) {shape=[16,16]}\n"
+        "  %u: f32[16,16] = matmul(%gr_bf16, %gr_bf16) {out_dtype=f32}\n"
+        "  %kr: f32[6,4] = reshape(%kt) {shape=[6,4]}\n"
+        "  %kr_bf16: bf16[6,4] = cast(%kr) {dtype=bf16}\n"
+        "  %krt_bf16: bf16[4,6] = permute(%kr_bf16) {dims=[1,0]}\n"
+        "  %w: f32[6,6] = matmul(%kr_bf16, %krt_bf16) {out_dtype=f32}\n"
+        "  return (%dw, %s, %t, %kt, %u, %w)\n}\n");
 }
 
 TEST_CASE("autocast casts a convolution's operands and its backward ops' too") {
@@ -176,8 +189,8 @@ TEST_CASE("bf16 values run only in casts and products") {
     REQUIRE(!exe.ok());
     CHECK_THAT(std::string(exe.status().message()),
                Catch::Contains(
-                   "add has no bf16 kernel (bf16 runs in cast, permute, expand, matmul, linear "
-                   "and convolutions)"));
+                   "add has no bf16 kernel (bf16 runs in cast, permute, expand, reshape, matmul, "
+                   "linear and convolutions)"));
   }
 }
 
@@ -191,6 +204,10 @@ TEST_CASE("bf16 rounds to nearest even and converts back exactly") {
   CHECK(ToBf16(-2.5f) == 0xc020);
   CHECK(std::isnan(FromBf16(ToBf16(std::numeric_limits<float>::quiet_NaN()))));
   CHECK(std::isinf(FromBf16(ToBf16(std::numeric_limits<float>::infinity()))));
+  // Subnormals become zeros of their sign, as AVX512-BF16's conversion makes them.
+  CHECK(ToBf16(std::numeric_limits<float>::denorm_min()) == 0x0000);
+  CHECK(ToBf16(-std::nextafter(std::numeric_limits<float>::min(), 0.0f)) == 0x8000);
+  CHECK(ToBf16(std::numeric_limits<float>::min()) == 0x0080);
 }
 
 TEST_CASE("casts to and from bf16 round each element, strided or not") {

@@ -161,6 +161,35 @@ TEST_CASE("the interpreter runs a fused node's body to the unfused graph's bits"
   for (size_t i = 0; i < got.size(); ++i) REQUIRE_TENSORS_CLOSE(compiled[i], want[i], 1e-6, 1e-6);
 }
 
+TEST_CASE("a cast to bf16 joins the pass that computes its f32 value, which writes both") {
+  // Mixed precision's operand casts (codegen/autocast.h): the pass writes
+  // the product's bf16 operand as it writes the f32 value the rest reads.
+  const char kMulCast[] =
+      "graph(%x: f32[4,3], %w: f32[4,3], %h: bf16[3]) {\n"
+      "  %0: f32[4,3] = mul(%x, %w)\n"
+      "  %1: bf16[4,3] = cast(%0) {dtype=bf16}\n"
+      "  %2: f32[3] = cast(%h) {dtype=f32}\n"
+      "  %3: f32[4,3] = add(%0, %2)\n"
+      "  return (%1, %3)\n"
+      "}\n";
+  const auto [text, changed] = Fuse(kMulCast);
+  CHECK(changed);
+  CHECK(text ==
+        "graph(%x: f32[4,3], %w: f32[4,3], %h: bf16[3]) {\n"
+        "  %2: f32[3] = cast(%h) {dtype=f32}\n"
+        "  %1: bf16[4,3], %3: f32[4,3] = fused(%x, %w, %2) {\n"
+        "    graph(%x: f32[4,3], %w: f32[4,3], %2: f32[3]) {\n"
+        "      %0: f32[4,3] = mul(%x, %w)\n"
+        "      %1: bf16[4,3] = cast(%0) {dtype=bf16}\n"
+        "      %3: f32[4,3] = add(%0, %2)\n"
+        "      return (%1, %3)\n"
+        "    }\n"
+        "  }\n"
+        "  return (%1, %3)\n"
+        "}\n");
+  CHECK(Verify(ParseOk(text)).ok());
+}
+
 TEST_CASE("the fused kernel evaluates exactly the ops the op table calls fusible") {
   for (OpKind op : AllOps()) {
     INFO(OpName(op));

@@ -3,6 +3,8 @@
 // the reference models trained through fusing() against interpreter().
 #include "codegen/fusion.h"
 
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -173,6 +175,44 @@ TEST_CASE("results of another shape, i64 values and non-elementwise ops stay out
   CHECK(Ops(groups[1]) == std::vector<std::string>{"add", "sigmoid", "abs"});
   CHECK(Names(groups[1].outputs) ==
         std::vector<std::string>{y->name(), i->producer()->input(0)->name()});
+}
+
+TEST_CASE("casts between f32 and bf16 in a pass round as the cast kernel does") {
+  // Ties round to even, overflow rounds to infinity, infinities and signed
+  // zeros stay, subnormals become zeros (runtime/bf16.h); a bf16 row
+  // broadcast over the pass is read back exactly.
+  const std::vector<uint32_t> bits = {0x3f808000, 0x3f818000, 0x3f80ffff, 0x7f7fffff,
+                                      0x7f800000, 0xff800000, 0x80000000, 0x00000001,
+                                      0x807fffff, 0x3eaaaaab, 0xc2f6e979, 0x00018000};
+  std::vector<float> values(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) std::memcpy(&values[i], &bits[i], sizeof(float));
+  Builder b;
+  const int64_t n = static_cast<int64_t>(values.size());
+  Value* x = b.g.AddPlaceholder("x", {DType::kF32, {2, n}});
+  Value* h = b.g.AddPlaceholder("h", {DType::kBF16, {n}});
+  Value* y = b(OpKind::kNeg, {x});
+  Value* y16 = b(OpKind::kCast, {y}, {{"dtype", DType::kBF16}});
+  // %t is read transposed: gathered as 16-bit elements.
+  Value* t = b.g.AddPlaceholder("t", {DType::kBF16, {n, 2}});
+  Value* tt = b(OpKind::kPermute, {t}, {{"dims", std::vector<int64_t>{1, 0}}});
+  Value* hf = b(OpKind::kCast, {h}, {{"dtype", DType::kF32}});
+  Value* back =
+      b(OpKind::kAdd, {b(OpKind::kAdd, {y, hf}), b(OpKind::kCast, {tt}, {{"dtype", DType::kF32}})});
+  REQUIRE(b.g.SetOutputs({y16, back}).ok());
+  const std::vector<FusionGroup> groups = codegen::PlanFusion(b.g);
+  REQUIRE(groups.size() == 1);
+  CHECK(Ops(groups[0]) == std::vector<std::string>{"neg", "cast", "add", "cast", "add"});
+  std::vector<float> twice = values;
+  twice.insert(twice.end(), values.begin(), values.end());
+  const Tensor xs = from_vector<float>(twice, {2, n});
+  const Tensor hs = cast(from_vector<float>(values, {n}), DType::kBF16);
+  const Tensor ts = cast(testing::Random({n, 2}, DType::kF32, 3), DType::kBF16);
+  RequireSameAsInterpreter(b.g, {xs, hs, ts}, 0);
+  // And a NaN stays a NaN.
+  const Tensor nan = full({2, n}, std::nan(""), DType::kF32);
+  const std::vector<Tensor> out =
+      codegen::Program::Compile(b.g).value()->Run({nan, hs, ts}).value();
+  for (float v : out[0].to(DType::kF32).to_vector<float>()) CHECK(std::isnan(v));
 }
 
 TEST_CASE("a compiled integer division by zero is an error, not a trap") {

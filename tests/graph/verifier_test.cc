@@ -223,7 +223,25 @@ TEST_CASE("regions: a body value of another shape or dtype, or a returned placeh
         "node `%r: f32[2,2] = fused(%a, %c)`: %n in its body has shape [2], its region's is [2,2]");
   CHECK(VerifyError(Region("i64[2,2]", "      %n: f32[2,2] = neg(%a)\n", "%n")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: %c in its body is i64[2,2]: a fused region "
-        "computes in f32, f64 and bool");
+        "computes in f32, f64 and bool, and casts between f32 and bf16");
+  // bf16 enters and leaves a pass only through casts to and from f32.
+  CHECK(Verify(Region("bf16[2,2]",
+                      "      %f: f32[2,2] = cast(%c) {dtype=f32}\n"
+                      "      %s: f32[2,2] = add(%a, %f)\n"
+                      "      %h: bf16[2,2] = cast(%s) {dtype=bf16}\n",
+                      "%s, %h", "%r: f32[2,2], %rh: bf16[2,2]"))
+            .ok());
+  CHECK(VerifyError(
+            Region("bf16[2,2]", "      %s: bf16[2,2] = add(%c, %c)\n", "%s", "%r: bf16[2,2]")) ==
+        "node `%r: bf16[2,2] = fused(%a, %c)`: %c in its body is bf16[2,2]: a fused region "
+        "computes in f32, f64 and bool, and casts between f32 and bf16");
+  CHECK(VerifyError(Region("f32[2,2]",
+                           "      %h: bf16[2,2] = cast(%c) {dtype=bf16}\n"
+                           "      %d: f64[2,2] = cast(%h) {dtype=f64}\n"
+                           "      %s: f32[2,2] = cast(%d) {dtype=f32}\n",
+                           "%s")) ==
+        "node `%r: f32[2,2] = fused(%a, %c)`: %h in its body is bf16[2,2]: a fused region "
+        "computes in f32, f64 and bool, and casts between f32 and bf16");
   CHECK(VerifyError(Region("f32[2,2]", "", "%a")) ==
         "node `%r: f32[2,2] = fused(%a, %c)`: its body returns its placeholder %a");
   CHECK(VerifyError(Region("f32[3]", "      %n: f32[2,2] = neg(%a)\n", "%n")) ==

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/cache_folder.h"
 #include "catch2/catch.hpp"
 #include "nn/models/models.h"
 #include "nn/optim.h"
@@ -115,6 +116,23 @@ TEST_CASE("a damaged entry, or another key's, is compiled again and replaced") {
   // Truncated: not a file that loads.
   fs::resize_file(entry, 100);
   CHECK_FALSE(Train("mlp").summary.cached);
+  unsetenv("TENSORCUT_CACHE_DIR");
+}
+
+TEST_CASE("an entry's key names the build that wrote it, so a rebuilt engine compiles again") {
+  // The file holding this code, its size and modification time: a rebuild
+  // of the same version makes another key.
+  const std::string identity = BuildIdentity();
+  REQUIRE_FALSE(identity.empty());
+  const std::string file = identity.substr(0, identity.find(' '));
+  CHECK(std::to_string(fs::file_size(file)) ==
+        identity.substr(file.size() + 1, identity.find(' ', file.size() + 1) - file.size() - 1));
+  const std::string folder = UseCacheFolder("build");
+  Train("linear");
+  REQUIRE(Entries(folder).size() == 1);
+  std::ifstream in(Entries(folder)[0], std::ios::binary);
+  const std::string bytes(std::istreambuf_iterator<char>(in), {});
+  CHECK(bytes.find("\\nbuild " + identity + "\\n") != std::string::npos);
   unsetenv("TENSORCUT_CACHE_DIR");
 }
 
