@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 #include "base/status_macros.h"
 #include "graph/decompositions.h"
 #include "graph/verifier.h"
@@ -33,12 +34,9 @@ struct Joint {
   JointLayout layout;
 };
 
-// The graph is fixed, so a failure to build it is a bug here: abort.
+// The graph is fixed, so a failure to build it is a bug here.
 void Check(const absl::Status& status) {
-  if (status.ok()) return;
-  std::fprintf(stderr, "partition_bench: the synthetic graph: %s\n",
-               std::string(status.message()).c_str());
-  std::abort();
+  TC_CHECK(status.ok(), "partition_bench: the synthetic graph: ", status.message());
 }
 
 // A residual ladder of `layers` layers, a_i = relu(a_{i-1} W_i) + a_{i-1},

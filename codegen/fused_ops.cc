@@ -1,10 +1,9 @@
 #include "codegen/fused_ops.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
+#include "base/check.h"
 #include "runtime/bf16.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/elementwise_math.h"
@@ -41,9 +40,7 @@ void Map2(void* const* regs, const FusedInstr& ins, int64_t n, F f) {
 }
 
 [[noreturn]] void Unsupported(const FusedInstr& ins) {
-  std::fprintf(stderr, "tensorcut: fused kernel has no %s on %s\n",
-               std::string(OpName(ins.op)).c_str(), std::string(DTypeName(ins.dtype)).c_str());
-  std::abort();
+  TC_FAIL("fused kernel has no ", OpName(ins.op), " on ", DTypeName(ins.dtype));
 }
 
 // Comparisons on every dtype; the other ops without attributes on floats.

@@ -1,12 +1,11 @@
 #include "graph/attrs.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/check.h"
 #include "graph/shape.h"
 
 namespace tc {
@@ -15,11 +14,8 @@ namespace {
 template <typename T>
 const T& Get(const Attrs& attrs, absl::string_view name, const char* kind) {
   const AttrValue* v = attrs.Find(name);
-  if (v == nullptr || !std::holds_alternative<T>(*v)) {
-    std::fprintf(stderr, "tensorcut internal error: attribute '%.*s' (%s) missing in %s\n",
-                 static_cast<int>(name.size()), name.data(), kind, attrs.ToString().c_str());
-    std::abort();
-  }
+  TC_CHECK(v != nullptr && std::holds_alternative<T>(*v), "attribute '", name, "' (", kind,
+           ") missing in ", attrs.ToString());
   return std::get<T>(*v);
 }
 

@@ -1,20 +1,16 @@
 #include "graph/op_attrs.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "base/check.h"
 
 namespace tc {
 namespace {
 
 std::array<int64_t, 2> PairOf(const Attrs& attrs, absl::string_view name) {
   const std::vector<int64_t>& v = attrs.Ints(name);
-  if (v.size() != 2) {
-    std::fprintf(stderr, "tensorcut internal error: attribute '%s' has %zu values, not 2\n",
-                 std::string(name).c_str(), v.size());
-    std::abort();
-  }
+  TC_CHECK(v.size() == 2, "attribute '", name, "' has ", v.size(), " values, not 2");
   return {v[0], v[1]};
 }
 
@@ -38,17 +34,12 @@ GeluApproximation GeluApproximationOf(const Attrs& attrs) {
   for (size_t i = 0; i < std::size(kGeluApproximationNames); ++i) {
     if (name == kGeluApproximationNames[i]) return static_cast<GeluApproximation>(i);
   }
-  std::fprintf(stderr, "tensorcut internal error: approximate=\"%s\"\n", name.c_str());
-  std::abort();
+  TC_FAIL("approximate=\"", name, "\"");
 }
 
 std::vector<int> ReducedDimsOf(const Attrs& attrs, int64_t rank) {
   absl::StatusOr<std::vector<int64_t>> dims = NormalizeDims(attrs.Ints("dims"), rank);
-  if (!dims.ok()) {
-    std::fprintf(stderr, "tensorcut internal error: %s\n",
-                 std::string(dims.status().message()).c_str());
-    std::abort();
-  }
+  TC_CHECK(dims.ok(), dims.status().message());
   return std::vector<int>(dims->begin(), dims->end());
 }
 

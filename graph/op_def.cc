@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/check.h"
 #include "graph/ops/families.h"
 
 namespace tc {
@@ -31,11 +30,6 @@ struct OpTable {
   absl::flat_hash_map<absl::string_view, OpKind> by_name;
 };
 
-[[noreturn]] void Die(const std::string& msg) {
-  std::fprintf(stderr, "tensorcut internal error: op table: %s\n", msg.c_str());
-  std::abort();
-}
-
 OpTable* BuildTable() {
   auto* table = new OpTable();
   std::array<bool, kNumOps> seen{};
@@ -45,16 +39,16 @@ OpTable* BuildTable() {
                        &ops_internal::LoweredOpDefs, &ops_internal::CollectiveOpDefs}) {
     for (OpDef& def : (*family)()) {
       const int i = static_cast<int>(def.kind);
-      if (seen[i]) Die(absl::StrCat("op '", kNames[i], "' declared twice"));
-      if (def.infer == nullptr) Die(absl::StrCat("op '", kNames[i], "' has no shape inference"));
-      if (def.family != kFamilies[i]) Die(absl::StrCat("op '", kNames[i], "' in wrong family"));
+      TC_CHECK(!seen[i], "op table: op '", kNames[i], "' declared twice");
+      TC_CHECK(def.infer != nullptr, "op table: op '", kNames[i], "' has no shape inference");
+      TC_CHECK(def.family == kFamilies[i], "op table: op '", kNames[i], "' in wrong family");
       seen[i] = true;
       def.name = kNames[i];
       table->defs[i] = std::move(def);
     }
   }
   for (int i = 0; i < kNumOps; ++i) {
-    if (!seen[i]) Die(absl::StrCat("op '", kNames[i], "' is in ops.def but not declared"));
+    TC_CHECK(seen[i], "op table: op '", kNames[i], "' is in ops.def but not declared");
     table->kinds[i] = static_cast<OpKind>(i);
     table->by_name[kNames[i]] = static_cast<OpKind>(i);
   }

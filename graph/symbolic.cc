@@ -1,8 +1,6 @@
 #include "graph/symbolic.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -11,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 
 namespace tc {
 namespace {
@@ -61,11 +60,7 @@ class SymbolTable {
     // Every handle comes from Intern: numbers that low are refused where
     // they enter (the parser, DimAdd's saturation).
     const uint64_t index = static_cast<uint64_t>(kSymbolicBase) - static_cast<uint64_t>(dim);
-    if (index >= polynomials_.size()) {
-      std::fprintf(stderr, "tensorcut internal error: dim %lld is no symbolic dim\n",
-                   static_cast<long long>(dim));
-      std::abort();
-    }
+    TC_CHECK(index < polynomials_.size(), "dim ", dim, " is no symbolic dim");
     return polynomials_[index];
   }
 

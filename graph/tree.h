@@ -20,8 +20,6 @@
 #define TENSORCUT_GRAPH_TREE_H_
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
@@ -33,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/check.h"
 #include "base/status_macros.h"
 
 namespace tc {
@@ -72,11 +71,7 @@ class Tree {
   static Tree Dict(std::vector<std::pair<std::string, Tree>> entries) {
     Tree t(TreeKind::kDict);
     for (auto& [key, item] : entries) {
-      if (t.Find(key) != nullptr) {
-        std::fprintf(stderr, "tensorcut internal error: Tree::Dict: key \"%s\" repeated\n",
-                     key.c_str());
-        std::abort();
-      }
+      TC_CHECK(t.Find(key) == nullptr, "Tree::Dict: key \"", key, "\" repeated");
       t.keys_.push_back(std::move(key));
       t.items_.push_back(std::move(item));
     }

@@ -1,26 +1,17 @@
 #include "partition/max_flow.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <queue>
 #include <tuple>
 
+#include "base/check.h"
+
 namespace tc::partition {
-namespace {
-
-void Check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "tensorcut internal error: %s\n", what);
-  std::abort();
-}
-
-}  // namespace
 
 void FlowGraph::AddEdge(int from, int to, int64_t capacity) {
-  Check(from >= 0 && from < num_nodes() && to >= 0 && to < num_nodes(),
-        "FlowGraph::AddEdge: node out of range");
-  Check(capacity >= 0, "FlowGraph::AddEdge: negative capacity");
+  TC_CHECK(from >= 0 && from < num_nodes() && to >= 0 && to < num_nodes(),
+           "FlowGraph::AddEdge: node out of range");
+  TC_CHECK(capacity >= 0, "FlowGraph::AddEdge: negative capacity");
   for (auto [a, b, c] : {std::tuple{from, to, std::min(capacity, kInfiniteCapacity)},
                          std::tuple{to, from, int64_t{0}}}) {
     to_.push_back(b);
@@ -117,9 +108,9 @@ class Dinic {
 };
 
 MinCut MaxFlowMinCut(const FlowGraph& graph, int source, int sink) {
-  Check(source != sink && source >= 0 && sink >= 0 && source < graph.num_nodes() &&
-            sink < graph.num_nodes(),
-        "MaxFlowMinCut: bad source or sink");
+  TC_CHECK(source != sink && source >= 0 && sink >= 0 && source < graph.num_nodes() &&
+               sink < graph.num_nodes(),
+           "MaxFlowMinCut: bad source or sink");
   return Dinic(graph, source, sink).Run();
 }
 

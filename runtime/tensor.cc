@@ -1,6 +1,5 @@
 #include "runtime/tensor.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
@@ -10,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/check.h"
 #include "runtime/autograd_meta.h"
 #include "runtime/bf16.h"
 #include "runtime/error.h"
@@ -151,15 +151,9 @@ void* Tensor::raw_data() const {
 }
 
 void Tensor::CheckDType(DType expected) const {
-  if (impl_ == nullptr) {
-    std::fprintf(stderr, "tensorcut: access to an undefined tensor\n");
-    std::abort();
-  }
-  if (impl_->dtype != expected) {
-    std::fprintf(stderr, "tensorcut: element access as %s on a %s tensor\n",
-                 std::string(DTypeName(expected)).c_str(), type().ToString().c_str());
-    std::abort();
-  }
+  TC_CHECK(impl_ != nullptr, "access to an undefined tensor");
+  TC_CHECK(impl_->dtype == expected, "element access as ", DTypeName(expected), " on a ",
+           type().ToString(), " tensor");
 }
 
 int64_t Tensor::ElementOffset(std::initializer_list<int64_t> index) const {
@@ -235,10 +229,8 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
     throw Error(absl::InvalidArgumentError(absl::StrCat(
         "requires_grad_: only floating-point tensors can require grad, got ", type().ToString())));
   }
-  if (requires_grad && GetGradRecorder() == nullptr) {
-    std::fprintf(stderr, "tensorcut: requires_grad_ without autograd: link //autodiff\n");
-    std::abort();
-  }
+  TC_CHECK(!requires_grad || GetGradRecorder() != nullptr,
+           "requires_grad_ without autograd: link //autodiff");
   if (!is_leaf()) {
     throw Error(absl::InvalidArgumentError(
         "requires_grad_: only leaf tensors can change requires_grad; use detach()"));

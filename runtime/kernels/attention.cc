@@ -16,13 +16,12 @@
 // f64 products may allocate their blocking space).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
 #include "Eigen/Core"
 #include "absl/container/inlined_vector.h"
+#include "base/check.h"
 #include "oneapi/dnnl/dnnl.h"
 #include "runtime/kernels/dtype_dispatch.h"
 #include "runtime/kernels/registry.h"
@@ -44,11 +43,8 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (m == 0 || n == 0) return;
   const dnnl_status_t status =
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success) {  // only for arguments this file never passes
-    std::fprintf(stderr, "tensorcut internal error: attention: dnnl_sgemm failed (%d)\n",
-                 static_cast<int>(status));
-    std::abort();
-  }
+  // Fails only for arguments this file never passes.
+  TC_CHECK(status == dnnl_success, "attention: dnnl_sgemm failed (", static_cast<int>(status), ")");
 }
 
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

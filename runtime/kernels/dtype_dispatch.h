@@ -6,9 +6,8 @@
 #define TENSORCUT_RUNTIME_KERNELS_DTYPE_DISPATCH_H_
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
+#include "base/check.h"
 #include "graph/dtype.h"
 
 namespace tc::kernels {
@@ -29,9 +28,7 @@ decltype(auto) VisitDType(DType dtype, Fn&& fn) {
     case DType::kBF16:
       break;
   }
-  std::fprintf(stderr, "tensorcut: no kernel for dtype %s\n",
-               std::string(DTypeName(dtype)).c_str());
-  std::abort();
+  TC_FAIL("no kernel for dtype ", DTypeName(dtype));
 }
 
 // The same for f32 and f64 only (kernels that only make sense on floats).
@@ -39,9 +36,7 @@ template <typename Fn>
 decltype(auto) VisitFloatDType(DType dtype, Fn&& fn) {
   if (dtype == DType::kF64) return fn(double{});
   if (dtype == DType::kF32) return fn(float{});
-  std::fprintf(stderr, "tensorcut: no floating kernel for dtype %s\n",
-               std::string(DTypeName(dtype)).c_str());
-  std::abort();
+  TC_FAIL("no floating kernel for dtype ", DTypeName(dtype));
 }
 
 }  // namespace tc::kernels
