@@ -90,7 +90,12 @@ std::vector<FusionGroup> PlanFusion(const Graph& graph) {
 
   std::vector<std::vector<int>> kept;
   for (std::vector<int>& m : members) {
-    if (m.size() < 2) continue;
+    // A group needs two nodes that compute. One node with only its casts
+    // stays alone: a lone node after a product may become the product's
+    // epilogue (codegen/fold_post_ops.h: linear+relu), which saves more
+    // than writing the cast in its pass; the casts then run by themselves.
+    const auto computes = [&](int i) { return !IsBf16Cast(*nodes[i]); };
+    if (std::count_if(m.begin(), m.end(), computes) < 2) continue;
     std::sort(m.begin(), m.end());
     kept.push_back(std::move(m));
   }

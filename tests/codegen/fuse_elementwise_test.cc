@@ -190,6 +190,19 @@ TEST_CASE("a cast to bf16 joins the pass that computes its f32 value, which writ
   CHECK(Verify(ParseOk(text)).ok());
 }
 
+TEST_CASE("one node with only its cast is no group: it may become a product's epilogue") {
+  const char kReluCast[] =
+      "graph(%x: f32[4,3], %w: f32[3,3]) {\n"
+      "  %0: f32[4,3] = matmul(%x, %w)\n"
+      "  %1: f32[4,3] = relu(%0)\n"
+      "  %2: bf16[4,3] = cast(%1) {dtype=bf16}\n"
+      "  return (%1, %2)\n"
+      "}\n";
+  const auto [text, changed] = Fuse(kReluCast);
+  CHECK_FALSE(changed);
+  CHECK(text == kReluCast);
+}
+
 TEST_CASE("the fused kernel evaluates exactly the ops the op table calls fusible") {
   for (OpKind op : AllOps()) {
     INFO(OpName(op));
