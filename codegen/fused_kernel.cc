@@ -13,6 +13,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/threads.h"
 
 namespace tc::codegen {
@@ -24,7 +25,9 @@ namespace {
 class InputReader {
  public:
   InputReader(const Tensor& t, const Shape& shape, absl::Span<const int> order)
-      : base_(static_cast<const char*>(t.raw_data())), item_(ItemSize(t.dtype())) {
+      : base_(static_cast<const char*>(t.raw_data())),
+        dtype_(t.dtype()),
+        item_(ItemSize(t.dtype())) {
     // Coalesce dims as ForEachOffset does: a contiguous input becomes one dim
     // of stride 1, a bias broadcast over rows [rows (stride 0), cols (stride 1)].
     const int64_t lead = static_cast<int64_t>(shape.size()) - t.dim();
@@ -59,20 +62,8 @@ class InputReader {
   // else gathered into `buffer`.
   const void* Read(int64_t start, int64_t len, void* buffer) const {
     if (in_place_) return base_ + start * item_;
-    switch (item_) {
-      case 1:
-        Gather(start, len, static_cast<uint8_t*>(buffer));
-        break;
-      case 2:
-        Gather(start, len, static_cast<uint16_t*>(buffer));
-        break;
-      case 4:
-        Gather(start, len, static_cast<uint32_t*>(buffer));
-        break;
-      default:
-        Gather(start, len, static_cast<uint64_t*>(buffer));
-        break;
-    }
+    kernels::VisitElementBits(
+        dtype_, [&](auto bits) { Gather(start, len, static_cast<decltype(bits)*>(buffer)); });
     return buffer;
   }
 
@@ -111,6 +102,7 @@ class InputReader {
   }
 
   const char* base_;
+  DType dtype_;
   int64_t item_;
   absl::InlinedVector<int64_t, 8> dims_, strides_;
   bool in_place_ = false;
